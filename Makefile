@@ -1,0 +1,44 @@
+SHELL := /bin/bash
+# caddy-robots: build and test.
+#
+#   make test    everything CI runs: tools check, vet, staticcheck, unit + integration tests
+#   make bench   the Go benchmarks (engine, agents, state)
+#   make fuzz    a short fuzzing pass over the parser and matcher
+#   make wrk     the end-to-end throughput comparison (bench/wrk.sh)
+
+GO        ?= go
+STATICCHECK_VERSION ?= v0.8.2
+export GOFLAGS := $(filter-out -trimpath,$(GOFLAGS))
+
+.PHONY: test deps vet staticcheck unit bench fuzz wrk build
+
+test: deps vet staticcheck unit
+
+# deps makes sure redis-server is there: the state tests run a real one on loopback.
+deps:
+	@./scripts/need-redis.sh
+
+vet:
+	$(GO) vet ./...
+	@test -z "$$(gofmt -l . | grep -v '^bench/' )" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
+
+staticcheck:
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
+
+unit:
+	$(GO) test -race -count=1 ./... 2>&1 | tee .test.log; status=$${PIPESTATUS[0]}; \
+	  if grep -q -- '--- SKIP' .test.log && [ "$$CI" = "true" ]; then echo "FAIL: tests skipped under CI:"; grep -- '--- SKIP' .test.log; exit 1; fi; \
+	  exit $$status
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./enforce/... ./agents/...
+
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 30s ./enforce
+	$(GO) test -run '^$$' -fuzz FuzzMatch -fuzztime 30s ./enforce
+
+wrk:
+	./bench/wrk.sh
+
+build:
+	$(GO) build -o caddy ./cmd/caddy
