@@ -1,0 +1,138 @@
+package agents
+
+import (
+	"strings"
+
+	"github.com/caddyrobots/caddy-robots/agents/internal/uatext"
+	"github.com/mssola/useragent"
+)
+
+// defaultIdentifier serves the package-level Identify.
+var defaultIdentifier = NewIdentifier(0)
+
+// Identify tells who sent userAgent, using a package-level Identifier with
+// the default cache size. It is safe for concurrent use.
+//
+// The result is, in order of precedence:
+//
+//   - for an empty (or all-blank) User-Agent: Bot true, Category other, no
+//     Name and no Tokens, since no browser sends an empty User-Agent;
+//   - for a client of the catalogue (see Catalogue): that entry, Known true;
+//   - for another automated client: Bot true, Category other, Name the
+//     product name its User-Agent carries and Tokens that name alone, so
+//     "ExampleCrawler/1.0 (+https://example.com/bot)" and
+//     "Mozilla/5.0 (compatible; ExampleCrawler/1.0; +https://example.com/bot)"
+//     both give Name "ExampleCrawler" and Tokens ["ExampleCrawler"];
+//   - for a browser: the zero Agent (Bot false).
+//
+// A User-Agent is an automated client's when it names a crawler, library or
+// headless browser of the catalogue, carries a URL or a word such as "bot",
+// "crawler", "spider" or "fetcher", or does not have the shape of a browser's
+// (browsers' User-Agents start with "Mozilla/" or "Opera/" and carry a
+// platform comment).
+func Identify(userAgent string) Agent {
+	return defaultIdentifier.Identify(userAgent)
+}
+
+// Identify tells who sent userAgent, as the package-level Identify does,
+// and remembers the answer in the Identifier's cache. It is safe for
+// concurrent use; on a cached User-Agent it does not allocate.
+func (id *Identifier) Identify(userAgent string) Agent {
+	if a, ok := id.cache.get(userAgent); ok {
+		return a
+	}
+	a := identify(userAgent)
+	id.cache.put(userAgent, a)
+	return a
+}
+
+// identify is Identify without the cache.
+func identify(ua string) Agent {
+	s := strings.TrimSpace(ua)
+	if s == "" {
+		return Agent{Bot: true, Category: CategoryOther, Profile: Profile{RobotsCacheTTL: defaultRobotsCacheTTL}}
+	}
+	if m, err := loadMatcher(); err == nil {
+		if i := m.match(s); i >= 0 {
+			e := &m.entries[i]
+			if e.generic {
+				// A crawler that names itself on top of a library
+				// ("Mozilla/5.0 (compatible; FooBot/1.0) python-requests/2.31")
+				// is that crawler, not the library.
+				if n := claimedName(s); n != "" && !m.isEntryName(i, n) {
+					return unknownBot(n)
+				}
+			}
+			return e.agent
+		}
+	}
+	if looksAutomated(s) {
+		return unknownBot(uatext.NameOf(s))
+	}
+	return Agent{}
+}
+
+func (m *matcher) isEntryName(i int32, name string) bool {
+	j, ok := m.byName[strings.ToLower(name)]
+	return ok && j == i
+}
+
+// claimedName returns the name a User-Agent gives itself in a
+// "compatible;" comment or as a word such as "…Bot", or "".
+func claimedName(s string) string {
+	if uatext.IndexFold(s, "compatible;") >= 0 {
+		n := uatext.NameOf(s)
+		if n != "" && !uatext.IsBrowserProduct(n) {
+			return n
+		}
+	}
+	name := ""
+	uatext.Words(s, func(w string, at int) bool {
+		if uatext.WordAt(s, at, at+len(w)) && !uatext.IsDomain(w) && uatext.HasBotWord(w) {
+			name = w
+			return false
+		}
+		return true
+	})
+	return name
+}
+
+// unknownBot is the Agent of an automated client that is not in the
+// catalogue.
+func unknownBot(name string) Agent {
+	a := Agent{Bot: true, Name: name, Category: CategoryOther, Profile: Profile{RobotsCacheTTL: defaultRobotsCacheTTL}}
+	if t := uatext.LeadingToken(name); t == name && len(t) >= 2 {
+		a.Tokens = []string{name}
+	}
+	return a
+}
+
+// looksAutomated applies the heuristics for clients the catalogue does not
+// know.
+func looksAutomated(s string) bool {
+	if strings.Contains(s, "://") || uatext.IndexFold(s, "www.") >= 0 {
+		return true
+	}
+	bot := false
+	uatext.Words(s, func(w string, at int) bool {
+		if uatext.WordAt(s, at, at+len(w)) && !uatext.IsDomain(w) && uatext.HasBotWord(w) {
+			bot = true
+			return false
+		}
+		return true
+	})
+	if bot {
+		return true
+	}
+	// Browsers say Mozilla/ (or, long ago, Opera/) first and describe their
+	// platform in a comment.
+	first := uatext.LeadingToken(s)
+	if !strings.EqualFold(first, "Mozilla") && !strings.EqualFold(first, "Opera") {
+		return true
+	}
+	if !strings.Contains(s, "(") {
+		return true
+	}
+	// What is left has a browser's shape: let a browser parser judge it.
+	return useragent.New(s).Bot()
+}

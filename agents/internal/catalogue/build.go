@@ -1,0 +1,558 @@
+package catalogue
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"regexp/syntax"
+	"sort"
+	"strings"
+	"unicode"
+
+	"github.com/caddyrobots/caddy-robots/agents/internal/uatext"
+)
+
+// The upstream files, relative to the data directory, and their provenance.
+var upstreamSources = []Source{
+	{Name: "curated", File: "curated.json", License: "Apache-2.0 (this project)"},
+	{Name: "ai.robots.txt", File: "upstream/ai-robots-txt-robots.json", Repo: "https://github.com/ai-robots-txt/ai.robots.txt", Commit: "738c80df2169027ce0e07c9976fd3f2f57dd8f7b", License: "MIT"},
+	{Name: "crawler-user-agents", File: "upstream/crawler-user-agents.json", Repo: "https://github.com/monperrus/crawler-user-agents", Commit: "7c7f9f254f16fcbc7d0fcb60d0a188897c00b050", License: "MIT"},
+}
+
+type curatedFile struct {
+	Entries []curatedEntry `json:"entries"`
+	// Exclude lists upstream patterns left out of the catalogue, each
+	// with the reason.
+	Exclude []struct {
+		Pattern string `json:"pattern"`
+		Reason  string `json:"reason"`
+	} `json:"exclude"`
+}
+
+type curatedEntry struct {
+	Name            string   `json:"name"`
+	Operator        string   `json:"operator"`
+	Category        string   `json:"category"`
+	Tokens          []string `json:"tokens"`
+	Match           []string `json:"match"`
+	Upstream        []string `json:"upstream"`
+	Generic         bool     `json:"generic"`
+	RobotsOnly      bool     `json:"robots_only"`
+	CrawlDelay      string   `json:"crawl_delay"`
+	RequestRate     string   `json:"request_rate"`
+	IgnoresWildcard bool     `json:"ignores_wildcard"`
+	UserTriggered   bool     `json:"user_triggered"`
+	RobotsCacheTTL  string   `json:"robots_cache_ttl"`
+	Verify          string   `json:"verify"`
+	URL             string   `json:"url"`
+	Note            string   `json:"note"`
+}
+
+type aiAgent struct {
+	Operator string `json:"operator"`
+	Function string `json:"function"`
+}
+
+type upstreamEntry struct {
+	Pattern   string   `json:"pattern"`
+	URL       string   `json:"url"`
+	Instances []string `json:"instances"`
+	Tags      []string `json:"tags"`
+	DependsOn []string `json:"depends_on"`
+}
+
+// VerifyKeys are the verification method keys an entry's Verify may name.
+var VerifyKeys = []string{"google-common", "google-special", "google-user-triggered", "bingbot", "applebot", "yahoo-slurp", "yandex", "baidu", "amazonbot", "petalbot", "duckduckgo", "openai-gptbot", "openai-searchbot", "openai-chatgpt-user", "perplexitybot", "perplexity-user", "anthropic", "ccbot", "ahrefs", "meta", "pinterest"}
+
+// Categories are the values an entry's Category may take.
+var Categories = []string{"search", "ai-training", "ai-search", "ai-assistant", "seo", "archive", "social-preview", "monitoring", "feed-reader", "http-library", "other"}
+
+type builder struct {
+	entries []*Entry
+	byKey   map[string]*Entry // lower-case name or word -> entry
+}
+
+func (b *builder) add(e *Entry) {
+	b.entries = append(b.entries, e)
+	b.index(e)
+}
+
+func (b *builder) index(e *Entry) {
+	for _, k := range append([]string{e.Name}, e.Words...) {
+		k = strings.ToLower(k)
+		if _, ok := b.byKey[k]; !ok {
+			b.byKey[k] = e
+		}
+	}
+}
+
+func (b *builder) find(keys ...string) *Entry {
+	for _, k := range keys {
+		if e := b.byKey[strings.ToLower(k)]; e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+func addUnique(list []string, s ...string) []string {
+outer:
+	for _, x := range s {
+		for _, y := range list {
+			if strings.EqualFold(x, y) {
+				continue outer
+			}
+		}
+		list = append(list, x)
+	}
+	return list
+}
+
+// Build reads the inputs from dataDir and returns the catalogue file's bytes.
+func Build(dataDir string) ([]byte, error) {
+	var cur curatedFile
+	if err := readJSON(filepath.Join(dataDir, "curated.json"), &cur); err != nil {
+		return nil, err
+	}
+	aiRaw, err := os.ReadFile(filepath.Join(dataDir, "upstream/ai-robots-txt-robots.json"))
+	if err != nil {
+		return nil, fmt.Errorf("catalogue: %w", err)
+	}
+	var ai map[string]aiAgent
+	if err := json.Unmarshal(aiRaw, &ai); err != nil {
+		return nil, fmt.Errorf("catalogue: parsing ai-robots-txt-robots.json: %w", err)
+	}
+	var up []upstreamEntry
+	if err := readJSON(filepath.Join(dataDir, "upstream/crawler-user-agents.json"), &up); err != nil {
+		return nil, err
+	}
+
+	b := &builder{byKey: map[string]*Entry{}}
+	explicit := map[string]*Entry{} // upstream pattern -> curated entry
+	for _, c := range cur.Entries {
+		if err := checkCurated(c); err != nil {
+			return nil, err
+		}
+		e := &Entry{
+			Name: c.Name, Operator: c.Operator, Category: c.Category, Tokens: c.Tokens,
+			Generic: c.Generic, RobotsOnly: c.RobotsOnly, CrawlDelay: c.CrawlDelay,
+			RequestRate: c.RequestRate, IgnoresWildcard: c.IgnoresWildcard,
+			UserTriggered: c.UserTriggered, RobotsCacheTTL: c.RobotsCacheTTL,
+			Verify: c.Verify, URL: c.URL, Sources: []string{"curated"},
+		}
+		e.Words = addUnique(nil, c.Name)
+		if len(c.Tokens) > 0 {
+			e.Words = addUnique(e.Words, c.Tokens[0])
+		}
+		e.Words = addUnique(e.Words, c.Match...)
+		if b.find(e.Words...) != nil {
+			return nil, fmt.Errorf("catalogue: curated entry %q repeats a name", c.Name)
+		}
+		for _, p := range c.Upstream {
+			explicit[p] = e
+		}
+		b.add(e)
+	}
+
+	// ai.robots.txt, in case-insensitive key order.
+	keys := make([]string, 0, len(ai))
+	for k := range ai {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if a, c := strings.ToLower(keys[i]), strings.ToLower(keys[j]); a != c {
+			return a < c
+		}
+		return keys[i] < keys[j]
+	})
+	for _, k := range keys {
+		v := ai[k]
+		tok := uatext.LeadingToken(k)
+		mergeKey := tok
+		if uatext.IsDomain(tok) {
+			mergeKey = tok[:strings.IndexByte(tok, '.')]
+		}
+		rest := strings.TrimLeft(k[len(tok):], " /")
+		versioned := rest == "" || rest[0] >= '0' && rest[0] <= '9'
+		if e := b.find(k, tok, mergeKey); e != nil {
+			e.Sources = addUnique(e.Sources, "ai.robots.txt")
+			if !versioned {
+				e.Words = addUnique(e.Words, k)
+			} else if mergeKey != tok {
+				e.Words = addUnique(e.Words, tok) // "quillbot.com"
+			}
+			b.index(e)
+			continue
+		}
+		name := k
+		if versioned {
+			name = tok
+		}
+		e := &Entry{Name: name, Operator: operatorOf(v.Operator), Category: aiCategory(v.Function),
+			Tokens: []string{tok}, Words: []string{name}, Sources: []string{"ai.robots.txt"}}
+		if mergeKey != tok {
+			e.Tokens = []string{mergeKey, tok}
+			e.Words = addUnique(e.Words, mergeKey)
+		}
+		if strings.HasSuffix(strings.ToLower(tok), "-user") {
+			e.UserTriggered = true
+			e.Category = "ai-assistant"
+		}
+		b.add(e)
+	}
+
+	// crawler-user-agents.
+	byPattern := map[string]*Entry{}
+	excluded := map[string]bool{}
+	for _, x := range cur.Exclude {
+		if x.Reason == "" {
+			return nil, fmt.Errorf("catalogue: excluded pattern %q needs a reason", x.Pattern)
+		}
+		excluded[x.Pattern] = true
+	}
+	for _, u := range up {
+		if excluded[u.Pattern] {
+			continue
+		}
+		p, err := compilePattern(u.Pattern)
+		if err != nil {
+			return nil, err
+		}
+		e := explicit[u.Pattern]
+		name := ""
+		if e == nil {
+			name = deriveName(u)
+			e = b.find(name)
+		}
+		if e == nil {
+			e = &Entry{Name: name, Category: tagCategory(u.Tags), URL: u.URL}
+			if t := uatext.LeadingToken(name); len(t) >= 2 {
+				e.Tokens = []string{t}
+			}
+			if e.Category == "http-library" {
+				e.Generic = true
+			}
+			b.add(e)
+		}
+		if e.URL == "" {
+			e.URL = u.URL
+		}
+		e.Sources = addUnique(e.Sources, "crawler-user-agents")
+		e.Patterns = append(e.Patterns, p)
+		byPattern[u.Pattern] = e
+	}
+	for _, u := range up {
+		for _, d := range u.DependsOn {
+			if dep := byPattern[d]; dep != nil && dep != byPattern[u.Pattern] {
+				e := byPattern[u.Pattern]
+				e.DependsOn = addUnique(e.DependsOn, dep.Name)
+			}
+		}
+	}
+
+	names := map[string]bool{}
+	for _, e := range b.entries {
+		if e.RobotsCacheTTL == "" {
+			e.RobotsCacheTTL = "24h"
+		}
+		if names[strings.ToLower(e.Name)] {
+			return nil, fmt.Errorf("catalogue: two entries are named %q", e.Name)
+		}
+		names[strings.ToLower(e.Name)] = true
+	}
+
+	f := File{
+		Comment: "GENERATED by `go generate` (agents/internal/gen) from the files named in sources; DO NOT EDIT. Edit curated.json or replace the upstream files, then regenerate.",
+		Sources: upstreamSources,
+	}
+	for _, e := range b.entries {
+		f.Entries = append(f.Entries, *e)
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", " ")
+	if err := enc.Encode(f); err != nil {
+		return nil, fmt.Errorf("catalogue: encoding: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+func readJSON(path string, v any) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("catalogue: %w", err)
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("catalogue: parsing %s: %w", path, err)
+	}
+	return nil
+}
+
+func checkCurated(c curatedEntry) error {
+	if c.Name == "" || len(c.Tokens) == 0 {
+		return fmt.Errorf("catalogue: curated entry %q needs a name and tokens", c.Name)
+	}
+	if !contains(Categories, c.Category) {
+		return fmt.Errorf("catalogue: curated entry %q: unknown category %q", c.Name, c.Category)
+	}
+	if c.Verify != "" && !contains(VerifyKeys, c.Verify) {
+		return fmt.Errorf("catalogue: curated entry %q: unknown verification method %q", c.Name, c.Verify)
+	}
+	for _, s := range []string{c.CrawlDelay, c.RequestRate} {
+		if s != "" && s != "yes" && s != "no" {
+			return fmt.Errorf("catalogue: curated entry %q: support must be yes or no, not %q", c.Name, s)
+		}
+	}
+	for _, t := range c.Tokens {
+		if t == "*" || uatext.LeadingToken(t) != t {
+			return fmt.Errorf("catalogue: curated entry %q: %q is not a product token", c.Name, t)
+		}
+	}
+	return nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// operatorOf turns "[OpenAI](https://openai.com)" into "OpenAI" and drops
+// "Unclear at this time.".
+func operatorOf(s string) string {
+	s = strings.TrimSpace(s)
+	if strings.HasPrefix(s, "[") {
+		if k := strings.Index(s, "]("); k > 0 {
+			s = s[1:k]
+		}
+	}
+	if strings.HasPrefix(strings.ToLower(s), "unclear") || len(s) > 60 {
+		return ""
+	}
+	return s
+}
+
+func aiCategory(function string) string {
+	f := strings.ToLower(function)
+	switch {
+	case strings.Contains(f, "assistant"), strings.Contains(f, "agent"), strings.Contains(f, "user-initiated"), strings.Contains(f, "coding"), strings.Contains(f, "prompt"):
+		return "ai-assistant"
+	case strings.Contains(f, "search"):
+		return "ai-search"
+	}
+	return "ai-training"
+}
+
+func tagCategory(tags []string) string {
+	order := []struct{ tag, cat string }{
+		{"ai-crawler", "ai-training"}, {"search-engine", "search"}, {"seo", "seo"},
+		{"archiver", "archive"}, {"social-preview", "social-preview"}, {"feed-reader", "feed-reader"},
+		{"monitoring", "monitoring"}, {"http-library", "http-library"}, {"browser-automation", "http-library"},
+	}
+	for _, o := range order {
+		if contains(tags, o.tag) {
+			return o.cat
+		}
+	}
+	return "other"
+}
+
+// deriveName names the client an upstream pattern recognises: the word its
+// match covers in the first instance (or in the pattern's own literal text).
+func deriveName(u upstreamEntry) string {
+	re := regexp.MustCompile(u.Pattern) // compilePattern checked it
+	sample := ""
+	for _, in := range u.Instances {
+		if re.MatchString(in) {
+			sample = in
+			break
+		}
+	}
+	if sample == "" {
+		sample = unescape(u.Pattern)
+		if !re.MatchString(sample) {
+			return strings.TrimSpace(strings.Trim(sample, "^$"))
+		}
+	}
+	loc := re.FindStringIndex(sample)
+	i, j := loc[0], loc[1]
+	for i < j && !uatext.IsWordByte(sample[i]) {
+		i++
+	}
+	for i > 0 && uatext.IsWordByte(sample[i-1]) {
+		i--
+	}
+	span := sample[i:j]
+	if strings.Count(span, " ") > 3 || len(span) > 40 || !strings.Contains(strings.TrimSpace(span), " ") {
+		k := i
+		for k < len(sample) && uatext.IsWordByte(sample[k]) {
+			k++
+		}
+		span = sample[i:k]
+	} else {
+		k := j
+		for k < len(sample) && uatext.IsWordByte(sample[k]) && k > 0 && uatext.IsWordByte(sample[k-1]) {
+			k++
+		}
+		span = sample[i:k]
+	}
+	name := strings.TrimRightFunc(span, func(r rune) bool { return r > 127 || !uatext.IsWordByte(byte(r)) || r == '.' || r == '-' })
+	if len(name) < 2 {
+		name = strings.TrimFunc(sample[loc[0]:loc[1]], unicode.IsSpace)
+	}
+	inURL := strings.Contains(sample[strings.LastIndexByte(sample[:i], ' ')+1:i], "/")
+	if name == "" || uatext.IsDomain(name) || inURL {
+		if n := uatext.NameOf(sample); n != "" {
+			return n
+		}
+	}
+	if name == "" {
+		name = strings.TrimSpace(unescape(u.Pattern))
+	}
+	return name
+}
+
+func unescape(p string) string {
+	var sb strings.Builder
+	for i := 0; i < len(p); i++ {
+		if p[i] == '\\' && i+1 < len(p) {
+			i++
+		}
+		sb.WriteByte(p[i])
+	}
+	return sb.String()
+}
+
+func compilePattern(p string) (Pattern, error) {
+	if _, err := regexp.Compile(p); err != nil {
+		return Pattern{}, fmt.Errorf("catalogue: pattern %q: %w", p, err)
+	}
+	re, err := syntax.Parse(p, syntax.Perl)
+	if err != nil {
+		return Pattern{}, fmt.Errorf("catalogue: pattern %q: %w", p, err)
+	}
+	re = re.Simplify()
+	out := Pattern{Re: p, Needles: needles(re)}
+	if re.Op == syntax.OpLiteral && re.Flags&syntax.FoldCase == 0 {
+		out.Lit = string(re.Rune)
+	}
+	if len(out.Needles) == 0 {
+		return Pattern{}, fmt.Errorf("catalogue: pattern %q has no literal text to look for", p)
+	}
+	for _, n := range out.Needles {
+		if len(n) < 3 {
+			return Pattern{}, fmt.Errorf("catalogue: pattern %q: literal %q is shorter than 3 bytes", p, n)
+		}
+	}
+	return out, nil
+}
+
+// exact returns the lower-case text re matches, ignoring case, when there is
+// exactly one.
+func exact(re *syntax.Regexp) (string, bool) {
+	switch re.Op {
+	case syntax.OpEmptyMatch, syntax.OpBeginLine, syntax.OpEndLine, syntax.OpBeginText, syntax.OpEndText:
+		return "", true
+	case syntax.OpLiteral:
+		return strings.ToLower(string(re.Rune)), true
+	case syntax.OpCharClass:
+		var r rune = -1
+		for i := 0; i < len(re.Rune); i += 2 {
+			for c := re.Rune[i]; c <= re.Rune[i+1]; c++ {
+				l := unicode.ToLower(c)
+				if r >= 0 && l != r {
+					return "", false
+				}
+				r = l
+			}
+		}
+		if r < 0 {
+			return "", false
+		}
+		return string(r), true
+	case syntax.OpCapture:
+		return exact(re.Sub[0])
+	case syntax.OpConcat:
+		var sb strings.Builder
+		for _, s := range re.Sub {
+			t, ok := exact(s)
+			if !ok {
+				return "", false
+			}
+			sb.WriteString(t)
+		}
+		return sb.String(), true
+	case syntax.OpAlternate:
+		first, ok := exact(re.Sub[0])
+		if !ok {
+			return "", false
+		}
+		for _, s := range re.Sub[1:] {
+			if t, ok := exact(s); !ok || t != first {
+				return "", false
+			}
+		}
+		return first, true
+	}
+	return "", false
+}
+
+// needles returns lower-case strings at least one of which occurs, ignoring
+// case, in every match of re; nil when there is no such set.
+func needles(re *syntax.Regexp) []string {
+	if t, ok := exact(re); ok {
+		if t == "" {
+			return nil
+		}
+		return []string{t}
+	}
+	switch re.Op {
+	case syntax.OpCapture, syntax.OpPlus:
+		return needles(re.Sub[0])
+	case syntax.OpRepeat:
+		if re.Min >= 1 {
+			return needles(re.Sub[0])
+		}
+	case syntax.OpAlternate:
+		var all []string
+		for _, s := range re.Sub {
+			n := needles(s)
+			if n == nil {
+				return nil
+			}
+			all = addUnique(all, n...)
+		}
+		return all
+	case syntax.OpConcat:
+		best, run := "", ""
+		var set []string
+		for _, s := range re.Sub {
+			if t, ok := exact(s); ok {
+				run += t
+				if len(run) > len(best) {
+					best = run
+				}
+				continue
+			}
+			run = ""
+			if n := needles(s); n != nil && set == nil {
+				set = n
+			}
+		}
+		if len(best) >= 3 || set == nil {
+			if best == "" {
+				return nil
+			}
+			return []string{best}
+		}
+		return set
+	}
+	return nil
+}
