@@ -1,0 +1,390 @@
+package state
+
+import (
+	"context"
+	"hash/maphash"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Defaults of [MemoryConfig].
+const (
+	DefaultMaxEntries = 100_000
+	DefaultShards     = 64
+)
+
+// MemoryConfig configures [NewMemory].
+type MemoryConfig struct {
+	// MaxEntries is the hard cap on identities kept (default 100,000). At
+	// about 250 bytes an entry, the default costs at most ~25 MiB.
+	MaxEntries int
+	// Shards is the number of independently locked parts (default 64). It
+	// is rounded up to a power of two and lowered to at most MaxEntries.
+	Shards int
+}
+
+// Memory is the in-process [Store]: bounded, sharded, O(1) per decision and
+// allocation-free for an identity it already holds.
+//
+// Each shard has a map from [Identity] to a slot in a slot array that grows up
+// to the shard's share of MaxEntries, and two intrusive LRU lists over those
+// slots: one for unverified clients, one for verified crawlers. When a shard
+// is full, a new identity takes the slot of (in this order) a dead verified
+// entry, the least recently used unverified entry, or, only when no unverified
+// entry is left, the least recently used verified one. An entry is dead when
+// its throttle time, strike window and ban are all in the past; every decision
+// also frees the dead entries it finds at the tail of the lists, so idle
+// identities expire without a sweeper goroutine.
+type Memory struct {
+	shards []memShard
+	mask   uint64
+	seed   maphash.Seed
+	max    int
+}
+
+type memShard struct {
+	mu       sync.Mutex
+	idx      map[uint64]int32 // keyed by Memory.hash; the entry holds the identity
+	entries  []entry
+	limit    int
+	free     int32 // first free slot, chained through entry.next; -1 if none
+	lists    [2]lruList
+	lastName string // the last name cloned into the shard, shared by new entries
+	_        [64]byte
+}
+
+// lruList is an intrusive doubly linked list over memShard.entries; head is
+// the most recently used slot, -1 means none.
+type lruList struct{ head, tail int32 }
+
+// entry is the state of one identity, times in Unix nanoseconds.
+type entry struct {
+	id       Identity
+	hash     uint64
+	tat      int64 // GCRA theoretical arrival time
+	winEnd   int64 // end of the current strike window
+	banUntil int64
+	strikes  int32 // strikes counted in the window
+	prev     int32
+	next     int32
+}
+
+func (e *entry) dead(now int64) bool {
+	return e.tat <= now && e.winEnd <= now && e.banUntil <= now
+}
+
+func (e *entry) activeStrikes(now int64) int {
+	if e.winEnd > now {
+		return int(e.strikes)
+	}
+	return 0
+}
+
+func listOf(id Identity) int {
+	if id.Verified {
+		return 1
+	}
+	return 0
+}
+
+// NewMemory returns an empty memory store. Slots are allocated as identities
+// arrive, never beyond cfg.MaxEntries.
+func NewMemory(cfg MemoryConfig) *Memory {
+	if cfg.MaxEntries <= 0 {
+		cfg.MaxEntries = DefaultMaxEntries
+	}
+	if cfg.Shards <= 0 {
+		cfg.Shards = DefaultShards
+	}
+	n := 1
+	for n < cfg.Shards {
+		n <<= 1
+	}
+	for n > cfg.MaxEntries {
+		n >>= 1
+	}
+	m := &Memory{
+		shards: make([]memShard, n),
+		mask:   uint64(n - 1),
+		seed:   maphash.MakeSeed(),
+		max:    cfg.MaxEntries,
+	}
+	for i := range m.shards {
+		s := &m.shards[i]
+		s.limit = cfg.MaxEntries / n
+		if i < cfg.MaxEntries%n {
+			s.limit++
+		}
+		s.idx = make(map[uint64]int32)
+		s.free = -1
+		s.lists = [2]lruList{{-1, -1}, {-1, -1}}
+	}
+	return m
+}
+
+// Throttle implements [Store.Throttle] with GCRA: a request at time now is
+// allowed if the theoretical arrival time TAT is at most τ =
+// [Tolerance](interval) ahead of now, and then TAT becomes max(TAT, now) +
+// interval. A refused request leaves TAT alone and waits TAT - τ - now.
+func (m *Memory) Throttle(_ context.Context, id Identity, interval time.Duration, now time.Time) (ThrottleResult, error) {
+	if interval <= 0 {
+		return ThrottleResult{Allowed: true}, nil
+	}
+	id.Name = clipName(id.Name)
+	t := now.UnixNano()
+	tau := int64(Tolerance(interval))
+	h := m.hash(id)
+	s := m.shard(h)
+	s.mu.Lock()
+	e := s.lookup(id, h, t, true)
+	tat := max(e.tat, t)
+	if tat-t > tau {
+		s.mu.Unlock()
+		return ThrottleResult{RetryAfter: time.Duration(tat - tau - t)}, nil
+	}
+	e.tat = tat + int64(interval)
+	s.mu.Unlock()
+	return ThrottleResult{Allowed: true}, nil
+}
+
+// Strike implements [Store.Strike].
+func (m *Memory) Strike(_ context.Context, id Identity, p StrikePolicy, now time.Time) (BanResult, error) {
+	if !p.Enabled() {
+		return BanResult{}, nil
+	}
+	p = p.normalized()
+	id.Name = clipName(id.Name)
+	t := now.UnixNano()
+	h := m.hash(id)
+	s := m.shard(h)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.lookup(id, h, t, true)
+	if e.banUntil > t {
+		return BanResult{Banned: true, Until: now.Add(time.Duration(e.banUntil - t)), Strikes: e.activeStrikes(t)}, nil
+	}
+	if e.winEnd <= t {
+		e.strikes = 0
+		e.winEnd = t + int64(p.Window)
+	}
+	e.strikes++
+	n := int(e.strikes)
+	if n < p.Strikes {
+		return BanResult{Strikes: n}, nil
+	}
+	e.strikes, e.winEnd = 0, 0
+	e.banUntil = t + int64(p.Ban)
+	return BanResult{Banned: true, Until: now.Add(p.Ban), Strikes: n}, nil
+}
+
+// Banned implements [Store.Banned]. It keeps no state for an unknown
+// identity.
+func (m *Memory) Banned(_ context.Context, id Identity, now time.Time) (BanResult, error) {
+	id.Name = clipName(id.Name)
+	t := now.UnixNano()
+	h := m.hash(id)
+	s := m.shard(h)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.lookup(id, h, t, false)
+	if e == nil {
+		return BanResult{}, nil
+	}
+	r := BanResult{Strikes: e.activeStrikes(t)}
+	if e.banUntil > t {
+		r.Banned = true
+		r.Until = now.Add(time.Duration(e.banUntil - t))
+	}
+	return r, nil
+}
+
+// Close implements [Store.Close]; it does nothing, and the store stays usable.
+func (m *Memory) Close() error { return nil }
+
+// Len returns the number of identities held, dead ones included until they
+// are freed. It never exceeds MaxEntries.
+func (m *Memory) Len() int {
+	n := 0
+	for i := range m.shards {
+		s := &m.shards[i]
+		s.mu.Lock()
+		n += len(s.idx)
+		s.mu.Unlock()
+	}
+	return n
+}
+
+// Cap returns MaxEntries.
+func (m *Memory) Cap() int { return m.max }
+
+// observeRetry raises id's TAT to what a refusal with wait retryAfter at now
+// implies; [NewFailover] uses it to keep the local store warm.
+func (m *Memory) observeRetry(id Identity, interval, retryAfter time.Duration, now time.Time) {
+	id.Name = clipName(id.Name)
+	t := now.UnixNano()
+	h := m.hash(id)
+	s := m.shard(h)
+	s.mu.Lock()
+	e := s.lookup(id, h, t, true)
+	e.tat = max(e.tat, t+int64(retryAfter+Tolerance(interval)))
+	s.mu.Unlock()
+}
+
+// observeBan records a ban of id until until; [NewFailover] uses it to keep
+// the local store warm.
+func (m *Memory) observeBan(id Identity, until, now time.Time) {
+	if !until.After(now) {
+		return
+	}
+	id.Name = clipName(id.Name)
+	t := now.UnixNano()
+	h := m.hash(id)
+	s := m.shard(h)
+	s.mu.Lock()
+	e := s.lookup(id, h, t, true)
+	e.banUntil = max(e.banUntil, t+int64(until.Sub(now)))
+	s.mu.Unlock()
+}
+
+// hash returns a seeded 64-bit hash of id: its low bits choose the shard,
+// and the shard's map is keyed by all of it (cheaper to hash and smaller than
+// the Identity itself). The seed is random per store, so clients cannot aim
+// at one shard or make hashes collide; a collision, were one to happen, only
+// makes two identities take turns in one slot.
+func (m *Memory) hash(id Identity) uint64 {
+	a := id.Prefix.Addr().As16()
+	h := maphash.String(m.seed, id.Name) ^ maphash.Bytes(m.seed, a[:])*0x9e3779b97f4a7c15
+	flags := uint64(id.Prefix.Bits()+2) << 1
+	if id.Verified {
+		flags |= 1
+	}
+	return h ^ flags*0xbf58476d1ce4e5b9
+}
+
+func (m *Memory) shard(h uint64) *memShard { return &m.shards[h&m.mask] }
+
+// lookup returns id's entry, marked most recently used, creating it if
+// create is set (nil otherwise). It first frees dead entries at the lists'
+// tails. The pointer is valid while s.mu is held.
+func (s *memShard) lookup(id Identity, h uint64, now int64, create bool) *entry {
+	s.pruneTails(now)
+	if i, ok := s.idx[h]; ok {
+		if s.entries[i].id == id {
+			s.touch(i)
+			return &s.entries[i]
+		}
+		if !create {
+			return nil
+		}
+		s.remove(i) // a hash collision: the newcomer takes the slot
+	}
+	if !create {
+		return nil
+	}
+	return &s.entries[s.insert(id, h, now)]
+}
+
+// remove frees slot i.
+func (s *memShard) remove(i int32) {
+	s.unlink(i)
+	delete(s.idx, s.entries[i].hash)
+	s.entries[i] = entry{next: s.free}
+	s.free = i
+}
+
+// pruneTails frees up to two dead entries at the tail of each list, so that
+// the number of entries held shrinks when identities go idle.
+func (s *memShard) pruneTails(now int64) {
+	for l := range 2 * len(s.lists) {
+		l &= 1
+		if t := s.lists[l].tail; t >= 0 && s.entries[t].dead(now) {
+			s.remove(t)
+		}
+	}
+}
+
+func (s *memShard) insert(id Identity, h uint64, now int64) int32 {
+	var i int32
+	var oldName string
+	switch {
+	case s.free >= 0:
+		i = s.free
+		s.free = s.entries[i].next
+	case len(s.entries) < s.limit:
+		if len(s.entries) == cap(s.entries) {
+			grown := make([]entry, len(s.entries), min(max(2*cap(s.entries), 8), s.limit))
+			copy(grown, s.entries)
+			s.entries = grown
+		}
+		i = int32(len(s.entries))
+		s.entries = append(s.entries, entry{})
+	default:
+		i = s.victim(now)
+		oldName = s.entries[i].id.Name
+		s.unlink(i)
+		delete(s.idx, s.entries[i].hash)
+	}
+	// Keep the name in memory of its own (not a slice of a request header),
+	// shared with the previous entry where possible.
+	switch id.Name {
+	case oldName:
+		id.Name = oldName
+	case s.lastName:
+		id.Name = s.lastName
+	default:
+		id.Name = strings.Clone(id.Name)
+		s.lastName = id.Name
+	}
+	s.entries[i] = entry{id: id, hash: h}
+	s.idx[h] = i
+	s.pushFront(i)
+	return i
+}
+
+// victim picks the slot to reuse in a full shard.
+func (s *memShard) victim(now int64) int32 {
+	if t := s.lists[1].tail; t >= 0 && s.entries[t].dead(now) {
+		return t
+	}
+	if t := s.lists[0].tail; t >= 0 {
+		return t
+	}
+	return s.lists[1].tail
+}
+
+func (s *memShard) touch(i int32) {
+	if s.lists[listOf(s.entries[i].id)].head == i {
+		return
+	}
+	s.unlink(i)
+	s.pushFront(i)
+}
+
+func (s *memShard) pushFront(i int32) {
+	e := &s.entries[i]
+	l := &s.lists[listOf(e.id)]
+	e.prev, e.next = -1, l.head
+	if l.head >= 0 {
+		s.entries[l.head].prev = i
+	} else {
+		l.tail = i
+	}
+	l.head = i
+}
+
+func (s *memShard) unlink(i int32) {
+	e := &s.entries[i]
+	l := &s.lists[listOf(e.id)]
+	if e.prev >= 0 {
+		s.entries[e.prev].next = e.next
+	} else {
+		l.head = e.next
+	}
+	if e.next >= 0 {
+		s.entries[e.next].prev = e.prev
+	} else {
+		l.tail = e.prev
+	}
+	e.prev, e.next = -1, -1
+}

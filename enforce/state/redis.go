@@ -1,0 +1,245 @@
+package state
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/go-redis/redis_rate/v10"
+	"github.com/redis/go-redis/v9"
+)
+
+// Defaults of [RedisConfig].
+const (
+	DefaultRedisPrefix  = "caddy-robots"
+	DefaultRedisTimeout = 50 * time.Millisecond
+)
+
+// RedisConfig configures [NewRedis].
+type RedisConfig struct {
+	// Client is the Redis client (single node, Sentinel or Cluster); see
+	// [ParseRedisURL] and [RedisOptions]. Build it with
+	// ContextTimeoutEnabled set, or a stalled server holds calls for the
+	// client's read timeout instead of Timeout.
+	Client redis.UniversalClient
+	// Prefix starts every key (default "caddy-robots").
+	Prefix string
+	// Site separates the state of sites sharing one Redis, e.g. the host
+	// name. Keys are "{Prefix}:{Site}:{identity}:rate", ":strikes" and
+	// ":ban", the identity in braces so a Cluster keeps one identity's keys
+	// in one slot.
+	Site string
+	// Timeout bounds every call (default 50ms).
+	Timeout time.Duration
+	// CloseClient makes [Redis.Close] close Client. Leave it false when the
+	// client is shared.
+	CloseClient bool
+}
+
+// Redis is the [Store] shared by several instances through Redis. It is exact:
+// each decision is one atomic script on the server, so any number of
+// instances enforce one budget per identity.
+//
+// Throttling is redis_rate's GCRA script, with the emission interval and the
+// tolerance of the memory store expressed in cost units (see [Tolerance]). It
+// reads the Redis server's clock (TIME), not the now passed to Throttle, so
+// instances with skewed clocks still share one schedule. Strikes and bans are
+// an INCR + PEXPIRE counter and a ban key with a TTL, in one Lua script; the
+// ban's end time is now plus the ban key's remaining TTL. Every key expires
+// on its own, so nothing needs cleaning up.
+//
+// Errors are returned, wrapped, never hidden; wrap the store with
+// [NewFailover] to fail open.
+type Redis struct {
+	client  redis.UniversalClient
+	limiter *redis_rate.Limiter
+	prefix  string // "{Prefix}:{Site}:"
+	timeout time.Duration
+	close   bool
+}
+
+// NewRedis returns a Redis store. It does not contact the server.
+func NewRedis(cfg RedisConfig) (*Redis, error) {
+	if cfg.Client == nil {
+		return nil, errors.New("state: redis store needs a client")
+	}
+	if cfg.Prefix == "" {
+		cfg.Prefix = DefaultRedisPrefix
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultRedisTimeout
+	}
+	for _, s := range []string{cfg.Prefix, cfg.Site} {
+		if strings.ContainsAny(s, "{}") {
+			return nil, fmt.Errorf("state: redis prefix and site must not contain braces (they would break Cluster hash tags): %q", s)
+		}
+	}
+	return &Redis{
+		client:  cfg.Client,
+		limiter: redis_rate.NewLimiter(rateClient{cfg.Client, "rate:" + cfg.Prefix + ":" + cfg.Site + ":"}),
+		prefix:  cfg.Prefix + ":" + cfg.Site + ":",
+		timeout: cfg.Timeout,
+		close:   cfg.CloseClient,
+	}, nil
+}
+
+// keys returns id's key stem "{prefix}:{site}:{<id>}".
+func (r *Redis) key(id Identity) string {
+	return r.prefix + "{" + id.String() + "}"
+}
+
+// rateLimit expresses GCRA with emission interval t and tolerance τ =
+// Tolerance(t) as a redis_rate limit and cost.
+//
+// redis_rate's script, with e = Period/Rate, allows a request of cost c when
+// TAT - now <= e*(Burst - c), then sets TAT = max(TAT, now) + e*c; a refusal
+// waits TAT + e*(c - Burst) - now. So with e*c = t and e*(Burst - c) = τ it is
+// exactly the memory store's GCRA. Both are taken in microseconds (the
+// resolution of Redis TIME) and divided by their greatest common divisor g:
+// Rate = c = t/g, Burst = (t+τ)/g, Period = t, so e = g. For t = 3s,
+// τ = 1s that is Rate 3, Burst 4, cost 3.
+func rateLimit(t time.Duration) (redis_rate.Limit, int) {
+	us := max(int64(t/time.Microsecond), 1)
+	tau := int64(Tolerance(time.Duration(us)*time.Microsecond) / time.Microsecond)
+	g := gcd(us, tau)
+	c := int(us / g)
+	return redis_rate.Limit{Rate: c, Burst: int((us + tau) / g), Period: time.Duration(us) * time.Microsecond}, c
+}
+
+func gcd(a, b int64) int64 {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
+
+// Throttle implements [Store.Throttle]; see [Redis] for the clock it uses.
+func (r *Redis) Throttle(ctx context.Context, id Identity, interval time.Duration, _ time.Time) (ThrottleResult, error) {
+	if interval <= 0 {
+		return ThrottleResult{Allowed: true}, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	limit, cost := rateLimit(interval)
+	res, err := r.limiter.AllowN(ctx, r.key(id)+":rate", limit, cost)
+	if err != nil {
+		return ThrottleResult{}, fmt.Errorf("state: redis throttle %s: %w", id, err)
+	}
+	if res.Allowed > 0 {
+		return ThrottleResult{Allowed: true}, nil
+	}
+	return ThrottleResult{RetryAfter: max(res.RetryAfter, 0)}, nil
+}
+
+// strikeScript counts a strike and bans at the threshold, atomically.
+// KEYS: strikes counter, ban key. ARGV: threshold, window ms, ban ms.
+// Returns {count, ban TTL ms (0 if not banned)}.
+var strikeScript = redis.NewScript(`
+local ban = redis.call('PTTL', KEYS[2])
+if ban > 0 then
+  return {tonumber(redis.call('GET', KEYS[1]) or '0'), ban}
+end
+local n = redis.call('INCR', KEYS[1])
+if n == 1 or redis.call('PTTL', KEYS[1]) < 0 then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+if n >= tonumber(ARGV[1]) then
+  redis.call('SET', KEYS[2], '1', 'PX', ARGV[3])
+  redis.call('DEL', KEYS[1])
+  return {n, tonumber(ARGV[3])}
+end
+return {n, 0}
+`)
+
+// bannedScript reads the strike count and the ban TTL.
+var bannedScript = redis.NewScript(`
+return {tonumber(redis.call('GET', KEYS[1]) or '0'), redis.call('PTTL', KEYS[2])}
+`)
+
+// Strike implements [Store.Strike].
+func (r *Redis) Strike(ctx context.Context, id Identity, p StrikePolicy, now time.Time) (BanResult, error) {
+	if !p.Enabled() {
+		return BanResult{}, nil
+	}
+	p = p.normalized()
+	ctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	k := r.key(id)
+	res, err := strikeScript.Run(ctx, r.client, []string{k + ":strikes", k + ":ban"},
+		p.Strikes, max(p.Window.Milliseconds(), 1), max(p.Ban.Milliseconds(), 1)).Int64Slice()
+	if err != nil {
+		return BanResult{}, fmt.Errorf("state: redis strike %s: %w", id, err)
+	}
+	return banResult(res, now)
+}
+
+// Banned implements [Store.Banned].
+func (r *Redis) Banned(ctx context.Context, id Identity, now time.Time) (BanResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	k := r.key(id)
+	res, err := bannedScript.Run(ctx, r.client, []string{k + ":strikes", k + ":ban"}).Int64Slice()
+	if err != nil {
+		return BanResult{}, fmt.Errorf("state: redis ban check %s: %w", id, err)
+	}
+	return banResult(res, now)
+}
+
+func banResult(res []int64, now time.Time) (BanResult, error) {
+	if len(res) != 2 {
+		return BanResult{}, fmt.Errorf("state: redis script returned %d values, want 2", len(res))
+	}
+	b := BanResult{Strikes: int(res[0])}
+	if res[1] > 0 {
+		b.Banned = true
+		b.Until = now.Add(time.Duration(res[1]) * time.Millisecond)
+	}
+	return b, nil
+}
+
+// Close implements [Store.Close]: it closes the client if
+// [RedisConfig].CloseClient was set.
+func (r *Redis) Close() error {
+	if !r.close {
+		return nil
+	}
+	if err := r.client.Close(); err != nil {
+		return fmt.Errorf("state: closing redis client: %w", err)
+	}
+	return nil
+}
+
+// rateClient hands redis_rate a client that drops the "rate:" that
+// redis_rate puts before every key, so that all our keys start with
+// "{Prefix}:{Site}:".
+type rateClient struct {
+	redis.UniversalClient
+	want string // "rate:{Prefix}:{Site}:"
+}
+
+// trim drops "rate:" from a key redis_rate made. go-redis retries a script
+// with the same key slice, so a key already trimmed is left alone.
+func (c rateClient) trim(keys []string) []string {
+	if len(keys) > 0 && strings.HasPrefix(keys[0], c.want) {
+		keys[0] = keys[0][len("rate:"):]
+	}
+	return keys
+}
+
+func (c rateClient) Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
+	return c.UniversalClient.Eval(ctx, script, c.trim(keys), args...)
+}
+
+func (c rateClient) EvalSha(ctx context.Context, sha1 string, keys []string, args ...any) *redis.Cmd {
+	return c.UniversalClient.EvalSha(ctx, sha1, c.trim(keys), args...)
+}
+
+func (c rateClient) EvalRO(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
+	return c.UniversalClient.EvalRO(ctx, script, c.trim(keys), args...)
+}
+
+func (c rateClient) EvalShaRO(ctx context.Context, sha1 string, keys []string, args ...any) *redis.Cmd {
+	return c.UniversalClient.EvalShaRO(ctx, sha1, c.trim(keys), args...)
+}

@@ -1,0 +1,406 @@
+package state
+
+import (
+	"errors"
+	"math"
+	"math/rand/v2"
+	"net"
+	"net/netip"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-redis/redis_rate/v10"
+	"github.com/redis/go-redis/v9"
+)
+
+func TestRateLimitParams(t *testing.T) {
+	for _, T := range []time.Duration{time.Microsecond, time.Millisecond, 300 * time.Millisecond, time.Second,
+		2 * time.Second, 2500 * time.Millisecond, 3 * time.Second, 2*time.Second + time.Microsecond, time.Hour} {
+		l, c := rateLimit(T)
+		us := T.Microseconds()
+		tau := Tolerance(T).Microseconds()
+		// e = Period/Rate; e*c must be T and e*(Burst-c) must be τ, exactly
+		// in integer microseconds.
+		if l.Period.Microseconds()*int64(c) != us*int64(l.Rate) || l.Period.Microseconds()*int64(l.Burst-c) != tau*int64(l.Rate) {
+			t.Errorf("T=%v: limit %+v cost %d does not give e*c=%dµs, e*(burst-c)=%dµs", T, l, c, us, tau)
+		}
+	}
+}
+
+// luaGCRA is redis_rate's allowN script transcribed to Go, float for float,
+// with now given (the script reads Redis TIME).
+type luaGCRA struct{ tat float64 }
+
+func (g *luaGCRA) allow(l redis_rate.Limit, cost int, now float64) (bool, float64) {
+	e := l.Period.Seconds() / float64(l.Rate)
+	increment := e * float64(cost)
+	burstOffset := e * float64(l.Burst)
+	tat := math.Max(g.tat, now)
+	newTat := tat + increment
+	allowAt := newTat - burstOffset
+	diff := now - allowAt
+	if diff/e < 0 {
+		return false, -diff
+	}
+	g.tat = newTat
+	return true, -1
+}
+
+// TestRedisScriptModelMatchesMemory runs random sequences through the memory
+// store and through redis_rate's arithmetic with our limit and cost, on
+// microsecond times as Redis TIME gives them: decisions and waits agree.
+func TestRedisScriptModelMatchesMemory(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, T := range []time.Duration{100 * time.Millisecond, time.Second, 2 * time.Second, 3 * time.Second, 7300 * time.Millisecond, time.Minute} {
+		m := NewMemory(MemoryConfig{})
+		id := NewIdentity("x", true, netip.Addr{})
+		var g luaGCRA
+		l, c := rateLimit(T)
+		base := 300_000_000.0 // seconds since 2017, as the script counts
+		at := time.Duration(0)
+		agreed := 0
+		for range 20_000 {
+			at += time.Duration(rng.Int64N(int64(T))) / time.Microsecond * time.Microsecond
+			mr := mustThrottle(t, m, id, T, epoch.Add(at))
+			ok, retry := g.allow(l, c, base+at.Seconds())
+			if ok != mr.Allowed {
+				// Only a float rounding exactly on the boundary may differ.
+				t.Fatalf("T=%v at %v: memory %+v, redis_rate allowed=%v retry=%v", T, at, mr, ok, retry)
+			}
+			if !ok {
+				if d := math.Abs(retry - mr.RetryAfter.Seconds()); d > 2e-6 {
+					t.Fatalf("T=%v at %v: RetryAfter memory %v, redis_rate %vs", T, at, mr.RetryAfter, retry)
+				}
+			}
+			agreed++
+		}
+		if agreed == 0 {
+			t.Fatal("nothing compared")
+		}
+	}
+}
+
+// TestRedisAgreesWithMemory runs one sequence through a real Redis and the
+// memory store, at real times (Redis uses its own clock).
+func TestRedisAgreesWithMemory(t *testing.T) {
+	addr := sharedRedis(t)
+	r := newRedisStore(t, addr, "agree")
+	m := NewMemory(MemoryConfig{})
+	id := NewIdentity("agree", false, netip.MustParseAddr("198.51.100.1"))
+	T := time.Second // τ = 500ms
+	// Offsets in ms chosen ≥100ms away from every boundary.
+	sched := []int{0, 100, 650, 800, 1300, 1400, 2150, 2300, 3000, 3100}
+	start := time.Now()
+	allowed := 0
+	for _, ms := range sched {
+		time.Sleep(time.Until(start.Add(time.Duration(ms) * time.Millisecond)))
+		now := time.Now()
+		mr := mustThrottle(t, m, id, T, now)
+		rr := mustThrottle(t, r, id, T, now)
+		if mr.Allowed != rr.Allowed || (mr.RetryAfter-rr.RetryAfter).Abs() > 30*time.Millisecond {
+			t.Fatalf("at %dms: memory %+v, redis %+v", ms, mr, rr)
+		}
+		if mr.Allowed {
+			allowed++
+		}
+	}
+	if allowed == 0 || allowed == len(sched) {
+		t.Fatalf("sequence did not exercise both outcomes (%d allowed)", allowed)
+	}
+}
+
+func TestRedisTwoInstancesShareOneBudget(t *testing.T) {
+	addr := sharedRedis(t)
+	a := newRedisStore(t, addr, "shared.example")
+	b := newRedisStore(t, addr, "shared.example")
+	other := newRedisStore(t, addr, "other.example")
+	id := NewIdentity("GPTBot", false, netip.MustParseAddr("2001:db8::7"))
+	T := 3 * time.Second // τ = 1s
+	now := time.Now()
+	if r := mustThrottle(t, a, id, T, now); !r.Allowed {
+		t.Fatalf("first request on instance A refused: %+v", r)
+	}
+	r := mustThrottle(t, b, id, T, now)
+	if r.Allowed || r.RetryAfter < 1900*time.Millisecond || r.RetryAfter > 2*time.Second {
+		t.Fatalf("immediate request on instance B: %+v, want refused with ~2s", r)
+	}
+	if r := mustThrottle(t, a, id, T, now); r.Allowed {
+		t.Fatalf("third request on A allowed")
+	}
+	if r := mustThrottle(t, other, id, T, now); !r.Allowed {
+		t.Fatalf("another site shares the budget: %+v", r)
+	}
+	// Strikes through A ban on B.
+	p := StrikePolicy{Strikes: 3, Window: time.Minute, Ban: time.Hour}
+	sid := NewIdentity("badbot", true, netip.Addr{})
+	for i := 1; i <= 2; i++ {
+		if r := mustStrike(t, a, sid, p, now); r.Banned || r.Strikes != i {
+			t.Fatalf("strike %d on A: %+v", i, r)
+		}
+	}
+	if br, err := b.Banned(ctx0, sid, now); err != nil || br.Banned || br.Strikes != 2 {
+		t.Fatalf("B before the ban: %+v %v", br, err)
+	}
+	br := mustStrike(t, b, sid, p, now)
+	if !br.Banned || br.Strikes != 3 || br.Until.Sub(now) != time.Hour {
+		t.Fatalf("third strike on B: %+v", br)
+	}
+	got, err := a.Banned(ctx0, sid, now)
+	if err != nil || !got.Banned || got.Until.Sub(now) > time.Hour || got.Until.Sub(now) < time.Hour-time.Second {
+		t.Fatalf("A after the ban: %+v %v", got, err)
+	}
+	if r := mustStrike(t, a, sid, p, now); !r.Banned || r.Strikes != 0 {
+		t.Fatalf("strike during the ban: %+v", r)
+	}
+	if got, _ := other.Banned(ctx0, sid, now); got.Banned {
+		t.Fatal("ban leaked to another site")
+	}
+}
+
+func TestRedisKeysAndTTLs(t *testing.T) {
+	addr := sharedRedis(t)
+	s := newRedisStore(t, addr, "keys.example")
+	id := NewIdentity("GPTBot", false, netip.MustParseAddr("203.0.113.7"))
+	now := time.Now()
+	mustThrottle(t, s, id, 5*time.Second, now)
+	mustStrike(t, s, id, StrikePolicy{Strikes: 2, Window: time.Minute, Ban: time.Hour}, now)
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	defer c.Close()
+	stem := "caddy-robots:keys.example:{u:GPTBot@203.0.113.7/32}"
+	for key, max := range map[string]time.Duration{stem + ":rate": 7 * time.Second, stem + ":strikes": time.Minute} {
+		ttl, err := c.PTTL(ctx0, key).Result()
+		if err != nil || ttl <= 0 || ttl > max {
+			t.Errorf("key %s: TTL %v %v, want in (0, %v]", key, ttl, err, max)
+		}
+	}
+	mustStrike(t, s, id, StrikePolicy{Strikes: 2, Window: time.Minute, Ban: time.Hour}, now)
+	if ttl, err := c.PTTL(ctx0, stem+":ban").Result(); err != nil || ttl <= time.Hour-time.Minute || ttl > time.Hour {
+		t.Errorf("ban key TTL %v %v", ttl, err)
+	}
+	if n, _ := c.Exists(ctx0, stem+":strikes").Result(); n != 0 {
+		t.Error("strike counter kept after the ban")
+	}
+	keys, _ := c.Keys(ctx0, "rate:*").Result()
+	if len(keys) != 0 {
+		t.Errorf("keys outside the prefix: %v", keys)
+	}
+}
+
+func TestRedisErrorsAndTimeout(t *testing.T) {
+	// A server that accepts and never answers: every call must give up
+	// after the store's timeout, with an error.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	opts, err := ParseRedisURL("redis://" + l.Addr().String() + "?max_retries=-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := redis.NewUniversalClient(opts)
+	s, err := NewRedis(RedisConfig{Client: c, CloseClient: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	id := NewIdentity("x", false, netip.MustParseAddr("192.0.2.1"))
+	begin := time.Now()
+	_, err = s.Throttle(ctx0, id, time.Second, time.Now())
+	if el := time.Since(begin); err == nil || el > 20*DefaultRedisTimeout {
+		t.Fatalf("throttle on a silent server: err %v after %v", err, el)
+	}
+	t.Logf("silent server: %v after %v", err, time.Since(begin))
+	if _, err := s.Strike(ctx0, id, DefaultStrikePolicy(), time.Now()); err == nil {
+		t.Fatal("strike on a silent server: no error")
+	}
+	if _, err := s.Banned(ctx0, id, time.Now()); err == nil {
+		t.Fatal("ban check on a silent server: no error")
+	}
+	if _, err := NewRedis(RedisConfig{}); err == nil {
+		t.Fatal("NewRedis without client: no error")
+	}
+	if _, err := NewRedis(RedisConfig{Client: c, Site: "a{b"}); err == nil {
+		t.Fatal("NewRedis accepted a brace in the site")
+	}
+}
+
+func TestFailoverOutageAndRecovery(t *testing.T) {
+	srv := startRedisServer(t)
+	opts, err := ParseRedisURL("redis://" + srv.addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := redis.NewUniversalClient(opts)
+	primary, err := NewRedis(RedisConfig{Client: c, Site: "failover", CloseClient: true, Timeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	local := NewMemory(MemoryConfig{})
+	var errs atomic.Int64
+	var lastErr atomic.Pointer[string]
+	var unavailable atomic.Int64
+	f := NewFailover(primary, local, func(err error) {
+		errs.Add(1)
+		if errors.Is(err, ErrUnavailable) {
+			unavailable.Add(1)
+		}
+		msg := err.Error()
+		lastErr.Store(&msg)
+	})
+	defer f.Close()
+
+	T := 3 * time.Second
+	id := NewIdentity("bot", false, netip.MustParseAddr("192.0.2.9"))
+	now := time.Now()
+	if r, err := f.Throttle(ctx0, id, T, now); err != nil || !r.Allowed {
+		t.Fatalf("healthy: %+v %v", r, err)
+	}
+	if errs.Load() != 0 {
+		t.Fatalf("errors while healthy: %v", *lastErr.Load())
+	}
+
+	srv.stop() // outage
+	// The local store is warm: it saw the allowed request, so an immediate
+	// second one is refused from memory.
+	r, err := f.Throttle(ctx0, id, T, now)
+	if err != nil || r.Allowed {
+		t.Fatalf("outage, warm identity: %+v %v, want refused from local state", r, err)
+	}
+	fresh := NewIdentity("bot", false, netip.MustParseAddr("192.0.2.10"))
+	begin := time.Now()
+	for i := range 50 {
+		r, err := f.Throttle(ctx0, fresh, T, now.Add(time.Duration(i)*T))
+		if err != nil || !r.Allowed {
+			t.Fatalf("outage: %+v %v, want fail open", r, err)
+		}
+		if _, err := f.Banned(ctx0, fresh, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if el := time.Since(begin); el > 5*time.Second {
+		t.Fatalf("100 decisions during the outage took %v", el)
+	}
+	p := StrikePolicy{Strikes: 2, Window: time.Minute, Ban: time.Hour}
+	f.Strike(ctx0, fresh, p, now)
+	if b, err := f.Strike(ctx0, fresh, p, now); err != nil || !b.Banned {
+		t.Fatalf("strikes during the outage are not enforced locally: %+v %v", b, err)
+	}
+	n := errs.Load()
+	if n < 100 {
+		t.Fatalf("onError called %d times for 104 local decisions", n)
+	}
+	if unavailable.Load() == 0 || unavailable.Load() == n {
+		t.Fatalf("of %d errors %d wrap ErrUnavailable: want the first failures reported as themselves, then backoff", n, unavailable.Load())
+	}
+	t.Logf("outage: %d errors reported (%d while backing off), last: %v", n, unavailable.Load(), *lastErr.Load())
+
+	// Recovery: same port, empty Redis. Spend budget directly in Redis for
+	// an identity the local store has never seen; once the failover refuses
+	// it, decisions come from Redis again.
+	if err := srv.start(); err != nil {
+		t.Fatal(err)
+	}
+	direct := newRedisStore(t, srv.addr(), "failover")
+	probe := NewIdentity("bot", false, netip.MustParseAddr("192.0.2.11"))
+	if r := mustThrottle(t, direct, probe, time.Hour, time.Now()); !r.Allowed {
+		t.Fatal("direct spend refused")
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for { // wait until a call reports no error: the primary answered
+		before := errs.Load()
+		if _, err := f.Banned(ctx0, probe, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		if errs.Load() == before {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the failover did not return to Redis after restart")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	before := errs.Load()
+	if r, err := f.Throttle(ctx0, probe, time.Hour, time.Now()); err != nil || r.Allowed {
+		t.Fatalf("after recovery: %+v %v, want refused by Redis's state (local has none)", r, err)
+	}
+	for range 20 {
+		if _, err := f.Banned(ctx0, probe, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if errs.Load() != before {
+		t.Fatalf("errors still reported after recovery: %v", *lastErr.Load())
+	}
+}
+
+func TestRedisThrottleLatency(t *testing.T) {
+	addr := sharedRedis(t)
+	opts, _ := ParseRedisURL("redis://" + addr)
+	c := redis.NewUniversalClient(opts)
+	s, err := NewRedis(RedisConfig{Client: c, Site: "latency", CloseClient: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const n = 10_000
+	lat := make([]time.Duration, 0, n)
+	for i := range n + 100 {
+		id := NewIdentity("bot", false, ip4(uint32(i%500)))
+		begin := time.Now()
+		_, err := s.Throttle(ctx0, id, time.Second, begin)
+		el := time.Since(begin)
+		if err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+		if i >= 100 { // warm-up: connections, script load
+			lat = append(lat, el)
+		}
+	}
+	slices.Sort(lat)
+	p50, p99, max := lat[n/2], lat[n*99/100], lat[n-1]
+	t.Logf("redis Throttle on loopback, %d calls: p50 %v, p99 %v, max %v", n, p50, p99, max)
+	if p99 > 20*time.Millisecond {
+		t.Errorf("p99 %v: far above the 1ms target", p99)
+	}
+}
+
+func BenchmarkRedisThrottle(b *testing.B) {
+	addr := sharedRedis(b)
+	opts, _ := ParseRedisURL("redis://" + addr)
+	c := redis.NewUniversalClient(opts)
+	s, err := NewRedis(RedisConfig{Client: c, Site: "bench", CloseClient: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	ids := make([]Identity, 500)
+	for i := range ids {
+		ids[i] = NewIdentity("bot", false, ip4(uint32(i)))
+	}
+	lat := make([]time.Duration, 0, b.N)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		begin := time.Now()
+		if _, err := s.Throttle(ctx0, ids[i%len(ids)], time.Second, begin); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(begin))
+		i++
+	}
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds()), "p50-ns")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds()), "p99-ns")
+}

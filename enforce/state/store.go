@@ -1,0 +1,146 @@
+package state
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Store holds throttle and strike state for identities. Implementations are
+// safe for concurrent use.
+//
+// Every method takes the decision time explicitly, so callers (and tests)
+// control the clock. The Redis store uses the Redis server's clock for
+// throttling instead, so that instances with skewed clocks share one budget;
+// see [Redis].
+type Store interface {
+	// Throttle spends one request of id's budget at emission interval
+	// interval (the stricter of Crawl-delay and Request-rate, turned into
+	// the time one request costs). An interval <= 0 always allows and keeps
+	// no state. A refused request spends nothing.
+	Throttle(ctx context.Context, id Identity, interval time.Duration, now time.Time) (ThrottleResult, error)
+
+	// Strike records a refused request (a disallowed path) for id under
+	// policy p and reports whether id is now banned and until when. With
+	// p.Strikes <= 0 strikes are off: nothing is recorded and the zero
+	// BanResult is returned. A strike on an identity that is already banned
+	// is not counted and does not extend the ban.
+	Strike(ctx context.Context, id Identity, p StrikePolicy, now time.Time) (BanResult, error)
+
+	// Banned reports whether id is currently banned and until when.
+	Banned(ctx context.Context, id Identity, now time.Time) (BanResult, error)
+
+	// Close releases the store's resources.
+	Close() error
+}
+
+// ThrottleResult is the outcome of [Store.Throttle].
+type ThrottleResult struct {
+	// Allowed reports whether the request may proceed.
+	Allowed bool
+	// RetryAfter is, for a refused request, the exact wait until the same
+	// request would be allowed. Callers sending a Retry-After header round
+	// it up to whole seconds. It is zero when Allowed is true.
+	RetryAfter time.Duration
+}
+
+// BanResult is the outcome of [Store.Strike] and [Store.Banned].
+type BanResult struct {
+	// Banned reports whether the identity is banned at the decision time.
+	Banned bool
+	// Until is when the ban ends; zero when not banned.
+	Until time.Time
+	// Strikes is the number of strikes counted in the current window. The
+	// strike that triggers a ban reports the full count; the count then
+	// starts again from zero.
+	Strikes int
+}
+
+// StrikePolicy says how many strikes within which window ban an identity, and
+// for how long.
+//
+// Strikes <= 0 turns strikes off. With strikes on, a Window or Ban <= 0 is
+// replaced by the default (10 minutes, 1 hour); [StrikePolicy.Validate]
+// reports such a policy as invalid so configuration can reject it.
+//
+// The window is fixed, not sliding: it starts at the first strike and the
+// count starts again when it ends (this is what an atomic Redis INCR + PEXPIRE
+// gives, and the memory store does the same so both agree).
+type StrikePolicy struct {
+	// Strikes is the number of strikes that bans; 0 turns strikes off.
+	Strikes int
+	// Window is how long strikes are counted from the first one.
+	Window time.Duration
+	// Ban is how long a ban lasts.
+	Ban time.Duration
+}
+
+// Defaults of [DefaultStrikePolicy].
+const (
+	DefaultStrikes      = 10
+	DefaultStrikeWindow = 10 * time.Minute
+	DefaultBanDuration  = time.Hour
+)
+
+// DefaultStrikePolicy returns the default policy: 10 strikes within 10
+// minutes ban for 1 hour.
+func DefaultStrikePolicy() StrikePolicy {
+	return StrikePolicy{Strikes: DefaultStrikes, Window: DefaultStrikeWindow, Ban: DefaultBanDuration}
+}
+
+// Enabled reports whether the policy counts strikes at all.
+func (p StrikePolicy) Enabled() bool { return p.Strikes > 0 }
+
+// Validate reports an enabled policy with a window or ban duration that is
+// not positive.
+func (p StrikePolicy) Validate() error {
+	if !p.Enabled() {
+		return nil
+	}
+	if p.Window <= 0 {
+		return fmt.Errorf("state: strike window must be positive, got %v", p.Window)
+	}
+	if p.Ban <= 0 {
+		return fmt.Errorf("state: ban duration must be positive, got %v", p.Ban)
+	}
+	return nil
+}
+
+// normalized replaces non-positive durations of an enabled policy by the
+// defaults.
+func (p StrikePolicy) normalized() StrikePolicy {
+	if p.Window <= 0 {
+		p.Window = DefaultStrikeWindow
+	}
+	if p.Ban <= 0 {
+		p.Ban = DefaultBanDuration
+	}
+	return p
+}
+
+// MaxTolerance caps the jitter tolerance of [Tolerance].
+const MaxTolerance = time.Second
+
+// Tolerance returns the jitter tolerance τ that the stores apply to emission
+// interval t: min(t/2, 1s), and 0 for t <= 0.
+//
+// A crawler is allowed as long as no request comes more than τ earlier than
+// its ideal schedule of one request every t, so each gap may be up to τ short
+// provided the lateness does not accumulate. τ < t, so two requests at the
+// same instant are never both allowed. The 1-second cap covers real jitter:
+// network and TCP retransmission delay, a fresh TLS handshake for one request
+// and a reused connection for the next, and crawlers that keep their
+// last-fetch time (or Crawl-delay, or Retry-After) with one-second resolution.
+// Larger values would let a client fetch in pairs when t is a few seconds.
+func Tolerance(t time.Duration) time.Duration {
+	if t <= 0 {
+		return 0
+	}
+	return min(t/2, MaxTolerance)
+}
+
+// ErrUnavailable is wrapped by the errors that a [NewFailover] store passes
+// to its onError callback while it decides locally without asking the
+// primary store (after a recent failure).
+var ErrUnavailable = errors.New("state: primary store unavailable")
