@@ -1,0 +1,318 @@
+package caddyrobots
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+)
+
+func init() {
+	httpcaddyfile.RegisterHandlerDirective("robots", parseCaddyfile)
+	// After header: bots are refused before rewrites, auth round-trips,
+	// encode, reverse_proxy and file_server, and users need no order.
+	httpcaddyfile.RegisterDirectiveOrder("robots", httpcaddyfile.After, "header")
+}
+
+func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
+	m := new(Handler)
+	err := m.UnmarshalCaddyfile(h.Dispenser)
+	return m, err
+}
+
+// UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax:
+//
+//	robots [<matcher>] {
+//		source site | file <path> | inline <robots.txt text>
+//		refresh       <duration>             # default 1h, at most 24h
+//		fetch_timeout <duration>             # default 5s
+//		mode          enforce | log          # log never refuses
+//		grace         <duration>             # default 24h
+//		crawl_delay   on | off | all         # default on
+//		spoofed       block | wildcard       # default block
+//		libraries     crawler | ignore       # default crawler
+//		exempt        <cidr|ip>...
+//		unavailable   disallow | allow       # default disallow
+//		strikes       off | <count> <window> <ban>   # default 10 10m 1h
+//		store memory [<max_entries>]
+//		store redis <url> {
+//			prefix      <prefix>             # default caddy-robots
+//			timeout     <duration>           # default 50ms
+//			max_entries <n>                  # local fallback store
+//		}
+//		verify {
+//			timeout  <duration>              # default 2s
+//			resolver <host:port>
+//			ranges   <method> <file>         # e.g. ranges openai-gptbot /etc/caddy/gptbot.json
+//		}
+//		use_error_routes                     # refusals go to handle_errors
+//	}
+//
+// A bare `robots` uses every default: the site's own /robots.txt.
+func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	d.Next() // directive name
+	if d.NextArg() {
+		return d.Errf("robots: unexpected argument %q; options go in a block", d.Val())
+	}
+	seen := map[string]bool{}
+	for d.NextBlock(0) {
+		opt := d.Val()
+		if seen[opt] && opt != "exempt" {
+			return d.Errf("robots: option %q given twice", opt)
+		}
+		seen[opt] = true
+		var err error
+		switch opt {
+		case "source":
+			err = h.parseSource(d)
+		case "refresh":
+			err = parseDuration(d, opt, &h.Refresh)
+		case "fetch_timeout":
+			err = parseDuration(d, opt, &h.FetchTimeout)
+		case "grace":
+			var g caddy.Duration
+			err = parseDuration(d, opt, &g)
+			h.Grace = &g
+		case "mode":
+			err = parseEnum(d, opt, &h.Mode, "enforce", "log")
+		case "crawl_delay":
+			err = parseEnum(d, opt, &h.CrawlDelay, "on", "off", "all")
+		case "spoofed":
+			err = parseEnum(d, opt, &h.Spoofed, "block", "wildcard")
+		case "libraries":
+			err = parseEnum(d, opt, &h.Libraries, "crawler", "ignore")
+		case "unavailable":
+			err = parseEnum(d, opt, &h.Unavailable, "disallow", "allow")
+		case "exempt":
+			args := d.RemainingArgs()
+			if len(args) == 0 {
+				return d.Errf("robots: exempt needs at least one network")
+			}
+			for _, a := range args {
+				if _, perr := parsePrefix(a); perr != nil {
+					return d.Errf("robots: exempt: %v", perr)
+				}
+			}
+			h.Exempt = append(h.Exempt, args...)
+		case "strikes":
+			err = h.parseStrikes(d)
+		case "store":
+			err = h.parseStore(d)
+		case "verify":
+			err = h.parseVerify(d)
+		case "use_error_routes":
+			if d.NextArg() {
+				return d.Errf("robots: use_error_routes takes no argument")
+			}
+			h.UseErrorRoutes = true
+		default:
+			return d.Errf("robots: unrecognized option %q", opt)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (h *Handler) parseSource(d *caddyfile.Dispenser) error {
+	args := d.RemainingArgs()
+	if len(args) == 0 {
+		return d.Errf("robots: source needs site, file <path> or inline <text>")
+	}
+	switch args[0] {
+	case "site":
+		if len(args) != 1 {
+			return d.Errf("robots: source site takes no further argument")
+		}
+	case "file":
+		if len(args) != 2 {
+			return d.Errf("robots: source file needs exactly one path")
+		}
+		h.File = args[1]
+	case "inline":
+		if len(args) != 2 {
+			return d.Errf("robots: source inline needs exactly one text argument (quote it, or use a heredoc)")
+		}
+		// A quoted Caddyfile string keeps backslashes as written, so
+		// "\n" is read as a line break here (a heredoc needs no escapes).
+		h.Inline = strings.ReplaceAll(args[1], `\n`, "\n")
+	default:
+		return d.Errf("robots: source: unknown source %q (want site, file or inline)", args[0])
+	}
+	h.Source = args[0]
+	return nil
+}
+
+func (h *Handler) parseStrikes(d *caddyfile.Dispenser) error {
+	args := d.RemainingArgs()
+	if len(args) == 1 && args[0] == "off" {
+		h.Strikes = &StrikesConfig{Off: true}
+		return nil
+	}
+	if len(args) != 3 {
+		return d.Errf("robots: strikes needs off, or <count> <window> <ban>")
+	}
+	n, err := strconv.Atoi(args[0])
+	if err != nil || n < 1 {
+		return d.Errf("robots: strikes: count %q is not a positive number", args[0])
+	}
+	window, err := caddy.ParseDuration(args[1])
+	if err != nil || window <= 0 {
+		return d.Errf("robots: strikes: bad window %q", args[1])
+	}
+	ban, err := caddy.ParseDuration(args[2])
+	if err != nil || ban <= 0 {
+		return d.Errf("robots: strikes: bad ban duration %q", args[2])
+	}
+	h.Strikes = &StrikesConfig{Count: n, Window: caddy.Duration(window), Ban: caddy.Duration(ban)}
+	return nil
+}
+
+func (h *Handler) parseStore(d *caddyfile.Dispenser) error {
+	if !d.NextArg() {
+		return d.Errf("robots: store needs memory or redis")
+	}
+	s := &StoreConfig{Type: d.Val()}
+	switch s.Type {
+	case "memory":
+		if d.NextArg() {
+			n, err := strconv.Atoi(d.Val())
+			if err != nil || n < 1 {
+				return d.Errf("robots: store memory: max_entries %q is not a positive number", d.Val())
+			}
+			s.MaxEntries = n
+		}
+		if d.NextArg() {
+			return d.Errf("robots: store memory takes at most one argument")
+		}
+		if d.NextBlock(d.Nesting()) {
+			return d.Errf("robots: store memory takes no block")
+		}
+	case "redis":
+		if !d.NextArg() {
+			return d.Errf("robots: store redis needs a URL")
+		}
+		s.URL = d.Val()
+		if d.NextArg() {
+			return d.Errf("robots: store redis takes one URL; options go in a block")
+		}
+		seen := map[string]bool{}
+		for nesting := d.Nesting(); d.NextBlock(nesting); {
+			opt := d.Val()
+			if seen[opt] {
+				return d.Errf("robots: store redis: option %q given twice", opt)
+			}
+			seen[opt] = true
+			switch opt {
+			case "prefix":
+				if !d.NextArg() || d.Val() == "" {
+					return d.Errf("robots: store redis: prefix needs a value")
+				}
+				s.Prefix = d.Val()
+				if d.NextArg() {
+					return d.Errf("robots: store redis: prefix takes one value")
+				}
+			case "timeout":
+				if err := parseDuration(d, "store redis timeout", &s.Timeout); err != nil {
+					return err
+				}
+			case "max_entries":
+				if !d.NextArg() {
+					return d.Errf("robots: store redis: max_entries needs a number")
+				}
+				n, err := strconv.Atoi(d.Val())
+				if err != nil || n < 1 {
+					return d.Errf("robots: store redis: max_entries %q is not a positive number", d.Val())
+				}
+				s.MaxEntries = n
+			default:
+				return d.Errf("robots: store redis: unrecognized option %q", opt)
+			}
+		}
+	default:
+		return d.Errf("robots: store: unknown store %q (want memory or redis)", s.Type)
+	}
+	h.Store = s
+	return nil
+}
+
+func (h *Handler) parseVerify(d *caddyfile.Dispenser) error {
+	if d.NextArg() {
+		return d.Errf("robots: verify takes a block, not arguments")
+	}
+	v := &VerifyConfig{}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		switch opt := d.Val(); opt {
+		case "timeout":
+			if err := parseDuration(d, "verify timeout", &v.Timeout); err != nil {
+				return err
+			}
+		case "resolver":
+			if !d.NextArg() {
+				return d.Errf("robots: verify: resolver needs host:port")
+			}
+			v.Resolver = d.Val()
+			if d.NextArg() {
+				return d.Errf("robots: verify: resolver takes one address")
+			}
+		case "ranges":
+			args := d.RemainingArgs()
+			if len(args) != 2 {
+				return d.Errf("robots: verify: ranges needs <method> <file>")
+			}
+			if v.Ranges == nil {
+				v.Ranges = map[string]string{}
+			}
+			if _, dup := v.Ranges[args[0]]; dup {
+				return d.Errf("robots: verify: ranges for %q given twice", args[0])
+			}
+			v.Ranges[args[0]] = args[1]
+		default:
+			return d.Errf("robots: verify: unrecognized option %q", opt)
+		}
+	}
+	h.Verify = v
+	return nil
+}
+
+func parseDuration(d *caddyfile.Dispenser, opt string, dst *caddy.Duration) error {
+	if !d.NextArg() {
+		return d.Errf("robots: %s needs a duration", opt)
+	}
+	dur, err := caddy.ParseDuration(d.Val())
+	if err != nil {
+		return d.Errf("robots: %s: bad duration %q: %v", opt, d.Val(), err)
+	}
+	if dur < 0 {
+		return d.Errf("robots: %s: duration must not be negative", opt)
+	}
+	if d.NextArg() {
+		return d.Errf("robots: %s takes one duration", opt)
+	}
+	*dst = caddy.Duration(dur)
+	return nil
+}
+
+func parseEnum(d *caddyfile.Dispenser, opt string, dst *string, allowed ...string) error {
+	if !d.NextArg() {
+		return d.Errf("robots: %s needs one of %v", opt, allowed)
+	}
+	val := d.Val()
+	if d.NextArg() {
+		return d.Errf("robots: %s takes one value", opt)
+	}
+	for _, a := range allowed {
+		if val == a {
+			*dst = val
+			return nil
+		}
+	}
+	return d.Errf("robots: %s: unknown value %q (want one of %v)", opt, val, allowed)
+}
+
+// Interface guard.
+var _ caddyfile.Unmarshaler = (*Handler)(nil)

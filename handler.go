@@ -1,0 +1,462 @@
+package caddyrobots
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/caddyrobots/caddy-robots/agents"
+	"github.com/caddyrobots/caddy-robots/enforce"
+	"github.com/caddyrobots/caddy-robots/enforce/state"
+)
+
+// ServeHTTP judges the request: /robots.txt, browsers and exempt clients pass
+// untouched; bots are checked against the robots.txt versions they may hold,
+// their ban state and their crawl rate.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	if r.Context().Value(subrequestKey{}) != nil {
+		return next.ServeHTTP(w, r)
+	}
+	target := requestTarget(r)
+	if isRobotsTxt(target) {
+		return h.serveRobotsTxt(w, r, next)
+	}
+	a := h.ident.Identify(r.Header.Get("User-Agent"))
+	if !a.Bot || (h.Libraries == "ignore" && a.Category == agents.CategoryHTTPLibrary) {
+		return next.ServeHTTP(w, r)
+	}
+	return h.serveBot(w, r, next, a, target)
+}
+
+// outcome is the result of judging one bot request.
+type outcome struct {
+	action     string // allow | block | throttle | ban
+	reason     string // rule | spoofed | unavailable | ban | rate
+	token      string
+	verdict    agents.Verdict
+	decision   enforce.Decision
+	version    *version
+	retryAfter time.Duration
+	banUntil   time.Time
+	message    string
+}
+
+func (h *Handler) serveBot(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, a agents.Agent, target string) error {
+	ip := clientIP(r)
+	for _, p := range h.exempt {
+		if p.Contains(ip) {
+			return next.ServeHTTP(w, r)
+		}
+	}
+	host := hostOf(r)
+	o := h.judge(r, a, ip, host, target)
+
+	repl, _ := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
+	if repl != nil {
+		repl.Set("http.robots.agent", a.Name)
+		repl.Set("http.robots.category", string(a.Category))
+		repl.Set("http.robots.verdict", o.verdict.String())
+		repl.Set("http.robots.token", o.token)
+		repl.Set("http.robots.decision", o.action)
+		repl.Set("http.robots.reason", o.reason)
+		if o.decision.Rule != nil {
+			repl.Set("http.robots.rule", o.decision.Rule.String())
+		}
+		if o.decision.Group != nil {
+			repl.Set("http.robots.group", o.decision.Group.String())
+		}
+		if o.version != nil {
+			repl.Set("http.robots.version", o.version.id)
+		}
+		if o.retryAfter > 0 {
+			repl.Set("http.robots.retry_after", retryAfterSeconds(o.retryAfter))
+		}
+	}
+	caddyhttp.SetVar(r.Context(), "robots_agent", a.Name)
+	caddyhttp.SetVar(r.Context(), "robots_decision", o.action)
+	caddyhttp.SetVar(r.Context(), "robots_token", o.token)
+
+	countDecision(o.action, a.Category, h.Mode)
+	if c := h.logger.Check(zapcore.DebugLevel, "robots decision"); c != nil {
+		fields := []zap.Field{
+			zap.String("action", o.action), zap.String("reason", o.reason), zap.String("agent", a.Name),
+			zap.String("verdict", o.verdict.String()), zap.String("token", o.token), zap.String("target", target),
+			zap.String("mode", h.Mode),
+		}
+		if o.decision.Rule != nil {
+			fields = append(fields, zap.String("rule", o.decision.Rule.String()))
+		}
+		if o.version != nil {
+			fields = append(fields, zap.String("version", o.version.id))
+		}
+		c.Write(fields...)
+	}
+
+	if o.action == "allow" || !h.enforce {
+		return next.ServeHTTP(w, r)
+	}
+	return h.refuse(w, o)
+}
+
+// judge computes the outcome for a bot request. It does not write anything.
+func (h *Handler) judge(r *http.Request, a agents.Agent, ip netip.Addr, host, target string) outcome {
+	now := h.now()
+	o := outcome{action: "allow"}
+	tokens := a.Tokens
+	wildcard := !a.Profile.IgnoresWildcard
+
+	if a.Profile.Verify != "" && ip.IsValid() {
+		o.verdict = h.verifier.Verify(r.Context(), a, ip)
+	}
+	if o.verdict == agents.Spoofed {
+		if h.Spoofed == "block" {
+			o.action, o.reason = "block", "spoofed"
+			o.message = fmt.Sprintf("Refused: this request claims to be %s, but %s is not one of %s's addresses.\n",
+				a.Name, ip, operatorOf(a))
+			return o
+		}
+		tokens, wildcard = nil, true
+	}
+	name := a.Name
+	if len(tokens) > 0 {
+		name = tokens[0]
+	}
+	id := state.NewIdentity(host+"|"+name, o.verdict == agents.Verified, ip)
+
+	if h.strikes.Strikes > 0 {
+		if ban, err := h.store.Banned(r.Context(), id, now); err == nil && ban.Banned {
+			o.action, o.reason, o.banUntil = "ban", "ban", ban.Until
+			o.retryAfter = ban.Until.Sub(now)
+			o.message = fmt.Sprintf("Refused: %s is banned until %s after repeatedly requesting paths that /robots.txt disallows.\n",
+				name, ban.Until.UTC().Format(time.RFC3339))
+			return o
+		}
+	}
+
+	snap := h.rules.rulesFor(r, host)
+	if len(snap.versions) == 0 {
+		if snap.unavailable && h.Unavailable == "disallow" {
+			o.action, o.reason = "block", "unavailable"
+			o.message = "Refused: this site's /robots.txt cannot be read right now, and RFC 9309 §2.3.1.4 tells crawlers to assume a complete disallow. Please retry later.\n"
+			o.retryAfter = retryAfterError
+		}
+		return o
+	}
+
+	// The crawler may still hold any version replaced within its grace
+	// window, unless we saw it fetch /robots.txt after that version was
+	// replaced.
+	grace := time.Duration(*h.Grace)
+	if ttl := a.Profile.RobotsCacheTTL; grace > 0 && ttl > grace {
+		grace = min(ttl, MaxGrace)
+	}
+	fetchedAt, _ := h.fetched.Get(id)
+	refusedByAll := true
+	interval := time.Duration(math.MaxInt64)
+	for i, v := range snap.versions {
+		if i > 0 && (now.Sub(v.until) > grace || !v.until.After(fetchedAt)) {
+			break
+		}
+		g := v.robots.Select(tokens, wildcard)
+		d := g.Decide(target)
+		if i == 0 {
+			o.decision, o.version = d, v
+			o.token = groupToken(g, tokens)
+		}
+		if d.Allowed {
+			refusedByAll = false
+		}
+		if iv := g.Interval(); iv < interval {
+			interval = iv
+		}
+	}
+	if refusedByAll {
+		o.action, o.reason = "block", "rule"
+		o.message = refusalText(o, a, name)
+		if h.strikes.Strikes > 0 {
+			if ban, err := h.store.Strike(r.Context(), id, h.strikes, now); err == nil && ban.Banned {
+				o.banUntil = ban.Until
+			}
+		}
+		return o
+	}
+
+	if interval > 0 && interval != time.Duration(math.MaxInt64) && h.throttles(a) {
+		res, err := h.store.Throttle(r.Context(), id, interval, now)
+		if err == nil && !res.Allowed {
+			o.action, o.reason, o.retryAfter = "throttle", "rate", res.RetryAfter
+			o.message = fmt.Sprintf("Slow down: /robots.txt of %s asks %s to wait %s between requests (%s).\nRetry-After: %s seconds.\n",
+				hostLabel(host), name, interval, rateSource(o.decision.Group), retryAfterSeconds(res.RetryAfter))
+		}
+	}
+	return o
+}
+
+// throttles says whether Crawl-delay / Request-rate is enforced on a.
+func (h *Handler) throttles(a agents.Agent) bool {
+	switch h.CrawlDelay {
+	case "off":
+		return false
+	case "all":
+		return true
+	}
+	return a.Profile.CrawlDelay != agents.SupportNo || a.Profile.RequestRate == agents.SupportYes
+}
+
+// refuse writes the refusal (or returns it as an error for handle_errors).
+func (h *Handler) refuse(w http.ResponseWriter, o outcome) error {
+	status := http.StatusForbidden
+	if o.action == "throttle" || (o.reason == "unavailable") {
+		status = http.StatusServiceUnavailable
+	}
+	if o.retryAfter > 0 && (status == http.StatusServiceUnavailable || o.action == "ban") {
+		w.Header().Set("Retry-After", retryAfterSeconds(o.retryAfter))
+	}
+	if h.UseErrorRoutes {
+		return caddyhttp.Error(status, fmt.Errorf("robots: %s", strings.TrimSpace(o.message)))
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_, err := w.Write([]byte(o.message))
+	if err != nil {
+		return caddyhttp.Error(status, fmt.Errorf("robots: writing refusal: %w", err))
+	}
+	return nil
+}
+
+// refusalText explains a refusal by rule: the group, the rule, its line and
+// the robots.txt version.
+func refusalText(o outcome, a agents.Agent, name string) string {
+	var b strings.Builder
+	b.WriteString("Refused: /robots.txt disallows this path for ")
+	b.WriteString(name)
+	b.WriteString(".\n")
+	if g := o.decision.Group; g != nil {
+		b.WriteString("Group: ")
+		b.WriteString(g.String())
+		b.WriteString("\n")
+	}
+	if rule := o.decision.Rule; rule != nil {
+		b.WriteString("Rule: ")
+		b.WriteString(rule.String())
+		b.WriteString("\n")
+	}
+	if o.version != nil {
+		b.WriteString("Version: ")
+		b.WriteString(o.version.id)
+		b.WriteString("\n")
+	}
+	b.WriteString("See /robots.txt for the rules of this site.\n")
+	return b.String()
+}
+
+// serveRobotsTxt passes /robots.txt to everyone. For source site, a 200
+// response refreshes the copy, and a bot's fetch is remembered so it stops
+// getting grace for versions older than the one it just read.
+func (h *Handler) serveRobotsTxt(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	a := h.ident.Identify(r.Header.Get("User-Agent"))
+	host := hostOf(r)
+	if a.Bot {
+		ip := clientIP(r)
+		name := a.Name
+		if len(a.Tokens) > 0 {
+			name = a.Tokens[0]
+		}
+		verified := false
+		if a.Profile.Verify != "" && ip.IsValid() {
+			verified = h.verifier.Verify(r.Context(), a, ip) == agents.Verified
+		}
+		h.fetched.Put(state.NewIdentity(host+"|"+name, verified, ip), h.now())
+	}
+	if h.Source != "site" || r.Method != http.MethodGet {
+		return next.ServeHTTP(w, r)
+	}
+	tee := &teeWriter{ResponseWriterWrapper: &caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, limit: enforce.MaxSize}
+	err := next.ServeHTTP(tee, r)
+	if err == nil && tee.status == http.StatusOK && !tee.overflow && tee.identity &&
+		r.Header.Get("Range") == "" {
+		h.rules.observe(host, tee.buf.Bytes())
+	}
+	return err
+}
+
+// teeWriter copies a /robots.txt response body (up to limit bytes) while
+// passing it through unchanged.
+type teeWriter struct {
+	*caddyhttp.ResponseWriterWrapper
+	buf      bytes.Buffer
+	limit    int
+	status   int
+	overflow bool
+	identity bool
+}
+
+func (t *teeWriter) WriteHeader(code int) {
+	if t.status == 0 && code >= 200 {
+		t.status = code
+		ce := t.Header().Get("Content-Encoding")
+		t.identity = ce == "" || strings.EqualFold(ce, "identity")
+	}
+	t.ResponseWriterWrapper.WriteHeader(code)
+}
+
+func (t *teeWriter) Write(p []byte) (int, error) {
+	if t.status == 0 {
+		t.WriteHeader(http.StatusOK)
+	}
+	if !t.overflow {
+		if t.buf.Len()+len(p) > t.limit {
+			t.overflow = true
+		} else {
+			t.buf.Write(p)
+		}
+	}
+	return t.ResponseWriterWrapper.Write(p)
+}
+
+// ReadFrom keeps io.Copy going through Write, so the copy sees the body.
+func (t *teeWriter) ReadFrom(r io.Reader) (int64, error) {
+	return io.Copy(writerOnly{t}, r)
+}
+
+// writerOnly hides every method but Write, so io.Copy cannot bypass it.
+type writerOnly struct{ io.Writer }
+
+// requestTarget is the request target as the client sent it (path and
+// query), before any rewrite.
+func requestTarget(r *http.Request) string {
+	uri := r.RequestURI
+	if or, ok := r.Context().Value(caddyhttp.OriginalRequestCtxKey).(http.Request); ok && or.RequestURI != "" {
+		uri = or.RequestURI
+	}
+	if uri == "" {
+		uri = r.URL.RequestURI()
+	}
+	if len(uri) > 0 && uri[0] != '/' {
+		// absolute-form (a proxy request): keep path and query.
+		if i := strings.Index(uri, "://"); i >= 0 {
+			rest := uri[i+3:]
+			if j := strings.IndexByte(rest, '/'); j >= 0 {
+				return rest[j:]
+			}
+			return "/"
+		}
+	}
+	return uri
+}
+
+// isRobotsTxt reports whether the target is /robots.txt (any query).
+func isRobotsTxt(target string) bool {
+	if len(target) < len("/robots.txt") || target[:len("/robots.txt")] != "/robots.txt" {
+		return false
+	}
+	return len(target) == len("/robots.txt") || target[len("/robots.txt")] == '?'
+}
+
+// clientIP is the client address after trusted_proxies.
+func clientIP(r *http.Request) netip.Addr {
+	if s, ok := caddyhttp.GetVar(r.Context(), caddyhttp.ClientIPVarKey).(string); ok && s != "" {
+		if a, err := netip.ParseAddr(s); err == nil {
+			return a.Unmap()
+		}
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	a, _ := netip.ParseAddr(host)
+	return a.Unmap()
+}
+
+// hostOf is the request's host name, lower-cased, without port.
+func hostOf(r *http.Request) string {
+	h := r.Host
+	if host, _, err := net.SplitHostPort(h); err == nil {
+		h = host
+	}
+	return strings.ToLower(strings.TrimSuffix(h, "."))
+}
+
+func hostLabel(host string) string {
+	if host == "" {
+		return "this site"
+	}
+	return host
+}
+
+// groupToken names the token whose group was selected.
+func groupToken(g *enforce.Group, tokens []string) string {
+	if g == nil {
+		return ""
+	}
+	for _, t := range tokens {
+		for _, ag := range g.Agents {
+			if strings.EqualFold(ag, t) {
+				return t
+			}
+		}
+	}
+	return "*"
+}
+
+// rateSource names the records a throttle comes from.
+func rateSource(g *enforce.Group) string {
+	if g == nil {
+		return "robots.txt"
+	}
+	var parts []string
+	if g.CrawlDelay > 0 {
+		parts = append(parts, "Crawl-delay: "+strconv.FormatFloat(g.CrawlDelay.Seconds(), 'f', -1, 64))
+	}
+	if r := g.RequestRate; r.Requests > 0 {
+		parts = append(parts, fmt.Sprintf("Request-rate: %d/%s", r.Requests, r.Per))
+	}
+	return strings.Join(parts, ", ") + " in " + g.String()
+}
+
+func operatorOf(a agents.Agent) string {
+	if a.Operator != "" {
+		return a.Operator
+	}
+	return a.Name
+}
+
+// retryAfterSeconds formats a wait as whole seconds, rounded up, at least 1.
+func retryAfterSeconds(d time.Duration) string {
+	s := int64(math.Ceil(d.Seconds()))
+	if s < 1 {
+		s = 1
+	}
+	return strconv.FormatInt(s, 10)
+}
+
+// logLimiter lets a warning through at most once every 30 seconds.
+type logLimiter struct {
+	mu   sync.Mutex
+	last time.Time
+}
+
+// warnf logs a warning at most once every 30 seconds per handler.
+func (h *Handler) warnf(msg string, fields ...zap.Field) {
+	h.warn.mu.Lock()
+	defer h.warn.mu.Unlock()
+	if now := time.Now(); now.Sub(h.warn.last) >= 30*time.Second {
+		h.warn.last = now
+		h.logger.Warn(msg, fields...)
+	}
+}

@@ -1,0 +1,271 @@
+// Package integration runs caddy-robots inside a real Caddy (caddytest), in
+// front of a real backend on loopback, with a real DNS server and a real
+// redis-server. All caddytest tests live in this one package: caddytest runs
+// one in-process Caddy per test binary on admin port 2999.
+package integration
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/caddyserver/caddy/v2/caddytest"
+
+	_ "github.com/caddyrobots/caddy-robots"
+)
+
+const (
+	chromeUA  = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36"
+	exampleUA = "ExampleCrawler/1.0 (+https://example.com/bot)"
+	gptbotUA  = "GPTBot/1.2"
+	googleUA  = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)"
+	bingUA    = "Mozilla/5.0 (compatible; bingbot/2.0; +http://www.bing.com/bingbot.htm)"
+)
+
+// globals is the global options block every test config starts with.
+const globals = `{
+	admin localhost:2999
+	http_port 9080
+	https_port 9443
+	grace_period 3s
+	persist_config off
+	skip_install_trust
+	auto_https off
+}
+`
+
+var backend *testBackend
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "caddy-robots-it-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "tempdir:", err)
+		os.Exit(1)
+	}
+	for _, v := range []string{"XDG_DATA_HOME", "XDG_CONFIG_HOME", "HOME"} {
+		_ = os.Setenv(v, filepath.Join(dir, strings.ToLower(v)))
+	}
+	backend, err = startBackend()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "backend:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	backend.close()
+	stopRedis()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// testBackend is a real HTTP server on loopback standing in for the app
+// behind reverse_proxy. It answers per Host name.
+type testBackend struct {
+	srv      *http.Server
+	addr     string
+	mu       sync.Mutex
+	robots   map[string]robotsAnswer // by host
+	requests atomic.Int64
+}
+
+type robotsAnswer struct {
+	status int
+	body   string
+	delay  time.Duration
+}
+
+func startBackend() (*testBackend, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("listening: %w", err)
+	}
+	b := &testBackend{addr: ln.Addr().String(), robots: map[string]robotsAnswer{}}
+	b.srv = &http.Server{Handler: b, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = b.srv.Serve(ln) }()
+	return b, nil
+}
+
+func (b *testBackend) close() { _ = b.srv.Close() }
+
+// set makes host answer /robots.txt with status and body.
+func (b *testBackend) set(host string, status int, body string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.robots[host] = robotsAnswer{status: status, body: body}
+}
+
+func (b *testBackend) setSlow(host string, delay time.Duration, body string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.robots[host] = robotsAnswer{status: 200, body: body, delay: delay}
+}
+
+func (b *testBackend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	b.requests.Add(1)
+	host, _, err := net.SplitHostPort(r.Host)
+	if err != nil {
+		host = r.Host
+	}
+	switch {
+	case strings.HasPrefix(host, "redirect.") && r.URL.Path == "/robots.txt":
+		http.Redirect(w, r, "/r1", http.StatusMovedPermanently)
+		return
+	case strings.HasPrefix(host, "redirect.") && r.URL.Path == "/r1":
+		http.Redirect(w, r, "/r2", http.StatusFound)
+		return
+	case strings.HasPrefix(host, "redirect.") && r.URL.Path == "/r2":
+		http.Redirect(w, r, "/robots-real.txt", http.StatusTemporaryRedirect)
+		return
+	case strings.HasPrefix(host, "redirect.") && r.URL.Path == "/robots-real.txt":
+		_, _ = io.WriteString(w, "User-agent: *\nDisallow: /via-redirect/\n")
+		return
+	case strings.HasPrefix(host, "loop.") && (r.URL.Path == "/robots.txt" || strings.HasPrefix(r.URL.Path, "/loop")):
+		http.Redirect(w, r, fmt.Sprintf("/loop%d", time.Now().UnixNano()), http.StatusFound)
+		return
+	case strings.HasPrefix(host, "huge.") && r.URL.Path == "/robots.txt":
+		writeHuge(w)
+		return
+	}
+	if r.URL.Path == "/robots.txt" {
+		b.mu.Lock()
+		ans, ok := b.robots[host]
+		b.mu.Unlock()
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		if ans.delay > 0 {
+			select {
+			case <-time.After(ans.delay):
+			case <-r.Context().Done():
+				return
+			}
+		}
+		w.Header().Set("Content-Type", "text/plain")
+		w.WriteHeader(ans.status)
+		_, _ = io.WriteString(w, ans.body)
+		return
+	}
+	_, _ = io.WriteString(w, "app:"+r.URL.Path)
+}
+
+// writeHuge sends a 10 MiB robots.txt: a rule at the start, then comment
+// lines past the 500 KiB cap, then a rule that must never be seen.
+func writeHuge(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "text/plain")
+	_, _ = io.WriteString(w, "User-agent: *\nDisallow: /early/\n")
+	line := "# " + strings.Repeat("x", 1021) + "\n"
+	written := 0
+	for written < 600<<10 {
+		n, err := io.WriteString(w, line)
+		if err != nil {
+			return
+		}
+		written += n
+	}
+	_, _ = io.WriteString(w, "Disallow: /late/\n")
+	for written < 10<<20 {
+		n, err := io.WriteString(w, line)
+		if err != nil {
+			return
+		}
+		written += n
+	}
+}
+
+// client wraps the caddytest tester with request helpers.
+type client struct {
+	t  *testing.T
+	tc *caddytest.Tester
+}
+
+func newClient(t *testing.T, config string) client {
+	t.Helper()
+	if testing.Short() && os.Getenv("CI") == "true" {
+		t.Fatal("integration tests must not run with -short in CI")
+	}
+	tc := caddytest.NewTester(t)
+	// Fresh connections for every request: a keep-alive connection to a
+	// server that a config reload is shutting down could fail.
+	tc.Client.Transport.(*http.Transport).DisableKeepAlives = true
+	tc.InitServer(config, "caddyfile")
+	if t.Failed() {
+		t.FailNow()
+	}
+	return client{t: t, tc: tc}
+}
+
+type response struct {
+	status int
+	body   string
+	header http.Header
+}
+
+// get sends GET url with the User-Agent and extra "Key: value" headers.
+func (c client) get(url, ua string, headers ...string) response {
+	c.t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		c.t.Fatalf("building request: %v", err)
+	}
+	req.Header.Set("User-Agent", ua)
+	for _, h := range headers {
+		k, v, _ := strings.Cut(h, ":")
+		req.Header.Set(strings.TrimSpace(k), strings.TrimSpace(v))
+	}
+	res, err := c.tc.Client.Do(req)
+	if err != nil {
+		c.t.Fatalf("GET %s: %v", url, err)
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	if err != nil {
+		c.t.Fatalf("reading %s: %v", url, err)
+	}
+	return response{status: res.StatusCode, body: string(body), header: res.Header}
+}
+
+// expect asserts the status of GET url and that the body contains each of
+// contains; it returns the response.
+func (c client) expect(url, ua string, status int, contains ...string) response {
+	c.t.Helper()
+	res := c.get(url, ua)
+	if res.status != status {
+		c.t.Errorf("GET %s as %q: status %d, want %d; body: %q", url, ua, res.status, status, res.body)
+	}
+	for _, s := range contains {
+		if !strings.Contains(res.body, s) {
+			c.t.Errorf("GET %s as %q: body %q does not contain %q", url, ua, res.body, s)
+		}
+	}
+	return res
+}
+
+// eventually retries f until it returns true or the timeout passes.
+func eventually(t *testing.T, timeout time.Duration, what string, f func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if f() {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("timed out after %s waiting for %s", timeout, what)
+}
+
+// repoPath returns a path relative to the repository root.
+func repoPath(p string) string {
+	abs, err := filepath.Abs(filepath.Join("..", p))
+	if err != nil {
+		return p
+	}
+	return abs
+}

@@ -1,0 +1,255 @@
+package integration
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// redisProc is a real redis-server on a loopback port, started for the tests.
+type redisProc struct {
+	cmd  *exec.Cmd
+	port int
+	dir  string
+}
+
+var (
+	redisMu  sync.Mutex
+	redisCur *redisProc
+)
+
+// needRedis returns a running redis-server, starting one if needed. Without
+// redis-server on PATH the test fails under CI=true and skips elsewhere.
+func needRedis(t *testing.T) *redisProc {
+	t.Helper()
+	redisMu.Lock()
+	defer redisMu.Unlock()
+	if redisCur != nil {
+		return redisCur
+	}
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("redis-server not found: CI must install it (make test runs scripts/need-redis.sh)")
+		}
+		t.Skip("redis-server not found: run `make test`, or install redis-server")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	dir, err := os.MkdirTemp("", "robots-redis-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &redisProc{port: port, dir: dir}
+	if err := r.start(bin); err != nil {
+		t.Fatal(err)
+	}
+	redisCur = r
+	return r
+}
+
+func (r *redisProc) start(bin string) error {
+	r.cmd = exec.Command(bin, "--port", strconv.Itoa(r.port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--dir", r.dir, "--protected-mode", "yes")
+	if err := r.cmd.Start(); err != nil {
+		return fmt.Errorf("starting redis-server: %w", err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if r.ping() {
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("redis-server on port %d did not answer PING", r.port)
+}
+
+func (r *redisProc) ping() bool {
+	conn, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", r.port), 200*time.Millisecond)
+	if err != nil {
+		return false
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(time.Second))
+	if _, err := io.WriteString(conn, "PING\r\n"); err != nil {
+		return false
+	}
+	line, err := bufio.NewReader(conn).ReadString('\n')
+	return err == nil && strings.HasPrefix(line, "+PONG")
+}
+
+func (r *redisProc) stop() {
+	if r.cmd != nil && r.cmd.Process != nil {
+		_ = r.cmd.Process.Kill()
+		_ = r.cmd.Wait()
+		r.cmd = nil
+	}
+}
+
+func (r *redisProc) restart(t *testing.T) {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.start(bin); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (r *redisProc) url() string { return fmt.Sprintf("redis://127.0.0.1:%d/0", r.port) }
+
+func stopRedis() {
+	redisMu.Lock()
+	defer redisMu.Unlock()
+	if redisCur != nil {
+		redisCur.stop()
+		_ = os.RemoveAll(redisCur.dir)
+		redisCur = nil
+	}
+}
+
+// secondCaddy builds cmd/caddy and runs it as a separate process with the
+// given Caddyfile: a second instance of the site.
+func secondCaddy(t *testing.T, caddyfile string) {
+	t.Helper()
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "caddy")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/caddy")
+	build.Dir = repoPath(".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building cmd/caddy: %v\n%s", err, out)
+	}
+	cfg := filepath.Join(dir, "Caddyfile")
+	if err := os.WriteFile(cfg, []byte(caddyfile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "run", "--config", cfg, "--adapter", "caddyfile")
+	cmd.Env = append(os.Environ(), "XDG_DATA_HOME="+dir, "XDG_CONFIG_HOME="+dir)
+	logf, _ := os.Create(filepath.Join(dir, "caddy.log"))
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting second caddy: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if t.Failed() {
+			out, _ := os.ReadFile(filepath.Join(dir, "caddy.log"))
+			t.Logf("second caddy log:\n%s", out)
+		}
+	})
+	eventually(t, 20*time.Second, "the second caddy to listen", func() bool {
+		conn, err := net.DialTimeout("tcp", "127.0.0.1:9081", 200*time.Millisecond)
+		if err != nil {
+			return false
+		}
+		conn.Close()
+		return true
+	})
+}
+
+const sharedRules = `"User-agent: *\nDisallow: /trap/\nCrawl-delay: 3\n"`
+
+func sharedSite(port int, redisURL, prefix string) string {
+	return fmt.Sprintf(`http://shared.localhost:%d {
+	robots {
+		source inline %s
+		strikes 2 1m 1h
+		store redis %s {
+			prefix %s
+			timeout 100ms
+		}
+	}
+	respond "instance %d"
+}
+`, port, sharedRules, redisURL, prefix, port)
+}
+
+// TestRedisTwoInstances: two Caddy processes sharing one Redis enforce one
+// Crawl-delay budget for a crawler alternating between them, and strikes
+// collected on one ban the crawler on the other. Then Redis goes away:
+// requests keep being served (fail open) and errors are counted; when it
+// comes back, the shared budget is enforced again.
+func TestRedisTwoInstances(t *testing.T) {
+	r := needRedis(t)
+	prefix := fmt.Sprintf("it%d", time.Now().UnixNano())
+	c := newClient(t, globals+sharedSite(9080, r.url(), prefix))
+	secondCaddy(t, `{
+	admin localhost:2998
+	http_port 9081
+	auto_https off
+	persist_config off
+}
+`+sharedSite(9081, r.url(), prefix))
+
+	a, b := "http://shared.localhost:9080", "http://shared.localhost:9081"
+	const ua = "SharedBot/1.0 (+https://shared.example/bot)"
+	c.expect(a+"/page", ua, 200, "instance 9080")
+	res := c.expect(b+"/page", ua, 503)
+	if res.header.Get("Retry-After") == "" {
+		t.Error("no Retry-After from the second instance")
+	}
+	c.expect(a+"/page", ua, 503)
+
+	// Strikes: one on each instance bans on both.
+	const bad = "GreedyBot/1.0 (+https://greedy.example/bot)"
+	c.expect(a+"/trap/1", bad, 403, "Disallow: /trap/")
+	c.expect(b+"/trap/2", bad, 403, "Disallow: /trap/")
+	c.expect(a+"/page", bad, 403, "banned until")
+	c.expect(b+"/page", bad, 403, "banned until")
+	c.expect(a+"/robots.txt", bad, 200)
+
+	// Redis stops: fail open, errors counted.
+	r.stop()
+	const outage = "OutageBot/1.0 (+https://outage.example/bot)"
+	for _, base := range []string{a, b} {
+		c.expect(base+"/page", outage, 200)
+		c.expect(base+"/page", chromeUA, 200)
+	}
+	if n := metricValue(t, "http://localhost:2999/metrics", `caddy_robots_state_errors_total{store="redis"}`); n < 1 {
+		t.Errorf("state errors counted during the outage: %v, want > 0", n)
+	}
+	// Redis returns: the shared budget is enforced again.
+	r.restart(t)
+	n := 0
+	eventually(t, 10*time.Second, "enforcement to resume from Redis", func() bool {
+		n++
+		ub := fmt.Sprintf("BackBot%d/1.0 (+https://back.example/bot)", n)
+		return c.get(a+"/page", ub).status == 200 && c.get(b+"/page", ub).status == 503
+	})
+}
+
+// metricValue reads one sample from a Prometheus text endpoint.
+func metricValue(t *testing.T, url, series string) float64 {
+	t.Helper()
+	res, err := http.Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer res.Body.Close()
+	sc := bufio.NewScanner(res.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, series+" ") {
+			v, _ := strconv.ParseFloat(strings.TrimSpace(strings.TrimPrefix(line, series)), 64)
+			return v
+		}
+	}
+	return 0
+}

@@ -1,0 +1,409 @@
+// Package caddyrobots is a Caddy v2 HTTP handler that enforces a site's own
+// robots.txt on the crawlers that visit it.
+//
+// It identifies crawlers from the User-Agent (verifying those that claim a
+// famous name), applies RFC 9309 group selection and longest-match to every
+// request, and refuses (403) or throttles (503 + Retry-After) the bots that
+// ignore the rules. People's browsers are never judged, /robots.txt is always
+// served, and a crawler that follows the file (including a copy up to the
+// grace period old) never receives a refusal.
+package caddyrobots
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"go.uber.org/zap"
+
+	"github.com/caddyrobots/caddy-robots/agents"
+	"github.com/caddyrobots/caddy-robots/enforce/state"
+)
+
+func init() {
+	caddy.RegisterModule(Handler{})
+}
+
+// Defaults and limits of the configuration.
+const (
+	DefaultRefresh = time.Hour
+	MaxRefresh     = 24 * time.Hour
+	DefaultGrace   = 24 * time.Hour
+	MaxGrace       = 7 * 24 * time.Hour
+	// DefaultFetchTimeout bounds one load of the site's robots.txt.
+	DefaultFetchTimeout = 5 * time.Second
+)
+
+// Handler enforces the site's robots.txt on crawlers. Module ID:
+// http.handlers.robots.
+//
+// Placeholders set for every request judged as coming from a bot (unset for
+// browsers, /robots.txt and exempt clients):
+//
+//	{http.robots.agent}       crawler name (catalogue name or the UA's product token)
+//	{http.robots.category}    catalogue category (search, ai-training, ...)
+//	{http.robots.verdict}     verified | unverified | spoofed
+//	{http.robots.token}       the robots.txt token whose group was selected ("*" for the wildcard group)
+//	{http.robots.decision}    allow | block | throttle | ban
+//	{http.robots.reason}      rule | spoofed | unavailable | ban | rate
+//	{http.robots.rule}        the deciding rule, e.g. "Disallow: /private/ (line 3)"
+//	{http.robots.group}       the selected group, e.g. "User-agent: GPTBot (line 5)"
+//	{http.robots.version}     short hash of the robots.txt version that decided
+//	{http.robots.retry_after} seconds to wait (throttle) or until the ban ends
+//
+// The same facts are published as request variables robots_agent,
+// robots_decision and robots_token for the vars matcher and expressions.
+type Handler struct {
+	// Source is where the rules come from: "site" (default) loads
+	// /robots.txt through this same server with the request's Host, so it
+	// works in front of reverse_proxy, file_server or anything else;
+	// "file" reads File; "inline" uses Inline.
+	Source string `json:"source,omitempty"`
+	// File is the robots.txt path for source "file". Changes are noticed
+	// without a restart.
+	File string `json:"file,omitempty"`
+	// Inline is the robots.txt text for source "inline".
+	Inline string `json:"inline,omitempty"`
+
+	// Refresh is how often the rules are reloaded. Default 1h, at most 24h.
+	// A 200 response for /robots.txt passing through the handler refreshes
+	// them early.
+	Refresh caddy.Duration `json:"refresh,omitempty"`
+	// FetchTimeout bounds one load of the site's robots.txt. Default 5s.
+	FetchTimeout caddy.Duration `json:"fetch_timeout,omitempty"`
+
+	// Mode is "enforce" (default) or "log": log decides, logs and counts
+	// exactly as enforce would, and never refuses a request.
+	Mode string `json:"mode,omitempty"`
+
+	// Grace is how long a crawler may keep an old copy of robots.txt
+	// (RFC 9309 §2.4 allows 24 hours). A request is refused only when every
+	// version the crawler could still hold refuses it; once the crawler has
+	// fetched /robots.txt after a change, older versions stop counting. A
+	// crawler whose operator documents a longer cache gets that longer
+	// window. Default 24h, at most 7 days; 0 judges every crawler by the
+	// current version only.
+	Grace *caddy.Duration `json:"grace,omitempty"`
+
+	// CrawlDelay controls Crawl-delay and Request-rate enforcement: "on"
+	// (default) throttles crawlers that honour them or whose habits are
+	// unknown, never those documented to ignore them (Googlebot); "all"
+	// throttles every crawler; "off" never throttles.
+	CrawlDelay string `json:"crawl_delay,omitempty"`
+
+	// Spoofed says what happens to a request that claims a verifiable
+	// crawler from an address that provably is not that crawler's: "block"
+	// (default) refuses it with 403; "wildcard" judges it by the "*" group
+	// like any unknown bot.
+	Spoofed string `json:"spoofed,omitempty"`
+
+	// Libraries says whether HTTP libraries and headless browsers (curl,
+	// python-requests, HeadlessChrome) are judged as crawlers: "crawler"
+	// (default) or "ignore".
+	Libraries string `json:"libraries,omitempty"`
+
+	// Exempt lists client networks (CIDR or single addresses) that are
+	// never judged, such as your own monitoring.
+	Exempt []string `json:"exempt,omitempty"`
+
+	// Unavailable is what crawlers get while no copy of robots.txt has ever
+	// been obtained because the source answers 5xx or cannot be reached:
+	// "disallow" (default, what RFC 9309 §2.3.1.4 tells a crawler to
+	// assume) or "allow".
+	Unavailable string `json:"unavailable,omitempty"`
+
+	// Strikes configures repeat-offender bans: a refused request is a
+	// strike, and Count strikes within Window ban the crawler for Ban
+	// (every request except /robots.txt gets 403). Default 10 strikes in
+	// 10 minutes, ban 1 hour.
+	Strikes *StrikesConfig `json:"strikes,omitempty"`
+
+	// Store is where throttle and strike state lives. Default: memory.
+	Store *StoreConfig `json:"store,omitempty"`
+
+	// Verify tunes crawler verification (IP ranges and reverse DNS).
+	Verify *VerifyConfig `json:"verify,omitempty"`
+
+	// UseErrorRoutes makes refusals return errors (403, 503) to Caddy so
+	// that handle_errors can answer them; Retry-After is still set. By
+	// default the handler writes a short plain-text explanation itself, so
+	// that throttling does not log an ERROR line per request.
+	UseErrorRoutes bool `json:"use_error_routes,omitempty"`
+
+	logger   *zap.Logger
+	enforce  bool
+	exempt   []netip.Prefix
+	ident    *agents.Identifier
+	verifier *agents.Verifier
+	store    state.Store
+	storeKey string
+	strikes  state.StrikePolicy
+	rules    *ruleSource
+	fetched  *boundedMap[state.Identity, time.Time]
+	now      func() time.Time
+	warn     *logLimiter
+}
+
+// StrikesConfig configures repeat-offender bans.
+type StrikesConfig struct {
+	// Off disables strikes and bans.
+	Off bool `json:"off,omitempty"`
+	// Count is how many refused requests within Window ban a crawler.
+	// Default 10.
+	Count int `json:"count,omitempty"`
+	// Window is the period strikes are counted over. Default 10m.
+	Window caddy.Duration `json:"window,omitempty"`
+	// Ban is how long a ban lasts. Default 1h.
+	Ban caddy.Duration `json:"ban,omitempty"`
+}
+
+// StoreConfig says where throttle and strike state lives.
+type StoreConfig struct {
+	// Type is "memory" (default) or "redis".
+	Type string `json:"type,omitempty"`
+	// MaxEntries caps the memory store (default 100000 identities); the
+	// least recently used unverified identities are evicted first. With
+	// Redis it caps the local fallback store.
+	MaxEntries int `json:"max_entries,omitempty"`
+	// URL is the Redis address, e.g. redis://user:pass@host:6379/0,
+	// rediss://... for TLS, redis-sentinel://host:26379/master or
+	// redis-cluster://h1:6379,h2:6379. Placeholders such as
+	// {env.REDIS_URL} are resolved at provision time.
+	URL string `json:"url,omitempty"`
+	// Prefix starts every Redis key. Default "caddy-robots".
+	Prefix string `json:"prefix,omitempty"`
+	// Timeout bounds each Redis call; on error or timeout the request is
+	// decided from local state (fail open). Default 50ms.
+	Timeout caddy.Duration `json:"timeout,omitempty"`
+}
+
+// VerifyConfig tunes crawler verification.
+type VerifyConfig struct {
+	// Timeout bounds one reverse-DNS verification. Default 2s.
+	Timeout caddy.Duration `json:"timeout,omitempty"`
+	// Resolver is a DNS server address (host:port) to use instead of the
+	// system resolver.
+	Resolver string `json:"resolver,omitempty"`
+	// Ranges maps a verification method (google-common, bingbot,
+	// openai-gptbot, ...) to a file of fresher IP ranges, in Google's JSON
+	// format, a CSV or a plain CIDR list; it replaces the embedded snapshot
+	// for that method.
+	Ranges map[string]string `json:"ranges,omitempty"`
+}
+
+// CaddyModule returns the Caddy module information.
+func (Handler) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "http.handlers.robots",
+		New: func() caddy.Module { return new(Handler) },
+	}
+}
+
+// Provision applies defaults, builds the identifier, verifier and state
+// store, and starts loading the rules in the background. It never blocks on
+// the network.
+func (h *Handler) Provision(ctx caddy.Context) error {
+	h.logger = ctx.Logger()
+	h.warn = &logLimiter{}
+	if h.now == nil {
+		h.now = time.Now
+	}
+	if h.Source == "" {
+		h.Source = "site"
+	}
+	if h.Refresh == 0 {
+		h.Refresh = caddy.Duration(DefaultRefresh)
+	}
+	if h.FetchTimeout == 0 {
+		h.FetchTimeout = caddy.Duration(DefaultFetchTimeout)
+	}
+	if h.Mode == "" {
+		h.Mode = "enforce"
+	}
+	h.enforce = h.Mode == "enforce"
+	if h.Grace == nil {
+		g := caddy.Duration(DefaultGrace)
+		h.Grace = &g
+	}
+	if h.CrawlDelay == "" {
+		h.CrawlDelay = "on"
+	}
+	if h.Spoofed == "" {
+		h.Spoofed = "block"
+	}
+	if h.Libraries == "" {
+		h.Libraries = "crawler"
+	}
+	if h.Unavailable == "" {
+		h.Unavailable = "disallow"
+	}
+	for _, s := range h.Exempt {
+		p, err := parsePrefix(s)
+		if err != nil {
+			return fmt.Errorf("robots: exempt: %w", err)
+		}
+		h.exempt = append(h.exempt, p)
+	}
+
+	h.strikes = state.DefaultStrikePolicy()
+	if s := h.Strikes; s != nil {
+		if s.Off {
+			h.strikes.Strikes = 0
+		} else {
+			if s.Count > 0 {
+				h.strikes.Strikes = s.Count
+			}
+			if s.Window > 0 {
+				h.strikes.Window = time.Duration(s.Window)
+			}
+			if s.Ban > 0 {
+				h.strikes.Ban = time.Duration(s.Ban)
+			}
+		}
+	}
+
+	if err := registerMetrics(ctx.GetMetricsRegistry()); err != nil {
+		return fmt.Errorf("robots: registering metrics: %w", err)
+	}
+
+	h.ident = sharedIdentifier()
+
+	vcfg := agents.VerifierConfig{}
+	if v := h.Verify; v != nil {
+		vcfg.Timeout = time.Duration(v.Timeout)
+		if v.Resolver != "" {
+			vcfg.Resolver = resolverFor(v.Resolver)
+		}
+		for method, file := range v.Ranges {
+			prefixes, err := agents.LoadRangesFile(file)
+			if err != nil {
+				return fmt.Errorf("robots: verify ranges for %s: %w", method, err)
+			}
+			if vcfg.Ranges == nil {
+				vcfg.Ranges = map[string][]netip.Prefix{}
+			}
+			vcfg.Ranges[method] = prefixes
+		}
+	}
+	verifier, err := agents.NewVerifier(vcfg)
+	if err != nil {
+		return fmt.Errorf("robots: building verifier: %w", err)
+	}
+	h.verifier = verifier
+
+	if err := h.provisionStore(); err != nil {
+		return err
+	}
+
+	h.fetched = newBoundedMap[state.Identity, time.Time](65536)
+	src, err := newRuleSource(h, ctx)
+	if err != nil {
+		return err
+	}
+	h.rules = src
+	return nil
+}
+
+// Validate checks the configuration.
+func (h *Handler) Validate() error {
+	var errs []error
+	switch h.Source {
+	case "site":
+	case "file":
+		if h.File == "" {
+			errs = append(errs, errors.New("source file needs a path"))
+		}
+	case "inline":
+	default:
+		errs = append(errs, fmt.Errorf("source: unknown source %q (want site, file or inline)", h.Source))
+	}
+	if d := time.Duration(h.Refresh); d < time.Second || d > MaxRefresh {
+		errs = append(errs, fmt.Errorf("refresh: %s is outside 1s..24h", d))
+	}
+	if d := time.Duration(*h.Grace); d < 0 || d > MaxGrace {
+		errs = append(errs, fmt.Errorf("grace: %s is outside 0..7d", d))
+	}
+	checkEnum := func(name, val string, allowed ...string) {
+		for _, a := range allowed {
+			if val == a {
+				return
+			}
+		}
+		errs = append(errs, fmt.Errorf("%s: unknown value %q (want %s)", name, val, strings.Join(allowed, ", ")))
+	}
+	checkEnum("mode", h.Mode, "enforce", "log")
+	checkEnum("crawl_delay", h.CrawlDelay, "on", "off", "all")
+	checkEnum("spoofed", h.Spoofed, "block", "wildcard")
+	checkEnum("libraries", h.Libraries, "crawler", "ignore")
+	checkEnum("unavailable", h.Unavailable, "disallow", "allow")
+	if s := h.Strikes; s != nil && !s.Off && (s.Count < 0 || s.Window < 0 || s.Ban < 0) {
+		errs = append(errs, errors.New("strikes: count, window and ban must not be negative"))
+	}
+	if s := h.Store; s != nil {
+		checkEnum("store", s.Type, "", "memory", "redis")
+		if s.Type == "redis" && s.URL == "" {
+			errs = append(errs, errors.New("store redis needs a URL"))
+		}
+		if s.MaxEntries < 0 {
+			errs = append(errs, errors.New("store: max_entries must not be negative"))
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("robots: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+// Cleanup releases the state store reference taken in Provision; the loader
+// goroutines stop with the config's context.
+func (h *Handler) Cleanup() error {
+	if h.storeKey != "" {
+		_, err := storePool.Delete(h.storeKey)
+		h.storeKey = ""
+		if err != nil {
+			return fmt.Errorf("robots: releasing state store: %w", err)
+		}
+	}
+	return nil
+}
+
+func parsePrefix(s string) (netip.Prefix, error) {
+	if strings.Contains(s, "/") {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return netip.Prefix{}, fmt.Errorf("parsing network %q: %w", s, err)
+		}
+		return p.Masked(), nil
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("parsing address %q: %w", s, err)
+	}
+	a = a.Unmap()
+	return netip.PrefixFrom(a, a.BitLen()), nil
+}
+
+var (
+	identOnce sync.Once
+	identInst *agents.Identifier
+)
+
+// sharedIdentifier returns one process-wide identifier, so its cache is
+// shared by every handler and survives reloads.
+func sharedIdentifier() *agents.Identifier {
+	identOnce.Do(func() { identInst = agents.NewIdentifier(0) })
+	return identInst
+}
+
+// Interface guards.
+var (
+	_ caddy.Provisioner           = (*Handler)(nil)
+	_ caddy.Validator             = (*Handler)(nil)
+	_ caddy.CleanerUpper          = (*Handler)(nil)
+	_ caddyhttp.MiddlewareHandler = (*Handler)(nil)
+)
