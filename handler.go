@@ -52,6 +52,50 @@ type outcome struct {
 	retryAfter time.Duration
 	banUntil   time.Time
 	message    string
+	agent      agents.Agent
+}
+
+// placeholder resolves the {http.robots.*} placeholders of one request.
+func (o *outcome) placeholder(key string) (any, bool) {
+	name, ok := strings.CutPrefix(key, "http.robots.")
+	if !ok {
+		return nil, false
+	}
+	switch name {
+	case "agent":
+		return o.agent.Name, true
+	case "category":
+		return string(o.agent.Category), true
+	case "verdict":
+		return o.verdict.String(), true
+	case "token":
+		return o.token, true
+	case "decision":
+		return o.action, true
+	case "reason":
+		return o.reason, true
+	case "rule":
+		if o.decision.Rule != nil {
+			return o.decision.Rule.String(), true
+		}
+		return "", true
+	case "group":
+		if o.decision.Group != nil {
+			return o.decision.Group.String(), true
+		}
+		return "", true
+	case "version":
+		if o.version != nil {
+			return o.version.id, true
+		}
+		return "", true
+	case "retry_after":
+		if o.retryAfter > 0 {
+			return retryAfterSeconds(o.retryAfter), true
+		}
+		return "", true
+	}
+	return nil, false
 }
 
 func (h *Handler) serveBot(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, a agents.Agent, target string) error {
@@ -62,28 +106,14 @@ func (h *Handler) serveBot(w http.ResponseWriter, r *http.Request, next caddyhtt
 		}
 	}
 	host := hostOf(r)
-	o := h.judge(r, a, ip, host, target)
+	o := new(outcome)
+	*o = h.judge(r, a, ip, host, target)
 
-	repl, _ := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
-	if repl != nil {
-		repl.Set("http.robots.agent", a.Name)
-		repl.Set("http.robots.category", string(a.Category))
-		repl.Set("http.robots.verdict", o.verdict.String())
-		repl.Set("http.robots.token", o.token)
-		repl.Set("http.robots.decision", o.action)
-		repl.Set("http.robots.reason", o.reason)
-		if o.decision.Rule != nil {
-			repl.Set("http.robots.rule", o.decision.Rule.String())
-		}
-		if o.decision.Group != nil {
-			repl.Set("http.robots.group", o.decision.Group.String())
-		}
-		if o.version != nil {
-			repl.Set("http.robots.version", o.version.id)
-		}
-		if o.retryAfter > 0 {
-			repl.Set("http.robots.retry_after", retryAfterSeconds(o.retryAfter))
-		}
+	if repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
+		// One lazy provider instead of ten values: the strings are only
+		// built when a log line or handle_errors asks for them.
+		o.agent = a
+		repl.Map(o.placeholder)
 	}
 	caddyhttp.SetVar(r.Context(), "robots_agent", a.Name)
 	caddyhttp.SetVar(r.Context(), "robots_decision", o.action)
@@ -108,7 +138,7 @@ func (h *Handler) serveBot(w http.ResponseWriter, r *http.Request, next caddyhtt
 	if o.action == "allow" || !h.enforce {
 		return next.ServeHTTP(w, r)
 	}
-	return h.refuse(w, o)
+	return h.refuse(w, *o)
 }
 
 // judge computes the outcome for a bot request. It does not write anything.
@@ -383,13 +413,24 @@ func clientIP(r *http.Request) netip.Addr {
 	return a.Unmap()
 }
 
-// hostOf is the request's host name, lower-cased, without port.
+// hostOf is the request's host name, lower-cased, without port or a
+// trailing dot.
 func hostOf(r *http.Request) string {
 	h := r.Host
-	if host, _, err := net.SplitHostPort(h); err == nil {
-		h = host
+	if strings.HasPrefix(h, "[") {
+		if i := strings.IndexByte(h, ']'); i > 0 {
+			h = h[1:i]
+		}
+	} else if i := strings.LastIndexByte(h, ':'); i >= 0 && strings.IndexByte(h, ':') == i {
+		h = h[:i]
 	}
-	return strings.ToLower(strings.TrimSuffix(h, "."))
+	h = strings.TrimSuffix(h, ".")
+	for i := 0; i < len(h); i++ {
+		if c := h[i]; c >= 'A' && c <= 'Z' {
+			return strings.ToLower(h)
+		}
+	}
+	return h
 }
 
 func hostLabel(host string) string {

@@ -1,0 +1,187 @@
+package caddyrobots
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"go.uber.org/zap"
+)
+
+const (
+	benchBrowserUA = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36"
+	benchBotUA     = "ExampleCrawler/1.0 (+https://example.com/bot)"
+	demoRobots     = "User-agent: *\nDisallow: /private/\nCrawl-delay: 2\n\nUser-agent: GPTBot\nDisallow: /\n"
+)
+
+// newTestHandler provisions a handler with inline rules and a fake clock.
+func newTestHandler(t testing.TB, h *Handler) (*Handler, func()) {
+	t.Helper()
+	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
+	if h.Source == "" {
+		h.Source, h.Inline = "inline", demoRobots
+	}
+	if err := h.Provision(ctx); err != nil {
+		t.Fatalf("provision: %v", err)
+	}
+	if err := h.Validate(); err != nil {
+		t.Fatalf("validate: %v", err)
+	}
+	return h, func() { _ = h.Cleanup(); cancel() }
+}
+
+// prepared builds a request as Caddy's server would hand it to a handler.
+func prepared(method, target, ua, remote string) (*http.Request, *httptest.ResponseRecorder) {
+	req := httptest.NewRequest(method, target, nil)
+	req.Header.Set("User-Agent", ua)
+	req.RemoteAddr = remote
+	w := httptest.NewRecorder()
+	req = caddyhttp.PrepareRequest(req, caddy.NewReplacer(), w, &caddyhttp.Server{})
+	caddyhttp.SetVar(req.Context(), caddyhttp.ClientIPVarKey, strings.Split(remote, ":")[0])
+	return req, w
+}
+
+var okNext = caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
+	w.WriteHeader(http.StatusOK)
+	return nil
+})
+
+func TestServeHTTPDecisions(t *testing.T) {
+	h, done := newTestHandler(t, &Handler{})
+	defer done()
+	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	h.now = func() time.Time { return now }
+
+	cases := []struct {
+		ua, target string
+		status     int
+		body       string
+	}{
+		{benchBrowserUA, "/private/", 200, ""},
+		{"GPTBot/1.2", "/", 403, "Rule: Disallow: / (line 6)"},
+		{"GPTBot/1.2", "/robots.txt", 200, ""},
+		{"GPTBot/1.2", "/robots.txt?x=1", 200, ""},
+		{benchBotUA, "/private/a", 403, "Group: User-agent: * (line 1)"},
+		{benchBotUA, "/", 200, ""},
+		{benchBotUA, "/about", 503, "Crawl-delay: 2"},
+	}
+	for _, c := range cases {
+		req, w := prepared("GET", c.target, c.ua, "203.0.113.9:4000")
+		err := h.ServeHTTP(w, req, okNext)
+		if err != nil {
+			t.Fatalf("%s %s: %v", c.ua, c.target, err)
+		}
+		if w.Code != c.status || !strings.Contains(w.Body.String(), c.body) {
+			t.Errorf("%s %s: %d %q, want %d containing %q", c.ua, c.target, w.Code, w.Body.String(), c.status, c.body)
+		}
+		// GCRA tolerance is min(T/2, 1s): with Crawl-delay 2 the crawler
+		// may come back after exactly 1 s.
+		if c.status == 503 && w.Header().Get("Retry-After") != "1" {
+			t.Errorf("Retry-After = %q, want 1", w.Header().Get("Retry-After"))
+		}
+	}
+	// Two seconds later the crawler may come again.
+	now = now.Add(2 * time.Second)
+	req, w := prepared("GET", "/about", benchBotUA, "203.0.113.9:4000")
+	if err := h.ServeHTTP(w, req, okNext); err != nil || w.Code != 200 {
+		t.Errorf("after the crawl delay: %d %v", w.Code, err)
+	}
+}
+
+func TestServeHTTPErrorRoutesAndLogMode(t *testing.T) {
+	h, done := newTestHandler(t, &Handler{UseErrorRoutes: true})
+	defer done()
+	req, w := prepared("GET", "/", "GPTBot/1.2", "203.0.113.10:4000")
+	err := h.ServeHTTP(w, req, okNext)
+	var he caddyhttp.HandlerError
+	if !errors.As(err, &he) || he.StatusCode != 403 {
+		t.Fatalf("want a 403 HandlerError, got %v", err)
+	}
+	repl := req.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
+	if got := repl.ReplaceAll("{http.robots.decision} {http.robots.token} {http.robots.rule}", ""); got != "block GPTBot Disallow: / (line 6)" {
+		t.Errorf("placeholders: %q", got)
+	}
+
+	lh, ldone := newTestHandler(t, &Handler{Mode: "log"})
+	defer ldone()
+	for i := 0; i < 3; i++ {
+		req, w := prepared("GET", "/private/", benchBotUA, "203.0.113.11:4000")
+		if err := lh.ServeHTTP(w, req, okNext); err != nil || w.Code != 200 {
+			t.Fatalf("mode log refused: %d %v", w.Code, err)
+		}
+	}
+}
+
+// TestGraceVersions checks the grace rule on versions directly: refused only
+// if every version the crawler may hold refuses.
+func TestGraceVersions(t *testing.T) {
+	h, done := newTestHandler(t, &Handler{Source: "inline", Inline: "User-agent: *\nDisallow: /a/\n", CrawlDelay: "off"})
+	defer done()
+	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	h.now = func() time.Time { return now }
+	hr := h.rules.host("")
+	h.rules.publish(hr, []byte("User-agent: *\nDisallow: /b/\n"), 200)
+
+	status := func(target string) int {
+		req, w := prepared("GET", target, benchBotUA, "198.51.100.7:1")
+		if err := h.ServeHTTP(w, req, okNext); err != nil {
+			t.Fatal(err)
+		}
+		return w.Code
+	}
+	if s := status("/a/x"); s != 200 {
+		t.Errorf("/a/x within grace (old version allows): %d", s)
+	}
+	if s := status("/b/x"); s != 200 {
+		t.Errorf("/b/x within grace (old version allows): %d", s)
+	}
+	if s := status("/c/x"); s != 200 {
+		t.Errorf("/c/x: %d", s)
+	}
+	now = now.Add(25 * time.Hour)
+	if s := status("/b/x"); s != 403 {
+		t.Errorf("/b/x after grace: %d, want 403", s)
+	}
+	if s := status("/a/x"); s != 200 {
+		t.Errorf("/a/x after grace: %d, want 200", s)
+	}
+}
+
+// BenchmarkServeHTTPBrowser is the cost the handler adds to a person's
+// request (cached User-Agent): it must stay well under a microsecond and
+// allocate nothing.
+func BenchmarkServeHTTPBrowser(b *testing.B) {
+	h, done := newTestHandler(b, &Handler{})
+	defer done()
+	h.logger = zap.NewNop()
+	req, w := prepared("GET", "/private/index.html", benchBrowserUA, "203.0.113.1:5000")
+	next := caddyhttp.HandlerFunc(func(http.ResponseWriter, *http.Request) error { return nil })
+	_ = h.ServeHTTP(w, req, next)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		_ = h.ServeHTTP(w, req, next)
+	}
+}
+
+// BenchmarkServeHTTPBotAllowed is a crawler's allowed request: identify,
+// group selection and match, the throttle store, placeholders and counters.
+func BenchmarkServeHTTPBotAllowed(b *testing.B) {
+	h, done := newTestHandler(b, &Handler{CrawlDelay: "off"})
+	defer done()
+	h.logger = zap.NewNop()
+	req, w := prepared("GET", "/about.html", benchBotUA, "203.0.113.2:5000")
+	next := caddyhttp.HandlerFunc(func(http.ResponseWriter, *http.Request) error { return nil })
+	_ = h.ServeHTTP(w, req, next)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		_ = h.ServeHTTP(w, req, next)
+	}
+}
