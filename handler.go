@@ -228,7 +228,7 @@ func (h *Handler) judge(r *http.Request, a agents.Agent, ip netip.Addr, host, ta
 		res, err := h.store.Throttle(r.Context(), id, interval, now)
 		if err == nil && !res.Allowed {
 			o.action, o.reason, o.retryAfter = "throttle", "rate", res.RetryAfter
-			o.message = fmt.Sprintf("Slow down: /robots.txt of %s asks %s to wait %s between requests (%s).\nRetry-After: %s seconds.\n",
+			o.message = fmt.Sprintf("Slow down: /robots.txt of %s asks %s to wait %s between requests (%s).\nCome back in %s s (Retry-After).\n",
 				hostLabel(host), name, interval, rateSource(o.decision.Group), retryAfterSeconds(res.RetryAfter))
 		}
 	}

@@ -188,6 +188,16 @@ type client struct {
 
 func newClient(t *testing.T, config string) client {
 	t.Helper()
+	return newClientOf(t, config, "caddyfile")
+}
+
+func newJSONClient(t *testing.T, config string) client {
+	t.Helper()
+	return newClientOf(t, config, "json")
+}
+
+func newClientOf(t *testing.T, config, adapter string) client {
+	t.Helper()
 	if testing.Short() && os.Getenv("CI") == "true" {
 		t.Fatal("integration tests must not run with -short in CI")
 	}
@@ -195,7 +205,7 @@ func newClient(t *testing.T, config string) client {
 	// Fresh connections for every request: a keep-alive connection to a
 	// server that a config reload is shutting down could fail.
 	tc.Client.Transport.(*http.Transport).DisableKeepAlives = true
-	tc.InitServer(config, "caddyfile")
+	tc.InitServer(config, adapter)
 	if t.Failed() {
 		t.FailNow()
 	}

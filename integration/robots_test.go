@@ -397,3 +397,18 @@ func TestFetchesBodyOnce(t *testing.T) {
 		t.Errorf("%d backend requests for 20 refused requests; want 0 (rules are cached)", got)
 	}
 }
+
+// TestJSONExample loads examples/json/caddy.json (test ports) and checks
+// the JSON form behaves like the Caddyfile.
+func TestJSONExample(t *testing.T) {
+	raw, err := os.ReadFile(repoPath("examples/json/caddy.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := strings.NewReplacer(`"localhost:2019"`, `"localhost:2999"`, `":8080"`, `":9080"`,
+		`"examples/site"`, `"`+repoPath("examples/site")+`"`).Replace(string(raw))
+	tc := newJSONClient(t, cfg)
+	tc.expect("http://localhost:9080/", gptbotUA, 403, "Disallow: /")
+	tc.expect("http://localhost:9080/private/", chromeUA, 200, "Private")
+	tc.expect("http://localhost:9080/robots.txt", gptbotUA, 200, "User-agent: GPTBot")
+}
