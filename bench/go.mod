@@ -1,0 +1,10 @@
+module github.com/caddyrobots/caddy-robots/bench
+
+go 1.26.0
+
+require (
+	github.com/caddyrobots/caddy-robots v0.0.0
+	github.com/temoto/robotstxt v1.1.2
+)
+
+replace github.com/caddyrobots/caddy-robots => ../

@@ -1,0 +1,67 @@
+package enforce
+
+import (
+	"math/rand"
+	"strings"
+	"testing"
+)
+
+// TestDifferentialRandom compares the engine with the reference on random
+// structured files, small and large (large groups exercise the 2-gram index).
+func TestDifferentialRandom(t *testing.T) {
+	rng := rand.New(rand.NewSource(9309))
+	atoms := []string{"/", "a", "b", "ab", "ba", "*", "**", "$", "%61", "%2F", "%2f", "%2A", "%24", "?", "=", "é", "%C3%A9", ".php", "x", "%", "%zz", " "}
+	tatoms := []string{"/", "a", "b", "ab", "ba", "*", "$", "%61", "%2F", "%2A", "%24", "?", "=", "é", ".php", "x", "%", "#", " ", "A"}
+	gen := func(parts []string, n int) string {
+		var sb strings.Builder
+		for i := 0; i < n; i++ {
+			sb.WriteString(parts[rng.Intn(len(parts))])
+		}
+		return sb.String()
+	}
+	agents := []string{"a", "B", "*", "c1", "x/1"}
+	n := 1500
+	if testing.Short() {
+		n = 200
+	}
+	for iter := 0; iter < n; iter++ {
+		var sb strings.Builder
+		nrules := 1 + rng.Intn(8)
+		if iter%5 == 0 {
+			nrules = 20 + rng.Intn(60)
+		}
+		for i := 0; i < nrules; i++ {
+			if i == 0 || rng.Intn(12) == 0 {
+				sb.WriteString("User-agent: " + agents[rng.Intn(len(agents))] + "\n")
+			}
+			verb := "Disallow"
+			if rng.Intn(3) == 0 {
+				verb = "Allow"
+			}
+			p := gen(atoms, rng.Intn(6))
+			if rng.Intn(4) != 0 {
+				p = "/" + p
+			}
+			sb.WriteString(verb + ": " + p + "\n")
+		}
+		file := sb.String()
+		r := Parse([]byte(file))
+		for k := 0; k < 20; k++ {
+			agent := agents[rng.Intn(len(agents))]
+			target := gen(tatoms, rng.Intn(10))
+			if rng.Intn(5) != 0 {
+				target = "/" + target
+			}
+			rules, found := refSelect(file, agent)
+			allow, line := refDecide(rules, target)
+			d := r.Decide([]string{agent}, target)
+			got := 0
+			if d.Rule != nil {
+				got = d.Rule.Line
+			}
+			if (d.Group != nil) != found || d.Allowed != allow || got != line {
+				t.Fatalf("file:\n%s\nagent %q target %q: engine %v, reference allowed=%v line %d", file, agent, target, d, allow, line)
+			}
+		}
+	}
+}
