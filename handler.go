@@ -193,7 +193,7 @@ func (h *Handler) judge(r *http.Request, a agents.Agent, ip netip.Addr, host, ta
 	if ttl := a.Profile.RobotsCacheTTL; grace > 0 && ttl > grace {
 		grace = min(ttl, MaxGrace)
 	}
-	fetchedAt, _ := h.fetched.Get(id)
+	fetchedAt, _ := h.rules.fetched.Get(id)
 	refusedByAll := true
 	interval := time.Duration(math.MaxInt64)
 	for i, v := range snap.versions {
@@ -311,7 +311,7 @@ func (h *Handler) serveRobotsTxt(w http.ResponseWriter, r *http.Request, next ca
 		if a.Profile.Verify != "" && ip.IsValid() {
 			verified = h.verifier.Verify(r.Context(), a, ip) == agents.Verified
 		}
-		h.fetched.Put(state.NewIdentity(host+"|"+name, verified, ip), h.now())
+		h.rules.fetched.Put(state.NewIdentity(host+"|"+name, verified, ip), h.now())
 	}
 	if h.Source != "site" || r.Method != http.MethodGet {
 		return next.ServeHTTP(w, r)

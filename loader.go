@@ -22,6 +22,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddyrobots/caddy-robots/enforce"
+	"github.com/caddyrobots/caddy-robots/enforce/state"
 )
 
 // Limits of the loader.
@@ -63,28 +64,60 @@ type hostRules struct {
 	next    time.Time // when the next refresh is due
 }
 
-// ruleSource loads and keeps robots.txt versions for a handler.
+// ruleSource loads robots.txt versions for a handler into a hostTable.
 type ruleSource struct {
-	h       *Handler
-	ctx     context.Context
+	h   *Handler
+	ctx context.Context
+	*hostTable
+	tableKey string
+	srv      atomic.Pointer[caddyhttp.Server] // for source site: the server requests arrive on
+	lastMod  time.Time
+	size     int64
+}
+
+// hostTable holds the robots.txt versions of each host, and when each
+// crawler last fetched /robots.txt. It lives in versionPool, keyed by the
+// source, so a config reload keeps the version history that the grace rule
+// depends on.
+type hostTable struct {
 	mu      sync.Mutex
 	hosts   map[string]*hostRules
-	order   []string                         // hosts in insertion order, for eviction
-	srv     atomic.Pointer[caddyhttp.Server] // for source site: the server requests arrive on
-	lastMod time.Time
-	size    int64
+	order   []string // hosts in insertion order, for eviction
+	fetched *boundedMap[state.Identity, time.Time]
 }
+
+// Destruct implements caddy.Destructor; nothing to release.
+func (*hostTable) Destruct() error { return nil }
+
+// versionPool keeps host tables across config reloads.
+var versionPool = caddy.NewUsagePool()
 
 // subrequestKey marks the handler's own virtual request for /robots.txt. It
 // is an unexported context key, so no client can forge it.
 type subrequestKey struct{}
 
 func newRuleSource(h *Handler, ctx caddy.Context) (*ruleSource, error) {
-	s := &ruleSource{h: h, ctx: ctx, hosts: map[string]*hostRules{}}
+	key := "site"
+	switch h.Source {
+	case "file":
+		key = "file:" + h.File
+	case "inline":
+		sum := sha256.Sum256([]byte(h.Inline))
+		key = "inline:" + hex.EncodeToString(sum[:8])
+	}
+	val, _, err := versionPool.LoadOrNew(key, func() (caddy.Destructor, error) {
+		return &hostTable{hosts: map[string]*hostRules{}, fetched: newBoundedMap[state.Identity, time.Time](65536)}, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("robots: version table: %w", err)
+	}
+	s := &ruleSource{h: h, ctx: ctx, hostTable: val.(*hostTable), tableKey: key}
 	switch h.Source {
 	case "inline":
 		hr := s.host("")
-		s.publish(hr, []byte(h.Inline), 0)
+		if len(hr.snap.Load().versions) == 0 {
+			s.publish(hr, []byte(h.Inline), 0)
+		}
 	case "file":
 		hr := s.host("")
 		// A missing or unreadable file at start is not fatal: the site
@@ -94,6 +127,16 @@ func newRuleSource(h *Handler, ctx caddy.Context) (*ruleSource, error) {
 		}
 		go s.watchFile(hr)
 	case "site":
+		// After a reload, reload every known host's robots.txt soon: the
+		// new config may route /robots.txt elsewhere. The old versions stay
+		// for the grace rule.
+		s.mu.Lock()
+		for _, hr := range s.hosts {
+			hr.mu.Lock()
+			hr.next = time.Now()
+			hr.mu.Unlock()
+		}
+		s.mu.Unlock()
 		go s.refreshLoop()
 	}
 	return s, nil
@@ -323,6 +366,19 @@ func (s *ruleSource) failed(hr *hostRules, err error) {
 		hr.snap.Store(&snapshot{unavailable: true})
 	}
 	s.h.warnf("robots: keeping the last good robots.txt", zap.String("host", hr.host), zap.Error(err))
+}
+
+// release gives back the host table taken in newRuleSource.
+func (s *ruleSource) release() error {
+	if s == nil || s.tableKey == "" {
+		return nil
+	}
+	key := s.tableKey
+	s.tableKey = ""
+	if _, err := versionPool.Delete(key); err != nil {
+		return fmt.Errorf("robots: releasing version table: %w", err)
+	}
+	return nil
 }
 
 // observe refreshes the copy from a client's 200 response for /robots.txt.

@@ -144,7 +144,6 @@ type Handler struct {
 	storeKey string
 	strikes  state.StrikePolicy
 	rules    *ruleSource
-	fetched  *boundedMap[state.Identity, time.Time]
 	now      func() time.Time
 	warn     *logLimiter
 }
@@ -300,7 +299,6 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		return err
 	}
 
-	h.fetched = newBoundedMap[state.Identity, time.Time](65536)
 	src, err := newRuleSource(h, ctx)
 	if err != nil {
 		return err
@@ -362,14 +360,18 @@ func (h *Handler) Validate() error {
 // Cleanup releases the state store reference taken in Provision; the loader
 // goroutines stop with the config's context.
 func (h *Handler) Cleanup() error {
+	var errs []error
+	if err := h.rules.release(); err != nil {
+		errs = append(errs, err)
+	}
 	if h.storeKey != "" {
 		_, err := storePool.Delete(h.storeKey)
 		h.storeKey = ""
 		if err != nil {
-			return fmt.Errorf("robots: releasing state store: %w", err)
+			errs = append(errs, fmt.Errorf("robots: releasing state store: %w", err))
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 func parsePrefix(s string) (netip.Prefix, error) {

@@ -136,14 +136,17 @@ func TestStaleWhileError(t *testing.T) {
 // it does not.
 func TestGraceAndObservedRefresh(t *testing.T) {
 	backend.set("grace.localhost", 200, "User-agent: *\nDisallow: /old/\n")
-	c := newClient(t, globals+`http://grace.localhost:9080 {
+	config := func(refresh string) string {
+		return globals + `http://grace.localhost:9080 {
 	robots {
-		refresh 1h
+		refresh ` + refresh + `
 		crawl_delay off
 	}
-	reverse_proxy `+backend.addr+`
+	reverse_proxy ` + backend.addr + `
 }
-`)
+`
+	}
+	c := newClient(t, config("1h"))
 	const late = "LateBot/2.0 (+https://late.example/bot)"
 	const fresh = "FreshBot/2.0 (+https://fresh.example/bot)"
 	c.expect("http://grace.localhost:9080/new/x", late, 200)
@@ -160,6 +163,10 @@ func TestGraceAndObservedRefresh(t *testing.T) {
 	c.expect("http://grace.localhost:9080/new/x", late, 200)
 	c.expect("http://grace.localhost:9080/old/x", late, 200)
 	c.expect("http://grace.localhost:9080/other", late, 200)
+	// A config reload keeps the version history and who fetched what.
+	c.tc.InitServer(config("59m"), "caddyfile")
+	c.expect("http://grace.localhost:9080/new/x", late, 200)
+	c.expect("http://grace.localhost:9080/new/x", fresh, 403)
 }
 
 // TestSourceFileAndInline: a file source notices edits without a restart.
