@@ -3,6 +3,7 @@ package integration
 import (
 	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 type dnsServer struct {
 	srv  *dns.Server
 	addr string
+	mu   sync.Mutex
 	ptr  map[string]string // reverse name -> PTR target
 	a    map[string]string // name -> IPv4
 	fail map[string]bool   // reverse names answered with SERVFAIL
@@ -43,6 +45,8 @@ func (d *dnsServer) ServeDNS(w dns.ResponseWriter, q *dns.Msg) {
 	m := new(dns.Msg)
 	m.SetReply(q)
 	name := strings.ToLower(q.Question[0].Name)
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	switch q.Question[0].Qtype {
 	case dns.TypePTR:
 		if d.fail[name] {
@@ -70,6 +74,7 @@ func (d *dnsServer) ServeDNS(w dns.ResponseWriter, q *dns.Msg) {
 // never taken as proof of a spoof.
 func TestVerificationSpoofing(t *testing.T) {
 	d := startDNS(t)
+	d.mu.Lock()
 	// 192.0.2.20: a real Googlebot (PTR and forward A agree).
 	d.ptr["20.2.0.192.in-addr.arpa."] = "crawl-192-0-2-20.googlebot.com."
 	d.a["crawl-192-0-2-20.googlebot.com."] = "192.0.2.20"
@@ -82,6 +87,7 @@ func TestVerificationSpoofing(t *testing.T) {
 	d.ptr["50.2.0.192.in-addr.arpa."] = "crawl.googlebot.com.evil.example."
 	d.a["crawl.googlebot.com.evil.example."] = "192.0.2.50"
 	// 192.0.2.10: no PTR at all (NXDOMAIN).
+	d.mu.Unlock()
 
 	cfg := strings.Replace(globals, "auto_https off", `auto_https off
 	servers {
