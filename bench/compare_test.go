@@ -140,16 +140,27 @@ func decisions(files []fileCases) []decision {
 	return out
 }
 
+// next returns the index after i in ds, wrapping around.
+func next(i int, ds []decision) int {
+	if i++; i == len(ds) {
+		return 0
+	}
+	return i
+}
+
 func BenchmarkCorpus(b *testing.B) {
 	files, rejected := load(b)
 	ds := decisions(files)
 	b.Logf("%d files, %d rejected by temoto (skipped for both), %d decisions", len(files), rejected, len(ds))
+	// The loops step through ds with a wrapping index rather than i%len(ds):
+	// a division per decision would add some 10ns to both sides.
+	//
 	// What a server does per request, on both sides: the file is parsed
 	// once; each request is one agent lookup plus one target decision.
 	b.Run("enforce", func(b *testing.B) {
 		b.ReportAllocs()
-		for i := 0; b.Loop(); i++ {
-			d := &ds[i%len(ds)]
+		for i := 0; b.Loop(); i = next(i, ds) {
+			d := &ds[i]
 			d.ours.Decide(d.tokens, d.target)
 		}
 	})
@@ -162,14 +173,14 @@ func BenchmarkCorpus(b *testing.B) {
 		}
 		b.ReportAllocs()
 		b.ResetTimer()
-		for i := 0; b.Loop(); i++ {
-			groups[i%len(ds)].Decide(ds[i%len(ds)].target)
+		for i := 0; b.Loop(); i = next(i, ds) {
+			groups[i].Decide(ds[i].target)
 		}
 	})
 	b.Run("temoto", func(b *testing.B) {
 		b.ReportAllocs()
-		for i := 0; b.Loop(); i++ {
-			d := &ds[i%len(ds)]
+		for i := 0; b.Loop(); i = next(i, ds) {
+			d := &ds[i]
 			d.temoto.TestAgent(d.target, d.agent)
 		}
 	})
@@ -181,8 +192,8 @@ func BenchmarkCorpus(b *testing.B) {
 		}
 		b.ReportAllocs()
 		b.ResetTimer()
-		for i := 0; b.Loop(); i++ {
-			groups[i%len(ds)].Test(ds[i%len(ds)].target)
+		for i := 0; b.Loop(); i = next(i, ds) {
+			groups[i].Test(ds[i].target)
 		}
 	})
 }

@@ -59,7 +59,8 @@
 // Nothing else is rewritten: dot segments and double slashes are compared as
 // they are.
 //
-// In a pattern, "*" matches any sequence of octets (a run of "*" acts as one)
+// In a pattern, "*" matches any sequence of characters, an escape counting as
+// one: "/*0" does not match "/a%20" (a run of "*" acts as one)
 // and "$" anchors the end only as the last character of the pattern; elsewhere
 // it is a literal "$". Patterns match from the start of the target, path and
 // query together; a pattern that does not start with "/" or "*" can therefore
@@ -88,10 +89,12 @@
 //
 // # Cost
 //
-// Each merged group is compiled once, at parse time: literal rules into a
-// radix trie walked once along the target, wildcard rules into a list sorted
-// by precedence (indexed by a two-octet substring they require when there are
-// many) and verified segment by segment with leftmost substring searches,
-// which is exact for "*" globs and never backtracks. Only rules that could
-// still beat the best match found are tried.
+// Each merged group is compiled once, at parse time, into a radix trie keyed
+// by the literal prefix of every rule, walked once along the target. Literal
+// rules are decided by the walk; wildcard rules hang, sorted by precedence,
+// off the node of their prefix (indexed by a substring they require when
+// there are many) and are verified segment by segment with leftmost
+// substring searches, which is exact for "*" globs and never backtracks.
+// Only rules that could still beat the best match found are tried. A target
+// already in normal form is matched in place, without a copy.
 package enforce

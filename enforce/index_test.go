@@ -185,3 +185,17 @@ func TestSegmentInsideEscape(t *testing.T) {
 		}
 	}
 }
+
+// TestLower8 checks the word-at-a-time ASCII lower-casing, octet by octet.
+func TestLower8(t *testing.T) {
+	for c := 0; c < 256; c++ {
+		for p := 0; p < 8; p++ {
+			x := uint64(0xC3) * lsb // non-ASCII neighbours
+			x = x&^(0xFF<<(8*p)) | uint64(c)<<(8*p)
+			want := uint64(0xC3)*lsb&^(0xFF<<(8*p)) | uint64(lowerASCII(byte(c)))<<(8*p)
+			if got := lower8(x); got != want {
+				t.Fatalf("lower8(%#x) = %#x, want %#x", x, got, want)
+			}
+		}
+	}
+}

@@ -19,20 +19,33 @@ import (
 //     decided by the walk itself;
 //   - the other ("wildcard") rules are attached, as a set, to the trie node
 //     of their prefix. After the walk, the sets met on the way are tried,
-//     skipping every rule that cannot beat the best match found so far. Large
-//     sets are indexed: rules anchored with '$' by the last two octets of
-//     their last segment (which the target must end with), the others by one
-//     two-octet substring ("2-gram") of their remaining segments that the
-//     target must contain.
+//     deepest first, skipping every rule that cannot beat the best match
+//     found so far. Sets of more than smallSet rules are indexed: '$' rules
+//     by the last two octets of their last segment (the target must end
+//     with them: one lookup), the others by the rarest 4-octet (else
+//     2-octet) substring of their remaining segments, which the target must
+//     contain (one lookup per octet of the target, filtered by a bitmap).
+//     The rules tried one by one are first filtered by the octets and
+//     2-grams of the target (a 128-bit summary computed once).
 //
 // A wildcard rule is verified segment by segment with leftmost
-// strings.Index searches, which is exact for '*'-only globs (the last
+// strings.Index searches that only accept matches starting on a unit (an
+// octet or a "%XY" escape), which is exact for '*'-only globs (the last
 // segment of a '$' rule must be a suffix that starts after the previous
 // segments): no backtracking, no regexp.
 //
-// The trie is stored flat: nodes in one slice, and edge labels and child key
-// bytes in one string. Node children are found with an 8-octets-at-a-time
-// byte search, labels compared 8 octets at a time.
+// Memory layout, for few cache misses per decision: trie nodes are 64
+// octets (one cache line) in one slice, children contiguous, with the keys
+// of the first 16 children and the first and last 8 octets of the label
+// inline; a copy of the node where walks start sits in the matcher itself.
+// Longer labels, more children and the wildcard segments are in one string
+// (blob), the wildcard rules of all sets in one slice (wr), and the index
+// tables in one []uint32 (tab).
+//
+// The walk compares labels 8 octets at a time and finds children with an
+// 8-keys-at-a-time octet search. It also lets Decide skip normalisation: a
+// target is usually already in normal form, and the walk checks, on the
+// way, the octets its answer depends on (see walk).
 //
 // Precedence is encoded in a single integer, the rank: the pattern length
 // (octets of the normalised pattern, each '*' and a final '$' counting one),
@@ -66,10 +79,14 @@ type tnode struct {
 	keys   uint32 // offset in blob of the first octet of each child's label
 	kid0   uint32 // index of the first child; children are contiguous
 	nk     uint32 // number of children
-	ws     uint32 // 1 + index in sets of the exact and wildcard rules whose prefix ends here, | wsWild if there are wildcard rules; 0: none
+	ws     uint32 // 1 + index in sets of the exact and wildcard rules whose prefix ends here, | wsWild and wsExact when there are such rules; 0: none
 }
 
-const wsWild = 1 << 31
+const (
+	wsWild  = 1 << 31
+	wsExact = 1 << 30
+	wsIndex = wsExact - 1
+)
 
 // wrule is a wildcard rule attached to the trie node of its prefix. The
 // segments after the prefix are stored in the blob at off, each as a
@@ -77,11 +94,11 @@ const wsWild = 1 << 31
 // an anchored rule comes first, since it is checked first.
 type wrule struct {
 	rank     uint64
+	needB    uint64 // octets the target must contain (bit c&63)
+	needG    uint64 // 2-grams the target must contain (hashed to 6 bits)
 	off      uint32 // offset in blob of the segments after the prefix
 	nseg     uint16 // number of segments after the prefix, >= 1
 	anchored bool
-	needB    uint64 // octets the target must contain (bit c&63)
-	needG    uint64 // 2-grams the target must contain (hashed to 6 bits)
 }
 
 // wset is the set of wildcard rules attached to one trie node.
@@ -125,12 +142,12 @@ type matcher struct {
 	idx     []windex
 }
 
-// Sets of more rules than smallSet are indexed. Sets of more than bloomLin
-// rules tried one by one are first filtered by the octets and 2-grams of the
-// target.
+// Sets of more rules than smallSet are indexed. When more than bloomLin
+// rules are tried one by one, they are first filtered by the octets and
+// 2-grams of the target.
 const (
 	smallSet = 8
-	bloomLin = 3
+	bloomLin = 1
 )
 
 // parsedPattern is the normalised form of one rule value.
@@ -183,10 +200,9 @@ type wbuild struct {
 
 func gramBit(a, b byte) uint64 { return 1 << ((uint32(a)<<8 | uint32(b)) * 0x9E3779B1 >> 26) }
 
-// compile builds the matcher for rules (in file order) and sets their
-// precedence.
-func compile(rules []Rule) *matcher {
-	m := &matcher{}
+// compile builds into m the matcher for rules (in file order) and sets
+// their precedence.
+func compile(m *matcher, rules []Rule) {
 	pats := make([]parsedPattern, len(rules))
 	ranks := make([]uint64, 0, len(rules))
 	for i := range rules {
@@ -256,7 +272,9 @@ func compile(rules []Rule) *matcher {
 		m.start = r.kid0
 	}
 	m.root = m.nodes[m.start]
-	return m
+	if len(m.nodes) < cap(m.nodes)*3/4 {
+		m.nodes = slices.Clone(m.nodes)
+	}
 }
 
 // build fills node ni, which sits at depth d, from the sorted keys that all
@@ -270,6 +288,9 @@ func (m *matcher) build(ni int, list []*trieKey, d int, blob *[]byte, sets *[][]
 			m.nodes[ni].ws = uint32(len(*sets))
 			if len(list[0].wild) > 0 {
 				m.nodes[ni].ws |= wsWild
+			}
+			if list[0].exact != 0 {
+				m.nodes[ni].ws |= wsExact
 			}
 		}
 		list = list[1:]
@@ -506,7 +527,10 @@ type tbloom struct {
 
 func (f *tbloom) fill(t string) {
 	var b, g uint64
-	if len(t) > 0 {
+	if len(t) > 256 {
+		// For long targets the filter would cost more than it saves.
+		b, g = ^uint64(0), ^uint64(0)
+	} else if len(t) > 0 {
 		b = 1 << (t[0] & 63)
 		for i := 1; i < len(t); i++ {
 			b |= 1 << (t[i] & 63)
@@ -566,7 +590,7 @@ func unitStart(t string, i int) bool {
 
 // stackSets is the number of wildcard sets the trie walk collects before
 // they are tried.
-const stackSets = 16
+const stackSets = 8
 
 // match returns the rank of the winning rule for target t, or 0 when no
 // rule matches. With raw false, t is in normal form. With raw true, t is a
@@ -575,7 +599,7 @@ const stackSets = 16
 // not.
 func (m *matcher) match(t string, raw bool) (uint64, bool) {
 	var stk [stackSets]uint64
-	best, ns, ni, pos := m.walk(t, raw, &m.root, m.start, 0, &stk)
+	best, ns, ni, pos := m.walk(t, raw, &m.root, m.start, 0, &stk, 0, 0)
 	if pos < 0 {
 		return 0, false
 	}
@@ -590,16 +614,14 @@ func (m *matcher) match(t string, raw bool) (uint64, bool) {
 	for {
 		// The deepest sets first: their rules tend to be the longest.
 		for k := ns - 1; k >= 0; k-- {
-			if s := &m.sets[uint32(stk[k])&^wsWild-1]; s.max > best {
+			if s := &m.sets[uint32(stk[k])&wsIndex-1]; s.max > best {
 				best = m.try(s, t, int(stk[k]>>32), best, &tb)
 			}
 		}
 		if ni == 0 {
 			return best, true
 		}
-		var b uint64
-		b, ns, ni, pos = m.walk(t, false, &m.nodes[ni], ni, pos, &stk)
-		best = max(best, b)
+		best, ns, ni, pos = m.walk(t, false, &m.nodes[ni], ni, pos, &stk, best, 0)
 	}
 }
 
@@ -620,7 +642,7 @@ func (m *matcher) match(t string, raw bool) (uint64, bool) {
 // walk handles the common nodes (labels of at most 16 octets, at most 16
 // children) without calls, so that its state stays in registers; it hands
 // the others over to walkSlow.
-func (m *matcher) walk(t string, raw bool, n *tnode, ni uint32, pos int, stk *[stackSets]uint64) (best uint64, ns int, rni uint32, rpos int) {
+func (m *matcher) walk(t string, raw bool, n *tnode, ni uint32, pos int, stk *[stackSets]uint64, best uint64, ns int) (uint64, int, uint32, int) {
 	nodes := m.nodes
 	for {
 		// The label of n must follow; compare it 8 octets at a time. On a
@@ -635,13 +657,31 @@ func (m *matcher) walk(t string, raw bool, n *tnode, ni uint32, pos int, stk *[s
 					goto matched
 				}
 				d = bits.TrailingZeros64(x)>>3 - (8 - l)
-			case l <= 8 && pos+l <= len(t) && pos+l >= 8:
-				// Near the end of t: the label is the top of the last 8 octets.
-				x := load64(t, pos+l-8)>>(64-8*l) ^ n.lab8
+			case l <= 8 && len(t) >= 8:
+				// Near the end of t: its last r octets, the top of its
+				// last word, are compared with the first r of the label.
+				r := min(l, len(t)-pos)
+				x := (load64(t, len(t)-8)>>(8*(pos+8-len(t))) ^ n.lab8) << (64 - 8*r)
 				if x == 0 {
-					goto matched
+					if r == l {
+						goto matched
+					}
+					// t ends inside the label: the octets of t all match it.
+					return best, ns, 0, len(t)
 				}
-				d = bits.TrailingZeros64(x) >> 3
+				d = bits.TrailingZeros64(x)>>3 - (8 - r)
+			case l <= 8:
+				// t is shorter than 8 octets.
+				r := min(l, len(t)-pos)
+				for w := n.lab8; d < r && t[pos+d] == byte(w); d++ {
+					w >>= 8
+				}
+				if d == r {
+					if r == l {
+						goto matched
+					}
+					return best, ns, 0, len(t)
+				}
 			case l > 8 && l <= 16 && pos+l <= len(t):
 				if x := load64(t, pos) ^ n.lab8; x != 0 {
 					d = bits.TrailingZeros64(x) >> 3
@@ -669,8 +709,8 @@ func (m *matcher) walk(t string, raw bool, n *tnode, ni uint32, pos int, stk *[s
 			ns++
 		}
 		if pos >= len(t) {
-			if n.ws != 0 {
-				best = max(best, m.sets[n.ws&^wsWild-1].exact)
+			if n.ws&wsExact != 0 {
+				best = max(best, m.sets[n.ws&wsIndex-1].exact)
 			}
 			return best, ns, 0, len(t)
 		}
@@ -701,52 +741,50 @@ func (m *matcher) walk(t string, raw bool, n *tnode, ni uint32, pos int, stk *[s
 	}
 }
 
-// walkSlow is walk for any node, continuing with best and ns. When
-// entered is true, pos is past the label of node ni, which has been
-// processed up to the search of its children.
+// walkSlow is walk for one node that walk does not handle (number ni), then
+// walk again from its child. When entered is true, pos is past the label of
+// the node, which has been processed up to the search of its children.
 func (m *matcher) walkSlow(t string, raw bool, ni uint32, pos int, stk *[stackSets]uint64, best uint64, ns int, entered bool) (uint64, int, uint32, int) {
-	for {
-		n := &m.nodes[ni]
-		if !entered {
-			l := int(n.labn)
-			lab := m.blob[n.lab : int(n.lab)+l]
-			for d := 0; d < l; d++ {
-				if pos+d == len(t) {
-					return best, ns, 0, len(t)
-				}
-				if t[pos+d] != lab[d] {
-					if raw && byteClass[t[pos+d]] != clKeep {
-						return best, ns, 0, -1
-					}
-					return best, ns, 0, len(t)
-				}
+	n := &m.nodes[ni]
+	if !entered {
+		l := int(n.labn)
+		lab := m.blob[n.lab : int(n.lab)+l]
+		for d := 0; d < l; d++ {
+			if pos+d == len(t) {
+				return best, ns, 0, len(t)
 			}
-			pos += l
-			best = max(best, n.pre)
-			if n.ws&wsWild != 0 {
-				if ns == stackSets {
-					return best, ns, ni, pos - l
-				}
-				stk[ns] = uint64(pos)<<32 | uint64(n.ws)
-				ns++
-			}
-			if pos >= len(t) {
-				if n.ws != 0 {
-					best = max(best, m.sets[n.ws&^wsWild-1].exact)
+			if t[pos+d] != lab[d] {
+				if raw && byteClass[t[pos+d]] != clKeep {
+					return best, ns, 0, -1
 				}
 				return best, ns, 0, len(t)
 			}
 		}
-		entered = false
+		pos += l
+		best = max(best, n.pre)
+		if n.ws&wsWild != 0 {
+			if ns == stackSets {
+				return best, ns, ni, pos - l
+			}
+			stk[ns] = uint64(pos)<<32 | uint64(n.ws)
+			ns++
+		}
+		if pos >= len(t) {
+			if n.ws&wsExact != 0 {
+				best = max(best, m.sets[n.ws&wsIndex-1].exact)
+			}
+			return best, ns, 0, len(t)
+		}
 		if raw && byteClass[t[pos]] != clKeep {
 			return best, ns, 0, -1
 		}
-		j := strings.IndexByte(m.blob[n.keys:n.keys+n.nk], t[pos])
-		if j < 0 {
-			return best, ns, 0, len(t)
-		}
-		ni = n.kid0 + uint32(j)
 	}
+	j := strings.IndexByte(m.blob[n.keys:n.keys+n.nk], t[pos])
+	if j < 0 {
+		return best, ns, 0, len(t)
+	}
+	ni = n.kid0 + uint32(j)
+	return m.walk(t, raw, &m.nodes[ni], ni, pos, stk, best, ns)
 }
 
 // try returns the better of best and the best rule of the set s that

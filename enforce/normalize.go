@@ -124,19 +124,21 @@ func cleanPrefix(t string, n int) bool {
 	if len(t) < 8 {
 		return isNormal(t[:n])
 	}
-	var bad uint64
 	i := 0
 	for ; i+8 <= n; i += 8 {
-		bad |= suspect(load64(t, i))
-	}
-	if i < n {
-		if n >= 8 {
-			bad |= suspect(load64(t, n-8))
-		} else {
-			bad |= suspect(load64(t, 0)) & (1<<(8*n) - 1)
+		if suspect(load64(t, i)) != 0 {
+			return isNormal(t[i:n])
 		}
 	}
-	return bad == 0 || isNormal(t[:n])
+	var bad uint64
+	if i < n {
+		if n >= 8 {
+			bad = suspect(load64(t, n-8))
+		} else {
+			bad = suspect(load64(t, 0)) & (1<<(8*n) - 1)
+		}
+	}
+	return bad == 0 || isNormal(t[i:n])
 }
 
 // suspect flags (in the top bit of each octet) the octets of x that

@@ -292,7 +292,7 @@ func (p *parser) merge(g *Group, raws []int) {
 		g.CrawlDelay = max(g.CrawlDelay, rg.delay)
 		g.RequestRate = stricter(g.RequestRate, rg.rate)
 	}
-	g.m = *compile(g.Rules)
+	compile(&g.m, g.Rules)
 }
 
 // stricter returns the rate with the longer interval; a zero rate is absent.

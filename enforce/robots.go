@@ -255,35 +255,46 @@ type agentTable struct {
 }
 
 type agentSlot struct {
-	h   uint64
-	key string // lower-cased token
-	g   *Group // nil: empty slot
+	h      uint64 // tokenKey hash of key
+	w0, w1 uint64 // tokenKey words of key
+	n      int    // len(key)
+	key    string // lower-cased token
+	g      *Group // nil: empty slot
 }
 
-// tokenHash hashes tok, 8 octets at a time, ignoring the 0x20 bit of each
-// octet, so that all case variants of an ASCII token hash alike (other
-// collisions are resolved by comparing the tokens).
-func tokenHash(tok string) uint64 {
-	const fold = 0x2020202020202020
+// tokenKey returns a hash of tok lower-cased (ASCII only) and its first 16
+// octets lower-cased, little-endian and 0-padded, computed 8 octets at a
+// time: tokens of at most 16 octets are equal, ignoring ASCII case, when
+// their words are.
+func tokenKey(tok string) (h, w0, w1 uint64) {
+	const k = 0xbf58476d1ce4e5b9
 	n := len(tok)
-	h := uint64(n) * 0x9E3779B97F4A7C15
 	switch {
+	case n > 16:
+		w0, w1 = lower8(load64(tok, 0)), lower8(load64(tok, 8))
 	case n >= 8:
-		for i := 0; i < n-8; i += 8 {
-			h = (h ^ (load64(tok, i) | fold)) * 0xbf58476d1ce4e5b9
-			h ^= h >> 31
-		}
-		h = (h ^ (load64(tok, n-8) | fold)) * 0xbf58476d1ce4e5b9
+		w0, w1 = lower8(load64(tok, 0)), lower8(load64(tok, n-8)>>(8*(16-n)))
 	case n >= 4:
-		h = (h ^ (uint64(load32(tok, 0))<<32 | uint64(load32(tok, n-4)) | fold)) * 0xbf58476d1ce4e5b9
+		w0 = lower8(uint64(load32(tok, 0)) | uint64(load32(tok, n-4))<<(8*(n-4)))
 	default:
-		var w uint64
 		for i := 0; i < n; i++ {
-			w = w<<8 | uint64(tok[i])
+			w0 |= uint64(tok[i]) << (8 * i)
 		}
-		h = (h ^ (w | fold)) * 0xbf58476d1ce4e5b9
+		w0 = lower8(w0)
 	}
-	return h ^ h>>29
+	h = (uint64(n)*0x9E3779B97F4A7C15 ^ w0) * k
+	h = (h ^ h>>31 ^ w1) * k
+	for i := 16; i < n; i += 8 {
+		h = (h ^ h>>31 ^ lower8(load64(tok, min(i, n-8)))) * k
+	}
+	return h ^ h>>29, w0, w1
+}
+
+// lower8 lower-cases the ASCII letters among the 8 octets of x.
+func lower8(x uint64) uint64 {
+	y := x & 0x7F7F7F7F7F7F7F7F
+	upper := (y + (0x80-'A')*lsb) &^ (y + (0x80-'Z'-1)*lsb) &^ x & msb
+	return x | upper>>2
 }
 
 func load32(s string, i int) uint32 {
@@ -302,13 +313,13 @@ func newAgentTable(keys []string, groups []*Group) agentTable {
 	a := agentTable{slots: make([]agentSlot, 1<<b), shift: 64 - b}
 	mask := len(a.slots) - 1
 	for k, key := range keys {
-		h := tokenHash(key)
+		h, w0, w1 := tokenKey(key)
 		a.filter |= 1 << (h & 63)
 		i := int(h >> a.shift)
 		for a.slots[i].g != nil {
 			i = (i + 1) & mask
 		}
-		a.slots[i] = agentSlot{h, key, groups[k]}
+		a.slots[i] = agentSlot{h, w0, w1, len(key), key, groups[k]}
 	}
 	return a
 }
@@ -317,7 +328,7 @@ func (a *agentTable) lookup(tok string) *Group {
 	if a.filter == 0 {
 		return nil
 	}
-	h := tokenHash(tok)
+	h, w0, w1 := tokenKey(tok)
 	if a.filter&(1<<(h&63)) == 0 {
 		return nil
 	}
@@ -327,7 +338,7 @@ func (a *agentTable) lookup(tok string) *Group {
 		if s.g == nil {
 			return nil
 		}
-		if s.h == h && equalFold(s.key, tok) {
+		if s.h == h && s.n == len(tok) && s.w0 == w0 && s.w1 == w1 && (s.n <= 16 || equalFold(s.key, tok)) {
 			return s.g
 		}
 	}
@@ -336,7 +347,19 @@ func (a *agentTable) lookup(tok string) *Group {
 // Decide matches target against the group that tokens select, with the
 // wildcard group as fallback: it is r.Select(tokens, true).Decide(target).
 func (r *Robots) Decide(tokens []string, target string) Decision {
-	return r.Select(tokens, true).Decide(target)
+	if r == nil {
+		return Decision{Allowed: true}
+	}
+	g := r.star
+	if r.agents.filter != 0 { // Select, inlined
+		for _, t := range tokens {
+			if tg := r.agents.lookup(t); tg != nil {
+				g = tg
+				break
+			}
+		}
+	}
+	return g.Decide(target)
 }
 
 // Allowed reports whether the crawler with the product token agent (such as
