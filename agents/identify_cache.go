@@ -59,16 +59,26 @@ type uaCache struct {
 	mask  uint64 // number of sets - 1
 }
 
-func (c *uaCache) get(ua string) (Agent, bool) {
+// lookup returns the cached entry for ua, or nil. Returning the entry
+// rather than a copy of its Agent saves one copy on the hot path.
+func (c *uaCache) lookup(ua string) *uaCacheEntry {
 	if len(ua) > maxCachedLen {
-		return Agent{}, false
+		return nil
 	}
 	h := maphash.String(c.seed, ua)
-	set := c.slots[(h&c.mask)*uaCacheWays : (h&c.mask)*uaCacheWays+uaCacheWays]
+	base := (h & c.mask) * uaCacheWays
+	set := c.slots[base : base+uaCacheWays : base+uaCacheWays]
 	for i := range set {
 		if e := set[i].Load(); e != nil && e.hash == h && e.key == ua {
-			return e.agent, true
+			return e
 		}
+	}
+	return nil
+}
+
+func (c *uaCache) get(ua string) (Agent, bool) {
+	if e := c.lookup(ua); e != nil {
+		return e.agent, true
 	}
 	return Agent{}, false
 }
