@@ -55,6 +55,22 @@ type outcome struct {
 	agent      agents.Agent
 }
 
+// boxedAction returns the action as an interface value without allocating:
+// each case returns a constant.
+func boxedAction(a string) any {
+	switch a {
+	case "allow":
+		return "allow"
+	case "block":
+		return "block"
+	case "throttle":
+		return "throttle"
+	case "ban":
+		return "ban"
+	}
+	return a
+}
+
 // placeholder resolves the {http.robots.*} placeholders of one request.
 func (o *outcome) placeholder(key string) (any, bool) {
 	name, ok := strings.CutPrefix(key, "http.robots.")
@@ -106,17 +122,16 @@ func (h *Handler) serveBot(w http.ResponseWriter, r *http.Request, next caddyhtt
 		}
 	}
 	host := hostOf(r)
-	o := new(outcome)
-	*o = h.judge(r, a, ip, host, target)
+	o := &outcome{agent: a}
+	h.judge(o, r, &o.agent, ip, host, target)
 
 	if repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
 		// One lazy provider instead of ten values: the strings are only
 		// built when a log line or handle_errors asks for them.
-		o.agent = a
 		repl.Map(o.placeholder)
 	}
 	caddyhttp.SetVar(r.Context(), "robots_agent", a.Name)
-	caddyhttp.SetVar(r.Context(), "robots_decision", o.action)
+	caddyhttp.SetVar(r.Context(), "robots_decision", boxedAction(o.action))
 	caddyhttp.SetVar(r.Context(), "robots_token", o.token)
 
 	countDecision(o.action, a.Category, h.Mode)
@@ -141,22 +156,23 @@ func (h *Handler) serveBot(w http.ResponseWriter, r *http.Request, next caddyhtt
 	return h.refuse(w, *o)
 }
 
-// judge computes the outcome for a bot request. It does not write anything.
-func (h *Handler) judge(r *http.Request, a agents.Agent, ip netip.Addr, host, target string) outcome {
+// judge computes the outcome for a bot request into o. It does not write
+// anything to the client.
+func (h *Handler) judge(o *outcome, r *http.Request, a *agents.Agent, ip netip.Addr, host, target string) {
 	now := h.now()
-	o := outcome{action: "allow"}
+	o.action = "allow"
 	tokens := a.Tokens
 	wildcard := !a.Profile.IgnoresWildcard
 
 	if a.Profile.Verify != "" && ip.IsValid() {
-		o.verdict = h.verifier.Verify(r.Context(), a, ip)
+		o.verdict = h.verifier.Verify(r.Context(), *a, ip)
 	}
 	if o.verdict == agents.Spoofed {
 		if h.Spoofed == "block" {
 			o.action, o.reason = "block", "spoofed"
 			o.message = fmt.Sprintf("Refused: this request claims to be %s, but %s is not one of %s's addresses.\n",
-				a.Name, ip, operatorOf(a))
-			return o
+				a.Name, ip, operatorOf(*a))
+			return
 		}
 		tokens, wildcard = nil, true
 	}
@@ -164,15 +180,24 @@ func (h *Handler) judge(r *http.Request, a agents.Agent, ip netip.Addr, host, ta
 	if len(tokens) > 0 {
 		name = tokens[0]
 	}
-	id := state.NewIdentity(host+"|"+name, o.verdict == agents.Verified, ip)
+	// The identity (throttle, strikes, who fetched robots.txt) is built
+	// only when something needs it.
+	var id state.Identity
+	haveID := false
+	identity := func() state.Identity {
+		if !haveID {
+			id, haveID = state.NewIdentity(host+"|"+name, o.verdict == agents.Verified, ip), true
+		}
+		return id
+	}
 
 	if h.strikes.Strikes > 0 {
-		if ban, err := h.store.Banned(r.Context(), id, now); err == nil && ban.Banned {
+		if ban, err := h.store.Banned(r.Context(), identity(), now); err == nil && ban.Banned {
 			o.action, o.reason, o.banUntil = "ban", "ban", ban.Until
 			o.retryAfter = ban.Until.Sub(now)
 			o.message = fmt.Sprintf("Refused: %s is banned until %s after repeatedly requesting paths that /robots.txt disallows.\n",
 				name, ban.Until.UTC().Format(time.RFC3339))
-			return o
+			return
 		}
 	}
 
@@ -183,7 +208,7 @@ func (h *Handler) judge(r *http.Request, a agents.Agent, ip netip.Addr, host, ta
 			o.message = "Refused: this site's /robots.txt cannot be read right now, and RFC 9309 §2.3.1.4 tells crawlers to assume a complete disallow. Please retry later.\n"
 			o.retryAfter = retryAfterError
 		}
-		return o
+		return
 	}
 
 	// The crawler may still hold any version replaced within its grace
@@ -193,7 +218,10 @@ func (h *Handler) judge(r *http.Request, a agents.Agent, ip netip.Addr, host, ta
 	if ttl := a.Profile.RobotsCacheTTL; grace > 0 && ttl > grace {
 		grace = min(ttl, MaxGrace)
 	}
-	fetchedAt, _ := h.rules.fetched.Get(id)
+	var fetchedAt time.Time
+	if len(snap.versions) > 1 {
+		fetchedAt, _ = h.rules.fetched.Get(identity())
+	}
 	refusedByAll := true
 	interval := time.Duration(math.MaxInt64)
 	for i, v := range snap.versions {
@@ -215,28 +243,27 @@ func (h *Handler) judge(r *http.Request, a agents.Agent, ip netip.Addr, host, ta
 	}
 	if refusedByAll {
 		o.action, o.reason = "block", "rule"
-		o.message = refusalText(o, a, name)
+		o.message = refusalText(*o, name)
 		if h.strikes.Strikes > 0 {
-			if ban, err := h.store.Strike(r.Context(), id, h.strikes, now); err == nil && ban.Banned {
+			if ban, err := h.store.Strike(r.Context(), identity(), h.strikes, now); err == nil && ban.Banned {
 				o.banUntil = ban.Until
 			}
 		}
-		return o
+		return
 	}
 
 	if interval > 0 && interval != time.Duration(math.MaxInt64) && h.throttles(a) {
-		res, err := h.store.Throttle(r.Context(), id, interval, now)
+		res, err := h.store.Throttle(r.Context(), identity(), interval, now)
 		if err == nil && !res.Allowed {
 			o.action, o.reason, o.retryAfter = "throttle", "rate", res.RetryAfter
 			o.message = fmt.Sprintf("Slow down: /robots.txt of %s asks %s to wait %s between requests (%s).\nCome back in %s s (Retry-After).\n",
 				hostLabel(host), name, interval, rateSource(o.decision.Group), retryAfterSeconds(res.RetryAfter))
 		}
 	}
-	return o
 }
 
 // throttles says whether Crawl-delay / Request-rate is enforced on a.
-func (h *Handler) throttles(a agents.Agent) bool {
+func (h *Handler) throttles(a *agents.Agent) bool {
 	switch h.CrawlDelay {
 	case "off":
 		return false
@@ -271,7 +298,7 @@ func (h *Handler) refuse(w http.ResponseWriter, o outcome) error {
 
 // refusalText explains a refusal by rule: the group, the rule, its line and
 // the robots.txt version.
-func refusalText(o outcome, a agents.Agent, name string) string {
+func refusalText(o outcome, name string) string {
 	var b strings.Builder
 	b.WriteString("Refused: /robots.txt disallows this path for ")
 	b.WriteString(name)

@@ -82,7 +82,8 @@ type ruleSource struct {
 type hostTable struct {
 	mu      sync.Mutex
 	hosts   map[string]*hostRules
-	order   []string // hosts in insertion order, for eviction
+	view    atomic.Pointer[map[string]*hostRules] // copy of hosts for lock-free reads
+	order   []string                              // hosts in insertion order, for eviction
 	fetched *boundedMap[state.Identity, time.Time]
 }
 
@@ -148,8 +149,14 @@ func (s *ruleSource) host(name string) *hostRules {
 	if s.h.Source != "site" {
 		name = ""
 	}
+	if v := s.view.Load(); v != nil {
+		if hr, ok := (*v)[name]; ok {
+			return hr
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	defer s.publishView()
 	if hr, ok := s.hosts[name]; ok {
 		return hr
 	}
@@ -165,6 +172,16 @@ func (s *ruleSource) host(name string) *hostRules {
 	return hr
 }
 
+// publishView copies hosts for lock-free readers; called with mu held,
+// only when a host is added or evicted.
+func (t *hostTable) publishView() {
+	v := make(map[string]*hostRules, len(t.hosts))
+	for k, hr := range t.hosts {
+		v[k] = hr
+	}
+	t.view.Store(&v)
+}
+
 // rulesFor returns the current snapshot for the request's host. For source
 // site, a host seen for the first time is loaded now, waiting at most the
 // fetch timeout (browsers never reach this; only bots wait, once per host).
@@ -174,8 +191,10 @@ func (s *ruleSource) rulesFor(r *http.Request, host string) *snapshot {
 	if s.h.Source != "site" {
 		return snap
 	}
-	if srv, ok := r.Context().Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server); ok && s.srv.Load() == nil {
-		s.srv.CompareAndSwap(nil, srv)
+	if s.srv.Load() == nil {
+		if srv, ok := r.Context().Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server); ok {
+			s.srv.CompareAndSwap(nil, srv)
+		}
 	}
 	if snap.pending {
 		s.load(hr, r.Host)

@@ -32,10 +32,9 @@ cat > "$work/Caddyfile" <<CFG
 :$PORT_ON {
 	root * $site
 	robots {
-		# bots are judged on every request but never throttled here, so
-		# both configs serve the same 200 responses
+		# bots are judged on every request (strikes on, as by default) but
+		# never throttled here, so both configs serve the same 200 responses
 		crawl_delay off
-		strikes off
 	}
 	file_server
 }
@@ -61,21 +60,28 @@ run() { # port ua -> requests/s
   wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" -H "User-Agent: $2" "http://127.0.0.1:$1/about.html" |
     awk '/Requests\/sec/ {print $2}'
 }
-declare -A res
+declare -A res ratios
 for r in $(seq "$ROUNDS"); do
+  # alternate which config goes first, so drift over time favours neither
+  order="off on"; [ $((r % 2)) = 0 ] && order="on off"
   for kind in browser bot; do
     ua=$browser; [ "$kind" = bot ] && ua=$bot
-    for cfg in off on; do
+    declare -A this=()
+    for cfg in $order; do
       port=$PORT_OFF; [ "$cfg" = on ] && port=$PORT_ON
-      res[$kind-$cfg]+="$(run "$port" "$ua") "
+      this[$cfg]=$(run "$port" "$ua")
+      res[$kind-$cfg]+="${this[$cfg]} "
     done
+    ratios[$kind]+="$(echo "${this[on]} ${this[off]}" | awk '{print 100*$1/$2}') "
   done
   echo "round $r/$ROUNDS done" >&2
 done
 median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print (NR%2)? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
-printf '%-8s %14s %14s %8s\n' traffic "without req/s" "with req/s" ratio
+printf '%-8s %14s %14s %12s\n' traffic "without req/s" "with req/s" "paired ratio"
 for kind in browser bot; do
   off=$(echo "${res[$kind-off]}" | median); on=$(echo "${res[$kind-on]}" | median)
-  printf '%-8s %14.0f %14.0f %7.1f%%\n' "$kind" "$off" "$on" "$(echo "$on $off" | awk '{print 100*$1/$2}')"
+  ratio=$(echo "${ratios[$kind]}" | median)
+  printf '%-8s %14.0f %14.0f %11.1f%%\n' "$kind" "$off" "$on" "$ratio"
 done
-echo "(median of $ROUNDS rounds of $DURATION, wrk -t$THREADS -c$CONNS, GET /about.html)"
+echo "(medians of $ROUNDS rounds of $DURATION, wrk -t$THREADS -c$CONNS, GET /about.html;"
+echo " paired ratio = median over rounds of with/without measured back to back)"
