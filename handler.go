@@ -52,7 +52,8 @@ type outcome struct {
 	retryAfter time.Duration
 	banUntil   time.Time
 	message    string
-	agent      agents.Agent
+	agentName  string
+	category   agents.Category
 }
 
 // boxedAction returns the action as an interface value without allocating:
@@ -79,9 +80,9 @@ func (o *outcome) placeholder(key string) (any, bool) {
 	}
 	switch name {
 	case "agent":
-		return o.agent.Name, true
+		return o.agentName, true
 	case "category":
-		return string(o.agent.Category), true
+		return string(o.category), true
 	case "verdict":
 		return o.verdict.String(), true
 	case "token":
@@ -122,8 +123,8 @@ func (h *Handler) serveBot(w http.ResponseWriter, r *http.Request, next caddyhtt
 		}
 	}
 	host := hostOf(r)
-	o := &outcome{agent: a}
-	h.judge(o, r, &o.agent, ip, host, target)
+	o := &outcome{agentName: a.Name, category: a.Category}
+	h.judge(o, r, &a, ip, host, target)
 
 	if repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
 		// One lazy provider instead of ten values: the strings are only
@@ -132,7 +133,11 @@ func (h *Handler) serveBot(w http.ResponseWriter, r *http.Request, next caddyhtt
 	}
 	caddyhttp.SetVar(r.Context(), "robots_agent", a.Name)
 	caddyhttp.SetVar(r.Context(), "robots_decision", boxedAction(o.action))
-	caddyhttp.SetVar(r.Context(), "robots_token", o.token)
+	if o.token == "*" {
+		caddyhttp.SetVar(r.Context(), "robots_token", "*")
+	} else {
+		caddyhttp.SetVar(r.Context(), "robots_token", o.token)
+	}
 
 	countDecision(o.action, a.Category, h.Mode)
 	if c := h.logger.Check(zapcore.DebugLevel, "robots decision"); c != nil {

@@ -343,7 +343,10 @@ func TestReloadUnderTrafficKeepsThrottleState(t *testing.T) {
 	const ua = "ReloadBot/1.0 (+https://reload.example/bot)"
 	c.expect("http://reload.localhost:9080/a", ua, 200, "v1")
 
-	var failures atomic.Int64
+	// A non-200 answer would be ours; a connection error during the swap
+	// of listeners is Caddy's and is only allowed to be rare.
+	var failures, connErrors, total atomic.Int64
+	var lastConnErr atomic.Value
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for i := 0; i < 4; i++ {
@@ -360,12 +363,16 @@ func TestReloadUnderTrafficKeepsThrottleState(t *testing.T) {
 				req, _ := http.NewRequest("GET", "http://reload.localhost:9080/b", nil)
 				req.Header.Set("User-Agent", chromeUA)
 				res, err := cl.Do(req)
-				if err != nil || res.StatusCode != 200 {
+				total.Add(1)
+				if err != nil {
+					connErrors.Add(1)
+					lastConnErr.Store(err.Error())
+					continue
+				}
+				if res.StatusCode != 200 {
 					failures.Add(1)
 				}
-				if res != nil {
-					res.Body.Close()
-				}
+				res.Body.Close()
 			}
 		}()
 	}
@@ -375,7 +382,13 @@ func TestReloadUnderTrafficKeepsThrottleState(t *testing.T) {
 	close(stop)
 	wg.Wait()
 	if n := failures.Load(); n > 0 {
-		t.Errorf("%d browser requests failed during the reload", n)
+		t.Errorf("%d of %d browser requests got a non-200 answer during the reload", n, total.Load())
+	}
+	if n, all := connErrors.Load(), total.Load(); n > 0 {
+		t.Logf("%d of %d requests met a connection error during the listener swap (last: %v)", n, all, lastConnErr.Load())
+		if n*100 > all {
+			t.Errorf("too many connection errors during the reload: %d of %d", n, all)
+		}
 	}
 	c.expect("http://reload.localhost:9080/b", chromeUA, 200, "v2")
 	res := c.expect("http://reload.localhost:9080/a", ua, 503)
