@@ -51,15 +51,3 @@ func (b *boundedMap[K, V]) Put(k K, v V) {
 	}
 	s.m[k] = v
 }
-
-// Len returns the number of entries.
-func (b *boundedMap[K, V]) Len() int {
-	n := 0
-	for i := range b.shards {
-		s := &b.shards[i]
-		s.Lock()
-		n += len(s.m)
-		s.Unlock()
-	}
-	return n
-}

@@ -181,17 +181,14 @@ func (h *Handler) judge(o *outcome, r *http.Request, a *agents.Agent, ip netip.A
 		}
 		tokens, wildcard = nil, true
 	}
-	name := a.Name
-	if len(tokens) > 0 {
-		name = tokens[0]
-	}
+	name := crawlerName(a.Name, tokens)
 	// The identity (throttle, strikes, who fetched robots.txt) is built
 	// only when something needs it.
 	var id state.Identity
 	haveID := false
 	identity := func() state.Identity {
 		if !haveID {
-			id, haveID = state.NewIdentity(host+"|"+name, o.verdict == agents.Verified, ip), true
+			id, haveID = crawlerIdentity(host, name, o.verdict == agents.Verified, ip), true
 		}
 		return id
 	}
@@ -327,6 +324,21 @@ func refusalText(o outcome, name string) string {
 	return b.String()
 }
 
+// crawlerName is the name a crawler's budget, strikes and robots.txt
+// fetches are kept under: its most specific token, else its name.
+func crawlerName(name string, tokens []string) string {
+	if len(tokens) > 0 {
+		return tokens[0]
+	}
+	return name
+}
+
+// crawlerIdentity is the state key of a crawler on a host. judge and
+// serveRobotsTxt must agree on it, or the grace rule never sees a fetch.
+func crawlerIdentity(host, name string, verified bool, ip netip.Addr) state.Identity {
+	return state.NewIdentity(host+"|"+name, verified, ip)
+}
+
 // serveRobotsTxt passes /robots.txt to everyone. For source site, a 200
 // response refreshes the copy, and a bot's fetch is remembered so it stops
 // getting grace for versions older than the one it just read.
@@ -335,15 +347,11 @@ func (h *Handler) serveRobotsTxt(w http.ResponseWriter, r *http.Request, next ca
 	host := hostOf(r)
 	if a.Bot {
 		ip := clientIP(r)
-		name := a.Name
-		if len(a.Tokens) > 0 {
-			name = a.Tokens[0]
-		}
 		verified := false
 		if a.Profile.Verify != "" && ip.IsValid() {
 			verified = h.verifier.Verify(r.Context(), a, ip) == agents.Verified
 		}
-		h.rules.fetched.Put(state.NewIdentity(host+"|"+name, verified, ip), h.now())
+		h.rules.fetched.Put(crawlerIdentity(host, crawlerName(a.Name, a.Tokens), verified, ip), h.now())
 	}
 	if h.Source != "site" || r.Method != http.MethodGet {
 		return next.ServeHTTP(w, r)
@@ -447,8 +455,12 @@ func clientIP(r *http.Request) netip.Addr {
 
 // hostOf is the request's host name, lower-cased, without port or a
 // trailing dot.
-func hostOf(r *http.Request) string {
-	h := r.Host
+func hostOf(r *http.Request) string { return hostname(r.Host) }
+
+// hostname returns the host of a host[:port] string, lower-cased, without
+// port, brackets or a trailing dot.
+func hostname(hostport string) string {
+	h := hostport
 	if strings.HasPrefix(h, "[") {
 		if i := strings.IndexByte(h, ']'); i > 0 {
 			h = h[1:i]
@@ -520,16 +532,28 @@ func retryAfterSeconds(d time.Duration) string {
 
 // logLimiter lets a warning through at most once every 30 seconds.
 type logLimiter struct {
-	mu   sync.Mutex
-	last time.Time
+	mu         sync.Mutex
+	last       time.Time
+	suppressed int
+}
+
+// allow reports whether a warning may be logged at now, and how many were
+// held back since the last one that was.
+func (l *logLimiter) allow(now time.Time) (bool, int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if now.Sub(l.last) < 30*time.Second {
+		l.suppressed++
+		return false, 0
+	}
+	n := l.suppressed
+	l.last, l.suppressed = now, 0
+	return true, n
 }
 
 // warnf logs a warning at most once every 30 seconds per handler.
 func (h *Handler) warnf(msg string, fields ...zap.Field) {
-	h.warn.mu.Lock()
-	defer h.warn.mu.Unlock()
-	if now := time.Now(); now.Sub(h.warn.last) >= 30*time.Second {
-		h.warn.last = now
+	if ok, _ := h.warn.allow(time.Now()); ok {
 		h.logger.Warn(msg, fields...)
 	}
 }

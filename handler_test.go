@@ -126,7 +126,7 @@ func TestGraceVersions(t *testing.T) {
 	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 	h.now = func() time.Time { return now }
 	hr := h.rules.host("")
-	h.rules.publish(hr, []byte("User-agent: *\nDisallow: /b/\n"), 200)
+	h.rules.publish(hr, []byte("User-agent: *\nDisallow: /b/\n"))
 
 	status := func(target string) int {
 		req, w := prepared("GET", target, benchBotUA, "198.51.100.7:1")

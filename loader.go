@@ -12,7 +12,6 @@ import (
 	"net/url"
 	"os"
 	"runtime/debug"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -39,7 +38,6 @@ const (
 type version struct {
 	robots *enforce.Robots
 	id     string    // short content hash
-	status int       // HTTP status it came with (0 for file and inline)
 	from   time.Time // when it became current
 	until  time.Time // when a newer version replaced it; zero while current
 }
@@ -117,7 +115,7 @@ func newRuleSource(h *Handler, ctx caddy.Context) (*ruleSource, error) {
 	case "inline":
 		hr := s.host("")
 		if len(hr.snap.Load().versions) == 0 {
-			s.publish(hr, []byte(h.Inline), 0)
+			s.publish(hr, []byte(h.Inline))
 		}
 	case "file":
 		hr := s.host("")
@@ -247,11 +245,11 @@ func (s *ruleSource) fetchSite(hr *hostRules, hostHeader string) {
 		s.failed(hr, fmt.Errorf("loading robots.txt for %s: %w", hostHeader, err))
 		fetchCounter("error")
 	case status >= 200 && status < 300:
-		s.publish(hr, body, status)
+		s.publish(hr, body)
 		fetchCounter("ok")
 	case status >= 400 && status < 500:
 		// RFC 9309 §2.3.1.3: unavailable means no rules.
-		s.publish(hr, nil, status)
+		s.publish(hr, nil)
 		fetchCounter("client_error")
 	default:
 		s.failed(hr, fmt.Errorf("loading robots.txt for %s: status %d", hostHeader, status))
@@ -327,22 +325,15 @@ func resolveRedirect(host, path, location string) (string, bool, error) {
 		return "", false, fmt.Errorf("bad redirect location %q: %w", location, err)
 	}
 	target := base.ResolveReference(loc)
-	if !strings.EqualFold(stripPort(target.Host), stripPort(host)) {
+	if hostname(target.Host) != hostname(host) {
 		return "", false, nil
 	}
 	return target.RequestURI(), true, nil
 }
 
-func stripPort(hostport string) string {
-	if i := strings.LastIndexByte(hostport, ':'); i >= 0 && !strings.Contains(hostport[i:], "]") {
-		return hostport[:i]
-	}
-	return hostport
-}
-
 // publish parses body and makes it the current version, keeping older
 // versions that a crawler may still hold.
-func (s *ruleSource) publish(hr *hostRules, body []byte, status int) {
+func (s *ruleSource) publish(hr *hostRules, body []byte) {
 	sum := sha256.Sum256(body)
 	id := hex.EncodeToString(sum[:6])
 	now := s.h.now()
@@ -355,7 +346,7 @@ func (s *ruleSource) publish(hr *hostRules, body []byte, status int) {
 		}
 		return
 	}
-	nv := &version{robots: enforce.Parse(body), id: id, status: status, from: now}
+	nv := &version{robots: enforce.Parse(body), id: id, from: now}
 	vs := []*version{nv}
 	horizon := now.Add(-MaxGrace)
 	for _, v := range old.versions {
@@ -406,7 +397,7 @@ func (s *ruleSource) observe(host string, body []byte) {
 		return
 	}
 	hr := s.host(host)
-	s.publish(hr, body, http.StatusOK)
+	s.publish(hr, body)
 	hr.mu.Lock()
 	hr.next = time.Now().Add(time.Duration(s.h.Refresh))
 	hr.mu.Unlock()
@@ -461,7 +452,7 @@ func (s *ruleSource) loadFile(hr *hostRules) error {
 		return fmt.Errorf("reading robots.txt file: %w", err)
 	}
 	s.lastMod, s.size = fi.ModTime(), fi.Size()
-	s.publish(hr, buf.Bytes(), 0)
+	s.publish(hr, buf.Bytes())
 	return nil
 }
 

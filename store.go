@@ -3,7 +3,6 @@ package caddyrobots
 import (
 	"fmt"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -75,20 +74,12 @@ func (h *Handler) provisionStore() error {
 // storeErrorReporter counts shared-state errors and logs at most one warning
 // per interval, so a Redis outage does not flood the logs.
 func storeErrorReporter(logger *zap.Logger) func(error) {
-	var last time.Time
-	var suppressed int
-	var mu sync.Mutex
+	limit := new(logLimiter)
 	return func(err error) {
 		metrics.stateErrors.WithLabelValues("redis").Inc()
-		mu.Lock()
-		defer mu.Unlock()
-		now := time.Now()
-		if now.Sub(last) < 30*time.Second {
-			suppressed++
-			return
+		if ok, suppressed := limit.allow(time.Now()); ok {
+			logger.Warn("robots: shared state unavailable; deciding from local state (fail open)",
+				zap.Error(err), zap.Int("suppressed_since_last_warning", suppressed))
 		}
-		logger.Warn("robots: shared state unavailable; deciding from local state (fail open)",
-			zap.Error(err), zap.Int("suppressed_since_last_warning", suppressed))
-		last, suppressed = now, 0
 	}
 }
