@@ -9,6 +9,9 @@ import (
 // cut, so that a client cannot make an entry large by sending a long token.
 const MaxNameLen = 64
 
+// MaxSiteLen is the longest site kept, in bytes: the longest DNS name.
+const MaxSiteLen = 253
+
 // Identity is whose budget and strikes a request counts against. It is
 // comparable, so stores key maps on it without allocating.
 //
@@ -19,6 +22,10 @@ const MaxNameLen = 64
 // usually holds, so that rotating through the addresses of one /64 gains
 // nothing.
 type Identity struct {
+	// Site scopes the identity to one site (a host name), so that one
+	// crawler's budget on one site is not spent on another. Empty for a
+	// store that serves a single site.
+	Site string
 	// Name is the verified crawler's name ("Googlebot"), or for unverified
 	// clients the robots.txt token they are judged by.
 	Name string
@@ -48,10 +55,11 @@ func NewIdentity(name string, verified bool, addr netip.Addr) Identity {
 }
 
 // String returns a stable text key for the identity: "v:Googlebot" for a
-// verified crawler, "u:GPTBot@203.0.113.7/32" for an unverified client. The
-// characters '%', '@', '{', '}' and bytes outside printable ASCII in the name
-// are percent-encoded, so distinct identities never share a key and the
-// key is safe inside a Redis Cluster hash tag.
+// verified crawler, "u:GPTBot@203.0.113.7/32" for an unverified client,
+// "v:example.com|Googlebot" with a Site. The characters '%', '@', '{', '}',
+// '|' and bytes outside printable ASCII in the site and the name are
+// percent-encoded, so distinct identities never share a key and the key is
+// safe inside a Redis Cluster hash tag.
 func (id Identity) String() string {
 	var b strings.Builder
 	b.Grow(len(id.Name) + 48)
@@ -61,22 +69,39 @@ func (id Identity) String() string {
 		b.WriteString("u:")
 	}
 	const hex = "0123456789ABCDEF"
-	name := clipName(id.Name)
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if c <= ' ' || c >= 0x7f || c == '%' || c == '@' || c == '{' || c == '}' {
-			b.WriteByte('%')
-			b.WriteByte(hex[c>>4])
-			b.WriteByte(hex[c&15])
-			continue
+	id = id.clipped()
+	escape := func(s string) {
+		for i := 0; i < len(s); i++ {
+			c := s[i]
+			if c <= ' ' || c >= 0x7f || c == '%' || c == '@' || c == '{' || c == '}' || c == '|' {
+				b.WriteByte('%')
+				b.WriteByte(hex[c>>4])
+				b.WriteByte(hex[c&15])
+				continue
+			}
+			b.WriteByte(c)
 		}
-		b.WriteByte(c)
 	}
+	if id.Site != "" {
+		escape(id.Site)
+		b.WriteByte('|')
+	}
+	escape(id.Name)
 	if id.Prefix.IsValid() {
 		b.WriteByte('@')
 		b.WriteString(id.Prefix.String())
 	}
 	return b.String()
+}
+
+// clipped returns id with Name cut to MaxNameLen and Site to MaxSiteLen
+// bytes.
+func (id Identity) clipped() Identity {
+	id.Name = clipName(id.Name)
+	if len(id.Site) > MaxSiteLen {
+		id.Site = id.Site[:MaxSiteLen]
+	}
+	return id
 }
 
 // clipName cuts name to MaxNameLen bytes.

@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestNewIdentity(t *testing.T) {
@@ -45,6 +46,48 @@ func TestNewIdentity(t *testing.T) {
 	long := NewIdentity(strings.Repeat("n", 1000), false, netip.Addr{})
 	if len(long.Name) != MaxNameLen {
 		t.Errorf("long name kept %d bytes, want %d", len(long.Name), MaxNameLen)
+	}
+}
+
+// TestIdentitySite: the site is part of the key, escaped so that site and
+// name cannot be confused, and a long site never crowds out the name (two
+// crawlers on a site with a long host name keep separate budgets).
+func TestIdentitySite(t *testing.T) {
+	id := NewIdentity("GPTBot", false, netip.MustParseAddr("203.0.113.7"))
+	id.Site = "example.com"
+	if got, want := id.String(), "u:example.com|GPTBot@203.0.113.7/32"; got != want {
+		t.Errorf("String() = %q, want %q", got, want)
+	}
+	a := Identity{Site: "a|b", Name: "c", Verified: true}
+	b := Identity{Site: "a", Name: "b|c", Verified: true}
+	if a.String() == b.String() {
+		t.Errorf("%#v and %#v share the key %q", a, b, a.String())
+	}
+	if got, want := a.String(), "v:a%7Cb|c"; got != want {
+		t.Errorf("String() = %q, want %q", got, want)
+	}
+
+	host := strings.Repeat("very-long-label.", 15) + "example.com" // 251 bytes
+	m := NewMemory(MemoryConfig{})
+	gpt := Identity{Site: host, Name: "GPTBot", Verified: true}
+	claude := Identity{Site: host, Name: "ClaudeBot", Verified: true}
+	if gpt.String() == claude.String() {
+		t.Fatalf("two crawlers on %d-byte host share the key %q", len(host), gpt.String())
+	}
+	if r := mustThrottle(t, m, gpt, time.Minute, epoch); !r.Allowed {
+		t.Fatalf("GPTBot's first request refused")
+	}
+	if r := mustThrottle(t, m, claude, time.Minute, epoch); !r.Allowed {
+		t.Errorf("ClaudeBot's first request refused: it shares GPTBot's budget on a long host")
+	}
+	other := gpt
+	other.Site = "other.example"
+	if r := mustThrottle(t, m, other, time.Minute, epoch); !r.Allowed {
+		t.Errorf("GPTBot on another site refused: sites share one budget")
+	}
+	huge := Identity{Site: strings.Repeat("h", 1000), Name: "x"}
+	if k := huge.String(); len(k) > MaxSiteLen+MaxNameLen+8 {
+		t.Errorf("a 1000-byte site makes a %d-byte key", len(k))
 	}
 }
 
