@@ -5,6 +5,7 @@ import (
 	"hash/maphash"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -41,6 +42,41 @@ type Memory struct {
 	mask   uint64
 	seed   maphash.Seed
 	max    int
+	// struck has a bit set for every hash that ever got a strike or a ban,
+	// so that Banned answers the common case (a crawler that never struck)
+	// without taking a shard lock. Bits are never cleared; a set bit only
+	// means "look it up".
+	struck    [struckWords]atomic.Uint64
+	struckAny atomic.Bool // some bit of struck is set
+}
+
+const struckWords = 1 << 10 // 65,536 bits, 8 KiB
+
+func (m *Memory) struckBit(h uint64) (*atomic.Uint64, uint64) {
+	b := (h >> 32) % (struckWords * 64)
+	return &m.struck[b/64], 1 << (b % 64)
+}
+
+// markStruck records that h may have strikes or a ban.
+func (m *Memory) markStruck(h uint64) {
+	w, bit := m.struckBit(h)
+	if w.Load()&bit == 0 {
+		w.Or(bit)
+	}
+	if !m.struckAny.Load() {
+		m.struckAny.Store(true)
+	}
+}
+
+// MayHaveBans reports whether any identity may have strikes or a ban. It is
+// false until the first [Memory.Strike], and lets a caller skip building an
+// identity for [Memory.Banned] while nobody has struck.
+func (m *Memory) MayHaveBans() bool { return m.struckAny.Load() }
+
+// mayBeStruck reports whether h may have strikes or a ban.
+func (m *Memory) mayBeStruck(h uint64) bool {
+	w, bit := m.struckBit(h)
+	return w.Load()&bit != 0
 }
 
 type memShard struct {
@@ -131,7 +167,7 @@ func (m *Memory) Throttle(_ context.Context, id Identity, interval time.Duration
 	if interval <= 0 {
 		return ThrottleResult{Allowed: true}, nil
 	}
-	id.Name = clipName(id.Name)
+	id = id.clipped()
 	t := now.UnixNano()
 	tau := int64(Tolerance(interval))
 	h := m.hash(id)
@@ -154,9 +190,10 @@ func (m *Memory) Strike(_ context.Context, id Identity, p StrikePolicy, now time
 		return BanResult{}, nil
 	}
 	p = p.normalized()
-	id.Name = clipName(id.Name)
+	id = id.clipped()
 	t := now.UnixNano()
 	h := m.hash(id)
+	m.markStruck(h)
 	s := m.shard(h)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -181,9 +218,15 @@ func (m *Memory) Strike(_ context.Context, id Identity, p StrikePolicy, now time
 // Banned implements [Store.Banned]. It keeps no state for an unknown
 // identity.
 func (m *Memory) Banned(_ context.Context, id Identity, now time.Time) (BanResult, error) {
-	id.Name = clipName(id.Name)
+	if !m.struckAny.Load() {
+		return BanResult{}, nil // nobody ever struck: nothing to look up
+	}
+	id = id.clipped()
 	t := now.UnixNano()
 	h := m.hash(id)
+	if !m.mayBeStruck(h) {
+		return BanResult{}, nil
+	}
 	s := m.shard(h)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -221,7 +264,7 @@ func (m *Memory) Cap() int { return m.max }
 // observeRetry raises id's TAT to what a refusal with wait retryAfter at now
 // implies; [NewFailover] uses it to keep the local store warm.
 func (m *Memory) observeRetry(id Identity, interval, retryAfter time.Duration, now time.Time) {
-	id.Name = clipName(id.Name)
+	id = id.clipped()
 	t := now.UnixNano()
 	h := m.hash(id)
 	s := m.shard(h)
@@ -237,9 +280,10 @@ func (m *Memory) observeBan(id Identity, until, now time.Time) {
 	if !until.After(now) {
 		return
 	}
-	id.Name = clipName(id.Name)
+	id = id.clipped()
 	t := now.UnixNano()
 	h := m.hash(id)
+	m.markStruck(h)
 	s := m.shard(h)
 	s.mu.Lock()
 	e := s.lookup(id, h, t, true)
@@ -255,6 +299,9 @@ func (m *Memory) observeBan(id Identity, until, now time.Time) {
 func (m *Memory) hash(id Identity) uint64 {
 	a := id.Prefix.Addr().As16()
 	h := maphash.String(m.seed, id.Name) ^ maphash.Bytes(m.seed, a[:])*0x9e3779b97f4a7c15
+	if id.Site != "" {
+		h ^= maphash.String(m.seed, id.Site) * 0x94d049bb133111eb
+	}
 	flags := uint64(id.Prefix.Bits()+2) << 1
 	if id.Verified {
 		flags |= 1

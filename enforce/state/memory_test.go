@@ -413,3 +413,32 @@ func BenchmarkMemoryStrikeBanned(b *testing.B) {
 		now = now.Add(time.Microsecond)
 	}
 }
+
+// TestMayHaveBans: false until the first strike, then true; Banned answers
+// right on both sides of it.
+func TestMayHaveBans(t *testing.T) {
+	m := NewMemory(MemoryConfig{})
+	id := NewIdentity("GPTBot", false, ip4(1))
+	if m.MayHaveBans() {
+		t.Fatal("MayHaveBans on an empty store")
+	}
+	if r, _ := m.Banned(ctx0, id, epoch); r.Banned || r.Strikes != 0 {
+		t.Fatalf("Banned on an empty store = %+v", r)
+	}
+	p := StrikePolicy{Strikes: 2, Window: time.Minute, Ban: time.Hour}
+	mustStrike(t, m, id, p, epoch)
+	if !m.MayHaveBans() {
+		t.Fatal("MayHaveBans false after a strike")
+	}
+	if r, _ := m.Banned(ctx0, id, epoch); r.Banned || r.Strikes != 1 {
+		t.Fatalf("after one strike Banned = %+v, want 1 strike, no ban", r)
+	}
+	mustStrike(t, m, id, p, epoch)
+	if r, _ := m.Banned(ctx0, id, epoch.Add(time.Second)); !r.Banned {
+		t.Fatalf("after two strikes Banned = %+v, want a ban", r)
+	}
+	other := NewIdentity("GPTBot", false, ip4(2))
+	if r, _ := m.Banned(ctx0, other, epoch); r.Banned || r.Strikes != 0 {
+		t.Fatalf("another identity Banned = %+v", r)
+	}
+}
