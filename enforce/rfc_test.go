@@ -136,6 +136,30 @@ func TestGroupSelection(t *testing.T) {
 	if g := r.Select([]string{"foobot"}, true); g.String() != "User-agent: FooBot, foobot (line 4)" {
 		t.Errorf("String() = %q", g.String())
 	}
+	for _, c := range []struct {
+		tokens   []string
+		wildcard bool
+		line, i  int // line 0: nil group
+	}{
+		{[]string{"Googlebot-Image", "barbot", "foobot"}, true, 7, 1},
+		{[]string{"nobody", "FOOBOT"}, true, 4, 1},
+		{[]string{"nobody"}, true, 1, -1},
+		{[]string{"nobody"}, false, 0, -1},
+		{nil, true, 1, -1},
+	} {
+		g, i := r.SelectIndex(c.tokens, c.wildcard)
+		line := 0
+		if g != nil {
+			line = g.Line
+		}
+		if line != c.line || i != c.i {
+			t.Errorf("SelectIndex(%q, %v) = line %d, index %d; want line %d, index %d", c.tokens, c.wildcard, line, i, c.line, c.i)
+		}
+	}
+	var none *Robots
+	if g, i := none.SelectIndex([]string{"x"}, true); g != nil || i != -1 {
+		t.Errorf("nil Robots: SelectIndex = %v, %d", g, i)
+	}
 }
 
 // §5: precedence.

@@ -227,20 +227,27 @@ func (r *Robots) Size() int {
 // Otherwise, or if the file has no such group, Select returns nil, which
 // allows everything.
 func (r *Robots) Select(tokens []string, wildcard bool) *Group {
+	g, _ := r.SelectIndex(tokens, wildcard)
+	return g
+}
+
+// SelectIndex is [Robots.Select] that also says which token chose the group:
+// its index in tokens, or -1 when the group is the "*" group or nil.
+func (r *Robots) SelectIndex(tokens []string, wildcard bool) (*Group, int) {
 	if r == nil {
-		return nil
+		return nil, -1
 	}
 	if r.agents.filter != 0 {
-		for _, t := range tokens {
+		for i, t := range tokens {
 			if g := r.agents.lookup(t); g != nil {
-				return g
+				return g, i
 			}
 		}
 	}
 	if wildcard {
-		return r.star
+		return r.star, -1
 	}
-	return nil
+	return nil, -1
 }
 
 // agentTable maps the lower-cased product tokens of a file to their merged
