@@ -26,19 +26,60 @@ import (
 // ServeHTTP judges the request: /robots.txt, browsers and exempt clients pass
 // untouched; bots are checked against the robots.txt versions they may hold,
 // their ban state and their crawl rate.
+//
+// The judging happens in examine, so that the frame under next (and under
+// every handler after this one) stays small.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
-	if r.Context().Value(subrequestKey{}) != nil {
-		return next.ServeHTTP(w, r)
-	}
-	target := requestTarget(r)
-	if isRobotsTxt(target) {
+	o := h.examine(r)
+	if o == robotsTxtOutcome {
 		return h.serveRobotsTxt(w, r, next)
 	}
-	a := h.ident.Identify(r.Header.Get("User-Agent"))
-	if !a.Bot || (h.Libraries == "ignore" && a.Category == agents.CategoryHTTPLibrary) {
+	if o == nil || o.action == "allow" || !h.enforce {
 		return next.ServeHTTP(w, r)
 	}
-	return h.serveBot(w, r, next, a, target)
+	return h.refuse(w, o)
+}
+
+// robotsTxtOutcome is what examine returns for a client's /robots.txt.
+var robotsTxtOutcome = &outcome{action: "allow"}
+
+// examine returns nil for requests that pass untouched, robotsTxtOutcome for
+// /robots.txt, and otherwise the judged outcome of a bot's request.
+func (h *Handler) examine(r *http.Request) *outcome {
+	target := requestTarget(r)
+	if isRobotsTxt(target) {
+		if isSubrequest(r) {
+			return nil
+		}
+		return robotsTxtOutcome
+	}
+	a := h.ident.Identify(userAgent(r))
+	if !a.Bot || (h.Libraries == "ignore" && a.Category == agents.CategoryHTTPLibrary) {
+		return nil
+	}
+	// Our own loader only asks for /robots.txt and the targets of its
+	// redirects; checked here, after the cheap tests, so browsers never pay
+	// for the walk up the context chain.
+	if isSubrequest(r) {
+		return nil
+	}
+	return h.judgeBot(r, &a, target)
+}
+
+// userAgent is the request's User-Agent. Go's HTTP/1, HTTP/2 and HTTP/3
+// servers store header names canonical, so the map is read directly; only a
+// request without that key pays for Header.Get's canonicalisation.
+func userAgent(r *http.Request) string {
+	if v := r.Header["User-Agent"]; len(v) > 0 {
+		return v[0]
+	}
+	return r.Header.Get("User-Agent")
+}
+
+// isSubrequest reports whether r is the handler's own virtual GET for
+// /robots.txt (or one of its redirects).
+func isSubrequest(r *http.Request) bool {
+	return r.RemoteAddr == loaderRemoteAddr && r.Context().Value(subrequestKey{}) != nil
 }
 
 // outcome is the result of judging one bot request.
@@ -50,7 +91,6 @@ type outcome struct {
 	decision   enforce.Decision
 	version    *version
 	retryAfter time.Duration
-	banUntil   time.Time
 	message    string
 	agentName  string
 	category   agents.Category
@@ -115,31 +155,46 @@ func (o *outcome) placeholder(key string) (any, bool) {
 	return nil, false
 }
 
-func (h *Handler) serveBot(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, a agents.Agent, target string) error {
-	ip := clientIP(r)
+// judgeBot judges a bot's request and publishes the outcome as placeholders,
+// vars, a metric and a debug line. It returns nil for exempt clients.
+func (h *Handler) judgeBot(r *http.Request, a *agents.Agent, target string) *outcome {
+	ctx := r.Context()
+	vars, _ := ctx.Value(caddyhttp.VarsCtxKey).(map[string]any)
+	addr := clientAddr{r: r, vars: vars}
 	for _, p := range h.exempt {
-		if p.Contains(ip) {
-			return next.ServeHTTP(w, r)
+		if p.Contains(addr.get()) {
+			return nil
 		}
 	}
 	host := hostOf(r)
 	o := &outcome{agentName: a.Name, category: a.Category}
-	h.judge(o, r, &a, ip, host, target)
+	h.judge(o, r, a, &addr, host, target)
 
-	if repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
+	if repl, ok := ctx.Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
 		// One lazy provider instead of ten values: the strings are only
 		// built when a log line or handle_errors asks for them.
 		repl.Map(o.placeholder)
 	}
-	caddyhttp.SetVar(r.Context(), "robots_agent", a.Name)
-	caddyhttp.SetVar(r.Context(), "robots_decision", boxedAction(o.action))
-	if o.token == "*" {
-		caddyhttp.SetVar(r.Context(), "robots_token", "*")
-	} else {
-		caddyhttp.SetVar(r.Context(), "robots_token", o.token)
+	if vars != nil {
+		// What caddyhttp.SetVar does, without looking the map up three times.
+		vars["robots_agent"] = a.Name
+		vars["robots_decision"] = boxedAction(o.action)
+		if o.token == "*" {
+			vars["robots_token"] = "*"
+		} else {
+			vars["robots_token"] = o.token
+		}
 	}
 
 	countDecision(o.action, a.Category, h.Mode)
+	if h.debug {
+		h.logDecision(o, a, target)
+	}
+	return o
+}
+
+// logDecision writes the debug line of one decision.
+func (h *Handler) logDecision(o *outcome, a *agents.Agent, target string) {
 	if c := h.logger.Check(zapcore.DebugLevel, "robots decision"); c != nil {
 		fields := []zap.Field{
 			zap.String("action", o.action), zap.String("reason", o.reason), zap.String("agent", a.Name),
@@ -154,29 +209,34 @@ func (h *Handler) serveBot(w http.ResponseWriter, r *http.Request, next caddyhtt
 		}
 		c.Write(fields...)
 	}
-
-	if o.action == "allow" || !h.enforce {
-		return next.ServeHTTP(w, r)
-	}
-	return h.refuse(w, *o)
 }
 
 // judge computes the outcome for a bot request into o. It does not write
 // anything to the client.
-func (h *Handler) judge(o *outcome, r *http.Request, a *agents.Agent, ip netip.Addr, host, target string) {
-	now := h.now()
+func (h *Handler) judge(o *outcome, r *http.Request, a *agents.Agent, addr *clientAddr, host, target string) {
 	o.action = "allow"
+	// The clock (~70 ns on a VM) and the identity are read only when a
+	// decision needs them: an allowed request with no Crawl-delay, one
+	// robots.txt version and no strikes on record needs neither.
+	var nowT time.Time
+	now := func() time.Time {
+		if nowT.IsZero() {
+			nowT = h.now()
+		}
+		return nowT
+	}
 	tokens := a.Tokens
 	wildcard := !a.Profile.IgnoresWildcard
 
-	if a.Profile.Verify != "" && ip.IsValid() {
-		o.verdict = h.verifier.Verify(r.Context(), *a, ip)
+	if a.Profile.Verify != "" {
+		if ip := addr.get(); ip.IsValid() {
+			o.verdict = h.verifier.Verify(r.Context(), *a, ip)
+		}
 	}
 	if o.verdict == agents.Spoofed {
 		if h.Spoofed == "block" {
 			o.action, o.reason = "block", "spoofed"
-			o.message = fmt.Sprintf("Refused: this request claims to be %s, but %s is not one of %s's addresses.\n",
-				a.Name, ip, operatorOf(*a))
+			o.message = spoofedText(a, addr.get())
 			return
 		}
 		tokens, wildcard = nil, true
@@ -188,17 +248,16 @@ func (h *Handler) judge(o *outcome, r *http.Request, a *agents.Agent, ip netip.A
 	haveID := false
 	identity := func() state.Identity {
 		if !haveID {
-			id, haveID = crawlerIdentity(host, name, o.verdict == agents.Verified, ip), true
+			id, haveID = crawlerIdentity(host, name, o.verdict == agents.Verified, addr.get()), true
 		}
 		return id
 	}
 
-	if h.strikes.Strikes > 0 {
-		if ban, err := h.store.Banned(r.Context(), identity(), now); err == nil && ban.Banned {
-			o.action, o.reason, o.banUntil = "ban", "ban", ban.Until
-			o.retryAfter = ban.Until.Sub(now)
-			o.message = fmt.Sprintf("Refused: %s is banned until %s after repeatedly requesting paths that /robots.txt disallows.\n",
-				name, ban.Until.UTC().Format(time.RFC3339))
+	if h.strikes.Strikes > 0 && (h.banHint == nil || h.banHint.MayHaveBans()) {
+		if ban, err := h.store.Banned(r.Context(), identity(), now()); err == nil && ban.Banned {
+			o.action, o.reason = "ban", "ban"
+			o.retryAfter = ban.Until.Sub(now())
+			o.message = banText(name, ban.Until)
 			return
 		}
 	}
@@ -227,14 +286,19 @@ func (h *Handler) judge(o *outcome, r *http.Request, a *agents.Agent, ip netip.A
 	refusedByAll := true
 	interval := time.Duration(math.MaxInt64)
 	for i, v := range snap.versions {
-		if i > 0 && (now.Sub(v.until) > grace || !v.until.After(fetchedAt)) {
+		if i > 0 && (now().Sub(v.until) > grace || !v.until.After(fetchedAt)) {
 			break
 		}
-		g := v.robots.Select(tokens, wildcard)
+		g, ti := v.robots.SelectIndex(tokens, wildcard)
 		d := g.Decide(target)
 		if i == 0 {
 			o.decision, o.version = d, v
-			o.token = groupToken(g, tokens)
+			switch {
+			case ti >= 0:
+				o.token = tokens[ti]
+			case g != nil:
+				o.token = "*"
+			}
 		}
 		if d.Allowed {
 			refusedByAll = false
@@ -245,23 +309,42 @@ func (h *Handler) judge(o *outcome, r *http.Request, a *agents.Agent, ip netip.A
 	}
 	if refusedByAll {
 		o.action, o.reason = "block", "rule"
-		o.message = refusalText(*o, name)
+		o.message = refusalText(o, name)
 		if h.strikes.Strikes > 0 {
-			if ban, err := h.store.Strike(r.Context(), identity(), h.strikes, now); err == nil && ban.Banned {
-				o.banUntil = ban.Until
-			}
+			// The ban, if this strike starts one, is seen from the next
+			// request on; this one is refused by its rule either way.
+			_, _ = h.store.Strike(r.Context(), identity(), h.strikes, now())
 		}
 		return
 	}
 
 	if interval > 0 && interval != time.Duration(math.MaxInt64) && h.throttles(a) {
-		res, err := h.store.Throttle(r.Context(), identity(), interval, now)
+		res, err := h.store.Throttle(r.Context(), identity(), interval, now())
 		if err == nil && !res.Allowed {
 			o.action, o.reason, o.retryAfter = "throttle", "rate", res.RetryAfter
-			o.message = fmt.Sprintf("Slow down: /robots.txt of %s asks %s to wait %s between requests (%s).\nCome back in %s s (Retry-After).\n",
-				hostLabel(host), name, interval, rateSource(o.decision.Group), retryAfterSeconds(res.RetryAfter))
+			o.message = throttleText(host, name, interval, o.decision.Group, res.RetryAfter)
 		}
 	}
+}
+
+// spoofedText explains a refusal of a crawler whose address is not its
+// operator's.
+func spoofedText(a *agents.Agent, ip netip.Addr) string {
+	return fmt.Sprintf("Refused: this request claims to be %s, but %s is not one of %s's addresses.\n",
+		a.Name, ip, operatorOf(*a))
+}
+
+// banText explains a refusal by ban.
+func banText(name string, until time.Time) string {
+	return fmt.Sprintf("Refused: %s is banned until %s after repeatedly requesting paths that /robots.txt disallows.\n",
+		name, until.UTC().Format(time.RFC3339))
+}
+
+// throttleText explains a throttle: the interval, where it comes from, and
+// when to come back.
+func throttleText(host, name string, interval time.Duration, g *enforce.Group, retryAfter time.Duration) string {
+	return fmt.Sprintf("Slow down: /robots.txt of %s asks %s to wait %s between requests (%s).\nCome back in %s s (Retry-After).\n",
+		hostLabel(host), name, interval, rateSource(g), retryAfterSeconds(retryAfter))
 }
 
 // throttles says whether Crawl-delay / Request-rate is enforced on a.
@@ -276,7 +359,7 @@ func (h *Handler) throttles(a *agents.Agent) bool {
 }
 
 // refuse writes the refusal (or returns it as an error for handle_errors).
-func (h *Handler) refuse(w http.ResponseWriter, o outcome) error {
+func (h *Handler) refuse(w http.ResponseWriter, o *outcome) error {
 	status := http.StatusForbidden
 	if o.action == "throttle" || (o.reason == "unavailable") {
 		status = http.StatusServiceUnavailable
@@ -300,7 +383,7 @@ func (h *Handler) refuse(w http.ResponseWriter, o outcome) error {
 
 // refusalText explains a refusal by rule: the group, the rule, its line and
 // the robots.txt version.
-func refusalText(o outcome, name string) string {
+func refusalText(o *outcome, name string) string {
 	var b strings.Builder
 	b.WriteString("Refused: /robots.txt disallows this path for ")
 	b.WriteString(name)
@@ -336,17 +419,19 @@ func crawlerName(name string, tokens []string) string {
 // crawlerIdentity is the state key of a crawler on a host. judge and
 // serveRobotsTxt must agree on it, or the grace rule never sees a fetch.
 func crawlerIdentity(host, name string, verified bool, ip netip.Addr) state.Identity {
-	return state.NewIdentity(host+"|"+name, verified, ip)
+	id := state.NewIdentity(name, verified, ip)
+	id.Site = host
+	return id
 }
 
 // serveRobotsTxt passes /robots.txt to everyone. For source site, a 200
 // response refreshes the copy, and a bot's fetch is remembered so it stops
 // getting grace for versions older than the one it just read.
 func (h *Handler) serveRobotsTxt(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
-	a := h.ident.Identify(r.Header.Get("User-Agent"))
+	a := h.ident.Identify(userAgent(r))
 	host := hostOf(r)
 	if a.Bot {
-		ip := clientIP(r)
+		ip := clientIP(nil, r)
 		verified := false
 		if a.Profile.Verify != "" && ip.IsValid() {
 			verified = h.verifier.Verify(r.Context(), a, ip) == agents.Verified
@@ -438,9 +523,29 @@ func isRobotsTxt(target string) bool {
 	return len(target) == len("/robots.txt") || target[len("/robots.txt")] == '?'
 }
 
-// clientIP is the client address after trusted_proxies.
-func clientIP(r *http.Request) netip.Addr {
-	if s, ok := caddyhttp.GetVar(r.Context(), caddyhttp.ClientIPVarKey).(string); ok && s != "" {
+// clientAddr is the client address of a request, read (and parsed) on first
+// use: most allowed bot requests never need it.
+type clientAddr struct {
+	r    *http.Request
+	vars map[string]any
+	ip   netip.Addr
+	read bool
+}
+
+func (c *clientAddr) get() netip.Addr {
+	if !c.read {
+		c.ip, c.read = clientIP(c.vars, c.r), true
+	}
+	return c.ip
+}
+
+// clientIP is the client address after trusted_proxies, read from the
+// request's vars (nil: look them up).
+func clientIP(vars map[string]any, r *http.Request) netip.Addr {
+	if vars == nil {
+		vars, _ = r.Context().Value(caddyhttp.VarsCtxKey).(map[string]any)
+	}
+	if s, ok := vars[caddyhttp.ClientIPVarKey].(string); ok && s != "" {
 		if a, err := netip.ParseAddr(s); err == nil {
 			return a.Unmap()
 		}
@@ -482,21 +587,6 @@ func hostLabel(host string) string {
 		return "this site"
 	}
 	return host
-}
-
-// groupToken names the token whose group was selected.
-func groupToken(g *enforce.Group, tokens []string) string {
-	if g == nil {
-		return ""
-	}
-	for _, t := range tokens {
-		for _, ag := range g.Agents {
-			if strings.EqualFold(ag, t) {
-				return t
-			}
-		}
-	}
-	return "*"
 }
 
 // rateSource names the records a throttle comes from.

@@ -20,6 +20,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 
 	"github.com/caddyrobots/caddy-robots/agents"
 	"github.com/caddyrobots/caddy-robots/enforce/state"
@@ -136,6 +137,8 @@ type Handler struct {
 	UseErrorRoutes bool `json:"use_error_routes,omitempty"`
 
 	logger   *zap.Logger
+	debug    bool      // logger has debug enabled: one decision line per bot request
+	banHint  banHinter // the store, when it can skip ban lookups; else nil
 	enforce  bool
 	exempt   []netip.Prefix
 	ident    *agents.Identifier
@@ -208,6 +211,7 @@ func (Handler) CaddyModule() caddy.ModuleInfo {
 // the network.
 func (h *Handler) Provision(ctx caddy.Context) error {
 	h.logger = ctx.Logger()
+	h.debug = h.logger.Core().Enabled(zapcore.DebugLevel)
 	h.warn = &logLimiter{}
 	if h.now == nil {
 		h.now = time.Now

@@ -68,8 +68,13 @@ func (h *Handler) provisionStore() error {
 	}
 	h.storeKey = key
 	h.store = val.(pooledStore).Store
+	h.banHint, _ = h.store.(banHinter)
 	return nil
 }
+
+// banHinter is a store that can say, without a lookup, that nobody has
+// strikes or a ban (state.Memory).
+type banHinter interface{ MayHaveBans() bool }
 
 // storeErrorReporter counts shared-state errors and logs at most one warning
 // per interval, so a Redis outage does not flood the logs.
