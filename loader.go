@@ -423,7 +423,7 @@ func (s *ruleSource) release() error {
 
 // observe refreshes the copy from a client's 200 response for /robots.txt.
 func (s *ruleSource) observe(host string, body []byte) {
-	if s.h.Source != "site" {
+	if !s.site {
 		return
 	}
 	hr := s.host(host)

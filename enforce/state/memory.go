@@ -218,7 +218,7 @@ func (m *Memory) Strike(_ context.Context, id Identity, p StrikePolicy, now time
 // Banned implements [Store.Banned]. It keeps no state for an unknown
 // identity.
 func (m *Memory) Banned(_ context.Context, id Identity, now time.Time) (BanResult, error) {
-	if !m.struckAny.Load() {
+	if !m.MayHaveBans() {
 		return BanResult{}, nil // nobody ever struck: nothing to look up
 	}
 	id = id.clipped()
