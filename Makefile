@@ -30,7 +30,7 @@ unit:
 	set -o pipefail; $(GO) test -race -count=1 -json ./... | ./.testsum
 
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./enforce/... ./agents/...
+	$(GO) test -run '^$$' -bench . -benchmem . ./enforce/... ./agents/...
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 30s ./enforce
