@@ -27,14 +27,8 @@ func TestCorpusParses(t *testing.T) {
 		for _, agent := range []string{"Googlebot", "bingbot", "SomeNewBot"} {
 			rules, found := refSelect(string(body), agent)
 			for _, target := range targets {
-				d := r.Decide([]string{agent}, target)
-				allow, line := refDecide(rules, target)
-				got := 0
-				if d.Rule != nil {
-					got = d.Rule.Line
-				}
-				if (d.Group != nil) != found || d.Allowed != allow || got != line {
-					t.Errorf("%s %s %q: engine %v, reference allowed=%v line %d", filepath.Base(f), agent, target, d, allow, line)
+				if diff := vsReference(r, agent, rules, found, target); diff != "" {
+					t.Errorf("%s: %s", filepath.Base(f), diff)
 				}
 			}
 		}

@@ -53,14 +53,8 @@ func TestDifferentialRandom(t *testing.T) {
 				target = "/" + target
 			}
 			rules, found := refSelect(file, agent)
-			allow, line := refDecide(rules, target)
-			d := r.Decide([]string{agent}, target)
-			got := 0
-			if d.Rule != nil {
-				got = d.Rule.Line
-			}
-			if (d.Group != nil) != found || d.Allowed != allow || got != line {
-				t.Fatalf("file:\n%s\nagent %q target %q: engine %v, reference allowed=%v line %d", file, agent, target, d, allow, line)
+			if diff := vsReference(r, agent, rules, found, target); diff != "" {
+				t.Fatalf("file:\n%s\n%s", file, diff)
 			}
 		}
 	}

@@ -1,6 +1,7 @@
 package enforce
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -163,6 +164,24 @@ func refGlob(p []string, anchored bool, t []string) bool {
 	return false
 }
 
+// vsReference decides target for agent with r and compares the result with
+// the reference's rules and found (from refSelect on the same file): it
+// returns "" when both agree on whether a group applies, on allowed and on
+// the deciding rule's line, and otherwise what differs.
+func vsReference(r *Robots, agent string, rules []refRule, found bool, target string) string {
+	allow, line := refDecide(rules, target)
+	d := r.Decide([]string{agent}, target)
+	got := 0
+	if d.Rule != nil {
+		got = d.Rule.Line
+	}
+	if (d.Group != nil) != found || d.Allowed != allow || got != line {
+		return fmt.Sprintf("agent %q target %q: engine %v (group %v, rule line %d), reference allowed=%v line %d (group found %v)",
+			agent, target, d, d.Group != nil, got, allow, line, found)
+	}
+	return ""
+}
+
 // refDecide returns the reference decision: allowed, and the line of the
 // deciding rule (0 if none).
 func refDecide(rules []refRule, target string) (bool, int) {
@@ -260,19 +279,10 @@ func FuzzMatch(f *testing.F) {
 		r := Parse([]byte(file))
 		checkInvariants(t, r, []byte(file), MaxSize)
 		rules, found := refSelect(file, agent)
-		d := r.Decide([]string{agent}, target)
-		if (d.Group != nil) != found {
-			t.Fatalf("group selected = %v, reference found = %v", d.Group, found)
+		if diff := vsReference(r, agent, rules, found, target); diff != "" {
+			t.Fatal(diff)
 		}
-		allow, line := refDecide(rules, target)
-		gotLine := 0
-		if d.Rule != nil {
-			gotLine = d.Rule.Line
-		}
-		if d.Allowed != allow || gotLine != line {
-			t.Fatalf("target %q: engine %v (rule line %d), reference allowed=%v line %d", target, d, gotLine, allow, line)
-		}
-		if r.Allowed(agent, target) != allow {
+		if allow, _ := refDecide(rules, target); r.Allowed(agent, target) != allow {
 			t.Fatalf("Allowed disagrees with Decide")
 		}
 	})

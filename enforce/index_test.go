@@ -50,20 +50,14 @@ func TestDifferentialIndexed(t *testing.T) {
 		}
 		file := sb.String()
 		r := Parse([]byte(file))
-		rules, _ := refSelect(file, "x")
+		rules, found := refSelect(file, "x")
 		for k := 0; k < 40; k++ {
 			target := "/" + gen(atoms, rng.Intn(12))
 			if k%10 == 0 {
 				target = "/" + strings.Repeat(gen(atoms, 1), 8+rng.Intn(40))
 			}
-			allow, line := refDecide(rules, target)
-			d := r.Decide([]string{"x"}, target)
-			got := 0
-			if d.Rule != nil {
-				got = d.Rule.Line
-			}
-			if d.Allowed != allow || got != line {
-				t.Fatalf("file:\n%s\ntarget %q: engine %v, reference allowed=%v line %d", file, target, d, allow, line)
+			if diff := vsReference(r, "x", rules, found, target); diff != "" {
+				t.Fatalf("file:\n%s\n%s", file, diff)
 			}
 		}
 	}
@@ -80,16 +74,10 @@ func TestManyWildcardSets(t *testing.T) {
 	}
 	file := sb.String()
 	r := Parse([]byte(file))
-	rules, _ := refSelect(file, "x")
+	rules, found := refSelect(file, "x")
 	for _, target := range []string{"/" + strings.Repeat("a", 50) + "z", "/" + strings.Repeat("a", 50) + "zz", "/aaz", "/" + strings.Repeat("a", 30), "/" + strings.Repeat("a", 39) + "bzz"} {
-		allow, line := refDecide(rules, target)
-		d := r.Decide([]string{"x"}, target)
-		got := 0
-		if d.Rule != nil {
-			got = d.Rule.Line
-		}
-		if d.Allowed != allow || got != line {
-			t.Fatalf("target %q: engine %v, reference allowed=%v line %d", target, d, allow, line)
+		if diff := vsReference(r, "x", rules, found, target); diff != "" {
+			t.Fatal(diff)
 		}
 	}
 }
@@ -173,15 +161,9 @@ func TestSegmentInsideEscape(t *testing.T) {
 	for _, c := range cases {
 		file := "User-agent: *\n" + c.rules + "\n"
 		r := Parse([]byte(file))
-		rules, _ := refSelect(file, "x")
-		allow, line := refDecide(rules, c.target)
-		d := r.Decide([]string{"x"}, c.target)
-		got := 0
-		if d.Rule != nil {
-			got = d.Rule.Line
-		}
-		if d.Allowed != allow || got != line {
-			t.Errorf("%q on %q: engine %v, reference allowed=%v line %d", c.rules, c.target, d, allow, line)
+		rules, found := refSelect(file, "x")
+		if diff := vsReference(r, "x", rules, found, c.target); diff != "" {
+			t.Errorf("rules %q: %s", c.rules, diff)
 		}
 	}
 }
