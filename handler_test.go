@@ -194,10 +194,7 @@ func (passThrough) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyh
 // they cost in a server.
 func benchServe(b *testing.B, h caddyhttp.MiddlewareHandler, target, ua, remote string, fresh bool) {
 	req, w := prepared("GET", target, ua, remote)
-	raw := httptest.NewRequest("GET", target, nil)
-	raw.Header.Set("User-Agent", ua)
-	raw.RemoteAddr = remote
-	clientIP := strings.Split(remote, ":")[0]
+	raw, clientIP := rawRequest(target, ua, remote)
 	srv := &caddyhttp.Server{}
 	next := caddyhttp.HandlerFunc(func(http.ResponseWriter, *http.Request) error { return nil })
 	_ = h.ServeHTTP(w, req, next)
@@ -245,16 +242,22 @@ func BenchmarkServeHTTPBotBaselineCold(b *testing.B) {
 	benchServeCold(b, passThrough{}, "/about.html", benchBotUA, "203.0.113.2:5000")
 }
 
+// rawRequest is a GET as the server reads it off the wire, before Caddy
+// prepares it, and the client address the benchmarks record as client_ip.
+func rawRequest(target, ua, remote string) (*http.Request, string) {
+	raw := httptest.NewRequest("GET", target, nil)
+	raw.Header.Set("User-Agent", ua)
+	raw.RemoteAddr = remote
+	return raw, strings.Split(remote, ":")[0]
+}
+
 // coldBuffer is written between the calls of the Cold benchmarks: four
 // times a core's L2 cache and 512 pages, so that the caches and most of
 // the TLB hold it rather than the handler's data.
 var coldBuffer = make([]byte, 2<<20)
 
 func benchServeCold(b *testing.B, h caddyhttp.MiddlewareHandler, target, ua, remote string) {
-	raw := httptest.NewRequest("GET", target, nil)
-	raw.Header.Set("User-Agent", ua)
-	raw.RemoteAddr = remote
-	clientIP := strings.Split(remote, ":")[0]
+	raw, clientIP := rawRequest(target, ua, remote)
 	srv := &caddyhttp.Server{}
 	w := httptest.NewRecorder()
 	next := caddyhttp.HandlerFunc(func(http.ResponseWriter, *http.Request) error { return nil })
