@@ -39,11 +39,52 @@ func Identify(userAgent string) Agent {
 // concurrent use; on a cached User-Agent it does not allocate.
 func (id *Identifier) Identify(userAgent string) Agent {
 	if e := id.cache.lookup(userAgent); e != nil {
-		return e.agent
+		return e.shared.Agent
 	}
 	a := identify(userAgent)
 	id.cache.put(userAgent, a)
 	return a
+}
+
+// Shared is an identification as an Identifier's cache holds it: the Agent
+// plus its name and tokens boxed once as interface values, so that a hot
+// path storing them in a map[string]any (Caddy's request variables, for
+// instance) does not allocate on every request. A Shared is read-only and
+// shared by every caller that sends the same User-Agent.
+type Shared struct {
+	Agent
+	// NameValue is Agent.Name as an interface value.
+	NameValue any
+	// TokenValues[i] is Agent.Tokens[i] as an interface value.
+	TokenValues []any
+}
+
+func newShared(a Agent) Shared {
+	s := Shared{Agent: a, NameValue: a.Name}
+	if len(a.Tokens) > 0 {
+		s.TokenValues = make([]any, len(a.Tokens))
+		for i, t := range a.Tokens {
+			s.TokenValues[i] = t
+		}
+	}
+	return s
+}
+
+// IdentifyShared is Identify without the copy: it returns the Identifier's
+// cached answer for userAgent, which must not be modified. It suits a
+// per-request hot path, where copying the Agent out costs more than reading
+// the few fields it uses. A User-Agent too long to cache (over 512 bytes)
+// gets a Shared of its own.
+func (id *Identifier) IdentifyShared(userAgent string) *Shared {
+	if e := id.cache.lookup(userAgent); e != nil {
+		return &e.shared
+	}
+	a := identify(userAgent)
+	if e := id.cache.put(userAgent, a); e != nil {
+		return &e.shared
+	}
+	s := newShared(a)
+	return &s
 }
 
 // identify is Identify without the cache.

@@ -22,7 +22,7 @@ const uaCacheWays = 4
 // Identifier identifies User-Agents and caches the answers. Its cache has a
 // fixed number of slots (set-associative, random replacement), so its memory
 // is bounded whatever the traffic: at most the cache size times (512 bytes of
-// key plus one Agent). Reading a cached answer takes no lock and does not
+// key plus one Shared: the Agent, its name and its tokens). Reading a cached answer takes no lock and does not
 // allocate. An Identifier is safe for concurrent use; the zero value is not
 // usable, call NewIdentifier.
 type Identifier struct {
@@ -48,9 +48,9 @@ func NewIdentifier(cacheSize int) *Identifier {
 }
 
 type uaCacheEntry struct {
-	hash  uint64
-	key   string
-	agent Agent
+	hash   uint64
+	key    string
+	shared Shared
 }
 
 type uaCache struct {
@@ -78,22 +78,25 @@ func (c *uaCache) lookup(ua string) *uaCacheEntry {
 
 func (c *uaCache) get(ua string) (Agent, bool) {
 	if e := c.lookup(ua); e != nil {
-		return e.agent, true
+		return e.shared.Agent, true
 	}
 	return Agent{}, false
 }
 
-func (c *uaCache) put(ua string, a Agent) {
+// put caches a for ua and returns the new entry, or nil when ua is too long
+// to cache.
+func (c *uaCache) put(ua string, a Agent) *uaCacheEntry {
 	if len(ua) > maxCachedLen {
-		return
+		return nil
 	}
 	h := maphash.String(c.seed, ua)
 	set := c.slots[(h&c.mask)*uaCacheWays : (h&c.mask)*uaCacheWays+uaCacheWays]
-	e := &uaCacheEntry{hash: h, key: ua, agent: a}
+	e := &uaCacheEntry{hash: h, key: ua, shared: newShared(a)}
 	for i := range set {
 		if set[i].CompareAndSwap(nil, e) {
-			return
+			return e
 		}
 	}
 	set[rand.IntN(uaCacheWays)].Store(e)
+	return e
 }

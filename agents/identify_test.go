@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -337,5 +338,47 @@ func BenchmarkIdentifyUncachedUnknownBot(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		identify("Mozilla/5.0 (compatible; ExampleCrawler/1.0; +https://example.com/bot)")
+	}
+}
+
+// TestIdentifyShared: the shared answer is Identify's, with the name and
+// tokens boxed alongside; a cached User-Agent gets the same entry every time
+// without allocating, and one too long to cache gets an answer of its own.
+func TestIdentifyShared(t *testing.T) {
+	id := NewIdentifier(64)
+	uas := []string{
+		"Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)",
+		"Googlebot-Image/1.0",
+		"ExampleCrawler/1.0 (+https://example.com/bot)",
+		"Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36",
+		"",
+	}
+	for _, ua := range uas {
+		s := id.IdentifyShared(ua)
+		if want := Identify(ua); !reflect.DeepEqual(s.Agent, want) {
+			t.Errorf("%q: shared %+v, Identify %+v", ua, s.Agent, want)
+		}
+		if s.NameValue != any(s.Name) {
+			t.Errorf("%q: NameValue %#v, Name %q", ua, s.NameValue, s.Name)
+		}
+		if len(s.TokenValues) != len(s.Tokens) {
+			t.Fatalf("%q: %d token values for %d tokens", ua, len(s.TokenValues), len(s.Tokens))
+		}
+		for i, tok := range s.Tokens {
+			if s.TokenValues[i] != any(tok) {
+				t.Errorf("%q: TokenValues[%d] = %#v, want %q", ua, i, s.TokenValues[i], tok)
+			}
+		}
+		if again := id.IdentifyShared(ua); again != s {
+			t.Errorf("%q: second call gave another entry", ua)
+		}
+		if n := testing.AllocsPerRun(100, func() { id.IdentifyShared(ua) }); n != 0 {
+			t.Errorf("%q: %v allocations on a cached User-Agent", ua, n)
+		}
+	}
+	long := "LongBot/1.0 (+https://example.com/" + strings.Repeat("x", maxCachedLen) + ")"
+	a, b := id.IdentifyShared(long), id.IdentifyShared(long)
+	if a == b || a.Name != "LongBot" || b.NameValue != any("LongBot") {
+		t.Errorf("uncacheable User-Agent: %p %p %q %#v", a, b, a.Name, b.NameValue)
 	}
 }
