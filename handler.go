@@ -31,20 +31,21 @@ import (
 // every handler after this one) stays small.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	o := h.examine(r)
+	if o == nil {
+		return next.ServeHTTP(w, r)
+	}
 	if o == robotsTxtOutcome {
 		return h.serveRobotsTxt(w, r, next)
-	}
-	if o == nil || o.action == "allow" || !h.enforce {
-		return next.ServeHTTP(w, r)
 	}
 	return h.refuse(w, o)
 }
 
 // robotsTxtOutcome is what examine returns for a client's /robots.txt.
-var robotsTxtOutcome = &outcome{action: "allow"}
+var robotsTxtOutcome = &outcome{}
 
-// examine returns nil for requests that pass untouched, robotsTxtOutcome for
-// /robots.txt, and otherwise the judged outcome of a bot's request.
+// examine returns nil for requests that pass (browsers, exempt clients,
+// allowed bots, and every request in log mode), robotsTxtOutcome for
+// /robots.txt, and otherwise the outcome of a bot's request to refuse.
 func (h *Handler) examine(r *http.Request) *outcome {
 	target := requestTarget(r)
 	if isRobotsTxt(target) {
@@ -53,7 +54,7 @@ func (h *Handler) examine(r *http.Request) *outcome {
 		}
 		return robotsTxtOutcome
 	}
-	a := h.ident.Identify(userAgent(r))
+	a := h.ident.IdentifyShared(userAgent(r))
 	if !a.Bot || (h.Libraries == "ignore" && a.Category == agents.CategoryHTTPLibrary) {
 		return nil
 	}
@@ -63,7 +64,7 @@ func (h *Handler) examine(r *http.Request) *outcome {
 	if isSubrequest(r) {
 		return nil
 	}
-	return h.judgeBot(r, &a, target)
+	return h.judgeBot(r, a, target)
 }
 
 // userAgent is the request's User-Agent. Go's HTTP/1, HTTP/2 and HTTP/3
@@ -82,55 +83,77 @@ func isSubrequest(r *http.Request) bool {
 	return r.RemoteAddr == loaderRemoteAddr && r.Context().Value(subrequestKey{}) != nil
 }
 
-// outcome is the result of judging one bot request.
+// action is what the handler does with a bot's request.
+type action uint8
+
+// The actions, in the order of actionNames.
+const (
+	actAllow action = iota
+	actBlock
+	actThrottle
+	actBan
+)
+
+// actionValues holds the action names as interface values, boxed once, so
+// publishing a decision as a var does not allocate.
+var actionValues = [...]any{actionNames[0], actionNames[1], actionNames[2], actionNames[3]}
+
+func (a action) String() string { return actionNames[a] }
+
+// reason is why a request was refused; reasonNone for an allowed one.
+type reason uint8
+
+// The reasons, in the order of reasonNames.
+const (
+	reasonNone reason = iota
+	reasonRule
+	reasonSpoofed
+	reasonUnavailable
+	reasonBan
+	reasonRate
+)
+
+var reasonNames = [...]string{"", "rule", "spoofed", "unavailable", "ban", "rate"}
+
+func (r reason) String() string { return reasonNames[r] }
+
+// outcome is the result of judging one bot request. It is kept small (88
+// bytes) because each judged request copies it once, into the placeholder
+// provider.
 type outcome struct {
-	action     string // allow | block | throttle | ban
-	reason     string // rule | spoofed | unavailable | ban | rate
-	token      string
+	action     action
+	reason     reason
 	verdict    agents.Verdict
+	tokenIndex int8           // index of token in agent.Tokens, or -1
+	agent      *agents.Shared // the Identifier's cached answer: read only
+	token      string
 	decision   enforce.Decision
 	version    *version
 	retryAfter time.Duration
 	message    string
-	agentName  string
-	category   agents.Category
 }
 
-// boxedAction returns the action as an interface value without allocating:
-// each case returns a constant.
-func boxedAction(a string) any {
-	switch a {
-	case "allow":
-		return "allow"
-	case "block":
-		return "block"
-	case "throttle":
-		return "throttle"
-	case "ban":
-		return "ban"
-	}
-	return a
-}
-
-// placeholder resolves the {http.robots.*} placeholders of one request.
-func (o *outcome) placeholder(key string) (any, bool) {
+// placeholder resolves the {http.robots.*} placeholders of one request. It
+// has a value receiver so that the method value o.placeholder carries its
+// own copy of the outcome: one allocation per judged request.
+func (o outcome) placeholder(key string) (any, bool) {
 	name, ok := strings.CutPrefix(key, "http.robots.")
 	if !ok {
 		return nil, false
 	}
 	switch name {
 	case "agent":
-		return o.agentName, true
+		return o.agent.Name, true
 	case "category":
-		return string(o.category), true
+		return string(o.agent.Category), true
 	case "verdict":
 		return o.verdict.String(), true
 	case "token":
 		return o.token, true
 	case "decision":
-		return o.action, true
+		return actionValues[o.action], true
 	case "reason":
-		return o.reason, true
+		return o.reason.String(), true
 	case "rule":
 		if o.decision.Rule != nil {
 			return o.decision.Rule.String(), true
@@ -156,8 +179,10 @@ func (o *outcome) placeholder(key string) (any, bool) {
 }
 
 // judgeBot judges a bot's request and publishes the outcome as placeholders,
-// vars, a metric and a debug line. It returns nil for exempt clients.
-func (h *Handler) judgeBot(r *http.Request, a *agents.Agent, target string) *outcome {
+// vars, a metric and a debug line. It returns the outcome only when the
+// request is to be refused: nil for exempt clients, allowed requests and in
+// log mode.
+func (h *Handler) judgeBot(r *http.Request, a *agents.Shared, target string) *outcome {
 	ctx := r.Context()
 	vars, _ := ctx.Value(caddyhttp.VarsCtxKey).(map[string]any)
 	addr := clientAddr{r: r, vars: vars}
@@ -167,8 +192,8 @@ func (h *Handler) judgeBot(r *http.Request, a *agents.Agent, target string) *out
 		}
 	}
 	host := hostOf(r)
-	o := &outcome{agentName: a.Name, category: a.Category}
-	h.judge(o, r, a, &addr, host, target)
+	o := outcome{agent: a, tokenIndex: -1}
+	h.judge(&o, r, &a.Agent, &addr, host, target)
 
 	if repl, ok := ctx.Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
 		// One lazy provider instead of ten values: the strings are only
@@ -177,27 +202,35 @@ func (h *Handler) judgeBot(r *http.Request, a *agents.Agent, target string) *out
 	}
 	if vars != nil {
 		// What caddyhttp.SetVar does, without looking the map up three times.
-		vars["robots_agent"] = a.Name
-		vars["robots_decision"] = boxedAction(o.action)
-		if o.token == "*" {
+		// The values come boxed from the Identifier's cache: no allocation.
+		vars["robots_agent"] = a.NameValue
+		vars["robots_decision"] = actionValues[o.action]
+		switch {
+		case o.tokenIndex >= 0:
+			vars["robots_token"] = a.TokenValues[o.tokenIndex]
+		case o.token == "*":
 			vars["robots_token"] = "*"
-		} else {
+		default:
 			vars["robots_token"] = o.token
 		}
 	}
 
-	countDecision(o.action, a.Category, h.Mode)
+	countDecision(o.action, a.Category, !h.enforce)
 	if h.debug {
-		h.logDecision(o, a, target)
+		h.logDecision(&o, &a.Agent, target)
 	}
-	return o
+	if o.action == actAllow || !h.enforce {
+		return nil
+	}
+	refused := o
+	return &refused
 }
 
 // logDecision writes the debug line of one decision.
 func (h *Handler) logDecision(o *outcome, a *agents.Agent, target string) {
 	if c := h.logger.Check(zapcore.DebugLevel, "robots decision"); c != nil {
 		fields := []zap.Field{
-			zap.String("action", o.action), zap.String("reason", o.reason), zap.String("agent", a.Name),
+			zap.String("action", o.action.String()), zap.String("reason", o.reason.String()), zap.String("agent", a.Name),
 			zap.String("verdict", o.verdict.String()), zap.String("token", o.token), zap.String("target", target),
 			zap.String("mode", h.Mode),
 		}
@@ -214,7 +247,7 @@ func (h *Handler) logDecision(o *outcome, a *agents.Agent, target string) {
 // judge computes the outcome for a bot request into o. It does not write
 // anything to the client.
 func (h *Handler) judge(o *outcome, r *http.Request, a *agents.Agent, addr *clientAddr, host, target string) {
-	o.action = "allow"
+	o.action = actAllow
 	// The clock (~70 ns on a VM) and the identity are read only when a
 	// decision needs them: an allowed request with no Crawl-delay, one
 	// robots.txt version and no strikes on record needs neither.
@@ -235,7 +268,7 @@ func (h *Handler) judge(o *outcome, r *http.Request, a *agents.Agent, addr *clie
 	}
 	if o.verdict == agents.Spoofed {
 		if h.Spoofed == "block" {
-			o.action, o.reason = "block", "spoofed"
+			o.action, o.reason = actBlock, reasonSpoofed
 			o.message = spoofedText(a, addr.get())
 			return
 		}
@@ -255,7 +288,7 @@ func (h *Handler) judge(o *outcome, r *http.Request, a *agents.Agent, addr *clie
 
 	if h.strikes.Strikes > 0 && (h.banHint == nil || h.banHint.MayHaveBans()) {
 		if ban, err := h.store.Banned(r.Context(), identity(), now()); err == nil && ban.Banned {
-			o.action, o.reason = "ban", "ban"
+			o.action, o.reason = actBan, reasonBan
 			o.retryAfter = ban.Until.Sub(now())
 			o.message = banText(name, ban.Until)
 			return
@@ -265,7 +298,7 @@ func (h *Handler) judge(o *outcome, r *http.Request, a *agents.Agent, addr *clie
 	snap := h.rules.rulesFor(r, host)
 	if len(snap.versions) == 0 {
 		if snap.unavailable && h.Unavailable == "disallow" {
-			o.action, o.reason = "block", "unavailable"
+			o.action, o.reason = actBlock, reasonUnavailable
 			o.message = "Refused: this site's /robots.txt cannot be read right now, and RFC 9309 §2.3.1.4 tells crawlers to assume a complete disallow. Please retry later.\n"
 			o.retryAfter = retryAfterError
 		}
@@ -296,6 +329,9 @@ func (h *Handler) judge(o *outcome, r *http.Request, a *agents.Agent, addr *clie
 			switch {
 			case ti >= 0:
 				o.token = tokens[ti]
+				if len(tokens) == len(a.Tokens) && ti < math.MaxInt8 {
+					o.tokenIndex = int8(ti) // tokens is a.Tokens
+				}
 			case g != nil:
 				o.token = "*"
 			}
@@ -308,7 +344,7 @@ func (h *Handler) judge(o *outcome, r *http.Request, a *agents.Agent, addr *clie
 		}
 	}
 	if refusedByAll {
-		o.action, o.reason = "block", "rule"
+		o.action, o.reason = actBlock, reasonRule
 		o.message = refusalText(o, name)
 		if h.strikes.Strikes > 0 {
 			// The ban, if this strike starts one, is seen from the next
@@ -321,7 +357,7 @@ func (h *Handler) judge(o *outcome, r *http.Request, a *agents.Agent, addr *clie
 	if interval > 0 && interval != time.Duration(math.MaxInt64) && h.throttles(a) {
 		res, err := h.store.Throttle(r.Context(), identity(), interval, now())
 		if err == nil && !res.Allowed {
-			o.action, o.reason, o.retryAfter = "throttle", "rate", res.RetryAfter
+			o.action, o.reason, o.retryAfter = actThrottle, reasonRate, res.RetryAfter
 			o.message = throttleText(host, name, interval, o.decision.Group, res.RetryAfter)
 		}
 	}
@@ -361,10 +397,10 @@ func (h *Handler) throttles(a *agents.Agent) bool {
 // refuse writes the refusal (or returns it as an error for handle_errors).
 func (h *Handler) refuse(w http.ResponseWriter, o *outcome) error {
 	status := http.StatusForbidden
-	if o.action == "throttle" || (o.reason == "unavailable") {
+	if o.action == actThrottle || o.reason == reasonUnavailable {
 		status = http.StatusServiceUnavailable
 	}
-	if o.retryAfter > 0 && (status == http.StatusServiceUnavailable || o.action == "ban") {
+	if o.retryAfter > 0 && (status == http.StatusServiceUnavailable || o.action == actBan) {
 		w.Header().Set("Retry-After", retryAfterSeconds(o.retryAfter))
 	}
 	if h.UseErrorRoutes {
@@ -428,13 +464,13 @@ func crawlerIdentity(host, name string, verified bool, ip netip.Addr) state.Iden
 // response refreshes the copy, and a bot's fetch is remembered so it stops
 // getting grace for versions older than the one it just read.
 func (h *Handler) serveRobotsTxt(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
-	a := h.ident.Identify(userAgent(r))
+	a := &h.ident.IdentifyShared(userAgent(r)).Agent
 	host := hostOf(r)
 	if a.Bot {
 		ip := clientIP(nil, r)
 		verified := false
 		if a.Profile.Verify != "" && ip.IsValid() {
-			verified = h.verifier.Verify(r.Context(), a, ip) == agents.Verified
+			verified = h.verifier.Verify(r.Context(), *a, ip) == agents.Verified
 		}
 		h.rules.fetched.Put(crawlerIdentity(host, crawlerName(a.Name, a.Tokens), verified, ip), h.now())
 	}

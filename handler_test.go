@@ -118,6 +118,80 @@ func TestServeHTTPErrorRoutesAndLogMode(t *testing.T) {
 	}
 }
 
+// TestPublishedValues: every judged bot request publishes its outcome as
+// {http.robots.*} placeholders and as the robots_* vars, a catalogue
+// crawler's token included (the vars come pre-boxed from the Identifier's
+// cache), and in log mode the decision is published though the request
+// passes.
+func TestPublishedValues(t *testing.T) {
+	h, done := newTestHandler(t, &Handler{CrawlDelay: "off"})
+	defer done()
+	lh, ldone := newTestHandler(t, &Handler{Mode: "log"})
+	defer ldone()
+	cases := []struct {
+		h                     *Handler
+		ua, target            string
+		status                int
+		agent, decision, tok  string
+		placeholders, wantOut string
+	}{
+		{h, "GPTBot/1.2", "/", 403, "GPTBot", "block", "GPTBot",
+			"{http.robots.agent}|{http.robots.category}|{http.robots.reason}|{http.robots.group}",
+			"GPTBot|ai-training|rule|User-agent: GPTBot (line 5)"},
+		{h, benchBotUA, "/about.html", 200, "ExampleCrawler", "allow", "*",
+			"{http.robots.decision}|{http.robots.reason}|{http.robots.token}|{http.robots.rule}",
+			"allow||*|"},
+		{lh, "GPTBot/1.2", "/private/", 200, "GPTBot", "block", "GPTBot",
+			"{http.robots.decision}|{http.robots.verdict}|{http.robots.rule}",
+			"block|unverified|Disallow: / (line 6)"},
+	}
+	for _, c := range cases {
+		req, w := prepared("GET", c.target, c.ua, "203.0.113.12:4000")
+		if err := c.h.ServeHTTP(w, req, okNext); err != nil || w.Code != c.status {
+			t.Fatalf("%s %s: %d %v, want %d", c.ua, c.target, w.Code, err, c.status)
+		}
+		vars := req.Context().Value(caddyhttp.VarsCtxKey).(map[string]any)
+		for k, want := range map[string]string{"robots_agent": c.agent, "robots_decision": c.decision, "robots_token": c.tok} {
+			if got, ok := vars[k].(string); !ok || got != want {
+				t.Errorf("%s %s: var %s = %#v, want %q", c.ua, c.target, k, vars[k], want)
+			}
+		}
+		repl := req.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
+		if got := repl.ReplaceAll(c.placeholders, ""); got != c.wantOut {
+			t.Errorf("%s %s: %s = %q, want %q", c.ua, c.target, c.placeholders, got, c.wantOut)
+		}
+	}
+}
+
+// TestHotPathAllocations pins what the handler allocates: nothing for a
+// browser, and for an allowed bot request one object (the placeholder
+// provider with its copy of the outcome) beyond what preparing the request
+// costs.
+func TestHotPathAllocations(t *testing.T) {
+	h, done := newTestHandler(t, &Handler{CrawlDelay: "off"})
+	defer done()
+	h.logger, h.debug = zap.NewNop(), false
+	next := caddyhttp.HandlerFunc(func(http.ResponseWriter, *http.Request) error { return nil })
+
+	req, w := prepared("GET", "/private/index.html", benchBrowserUA, "203.0.113.1:5000")
+	if n := testing.AllocsPerRun(200, func() { _ = h.ServeHTTP(w, req, next) }); n != 0 {
+		t.Errorf("browser request: %v allocations, want 0", n)
+	}
+
+	raw, clientIP := rawRequest("/about.html", benchBotUA, "203.0.113.2:5000")
+	srv := &caddyhttp.Server{}
+	through := func(m caddyhttp.MiddlewareHandler) float64 {
+		return testing.AllocsPerRun(200, func() {
+			r := caddyhttp.PrepareRequest(raw, caddy.NewReplacer(), w, srv)
+			caddyhttp.SetVar(r.Context(), caddyhttp.ClientIPVarKey, clientIP)
+			_ = m.ServeHTTP(w, r, next)
+		})
+	}
+	if got, base := through(h), through(passThrough{}); got-base != 1 {
+		t.Errorf("allowed bot request: %v allocations beyond the request's own %v, want 1", got-base, base)
+	}
+}
+
 // TestGraceVersions checks the grace rule on versions directly: refused only
 // if every version the crawler may hold refuses.
 func TestGraceVersions(t *testing.T) {

@@ -9,16 +9,23 @@ import (
 	"github.com/caddyrobots/caddy-robots/agents"
 )
 
-// TestMetricIndexes keeps the switches in actionIndex and categoryIndex in
-// step with the label value tables.
+// TestMetricIndexes keeps the action and reason constants and the switch in
+// categoryIndex in step with the label value tables.
 func TestMetricIndexes(t *testing.T) {
-	for i, a := range actionNames {
-		if got := actionIndex(a); got != i {
-			t.Errorf("actionIndex(%q) = %d, want %d", a, got, i)
+	for i, want := range []string{"allow", "block", "throttle", "ban"} {
+		a := action(i)
+		if a.String() != want || actionValues[a] != want {
+			t.Errorf("action %d = %q (value %v), want %q", i, a, actionValues[a], want)
 		}
 	}
-	if got := actionIndex("nonsense"); got != -1 {
-		t.Errorf("actionIndex(nonsense) = %d, want -1", got)
+	if actBan.String() != "ban" || actThrottle.String() != "throttle" || actBlock.String() != "block" {
+		t.Errorf("action constants out of step with actionNames")
+	}
+	for r, want := range map[reason]string{reasonNone: "", reasonRule: "rule", reasonSpoofed: "spoofed",
+		reasonUnavailable: "unavailable", reasonBan: "ban", reasonRate: "rate"} {
+		if r.String() != want {
+			t.Errorf("reason %d = %q, want %q", r, r, want)
+		}
 	}
 	for i, c := range categoryNames {
 		if got := categoryIndex(c); got != i {
@@ -64,7 +71,7 @@ func TestDecisionCollector(t *testing.T) {
 	for range 8 {
 		wg.Go(func() {
 			for range 1000 {
-				countDecision("throttle", agents.CategorySEO, "log")
+				countDecision(actThrottle, agents.CategorySEO, true)
 			}
 		})
 	}
@@ -72,5 +79,7 @@ func TestDecisionCollector(t *testing.T) {
 	if got := value("throttle", "seo", "log") - before; got != 8000 {
 		t.Errorf("counted %v decisions, want 8000", got)
 	}
-	countDecision("nonsense", agents.CategorySEO, "enforce") // ignored, no panic
+	if got := value("throttle", "seo", "enforce"); got != 0 {
+		t.Errorf("log-mode decisions counted as enforce: %v", got)
+	}
 }
