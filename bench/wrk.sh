@@ -137,6 +137,14 @@ for kind in browser bot; do
 done
 echo "($ROUNDS rounds, each without-with-with-without for $DURATION per run; wrk -t$THREADS -c$CONNS GET /about.html;"
 echo " medians over rounds, quartiles in parentheses)"
+# The mean of the rounds' throughput ratios with its 95% confidence interval
+# (normal approximation): how far this run can place the true ratio.
+for kind in browser bot; do
+  echo "${tput_ratios[$kind]}" | tr ' ' '\n' | grep -v '^$' | awk -v k="$kind" '
+    {n++; s+=$1; ss+=$1*$1}
+    END {m=s/n; sd=sqrt((ss-n*m*m)/(n-1)); h=1.96*sd/sqrt(n)
+         printf "%-8s mean throughput ratio %.2f%% (95%% CI %.2f–%.2f, SD per round %.1f, n=%d)\n", k, m, m-h, m+h, sd, n}'
+done
 
 if [ "$PROFILE_SECONDS" -gt 0 ]; then
   echo
