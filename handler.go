@@ -96,7 +96,12 @@ const (
 
 // actionValues holds the action names as interface values, boxed once, so
 // publishing a decision as a var does not allocate.
-var actionValues = [...]any{actionNames[0], actionNames[1], actionNames[2], actionNames[3]}
+var actionValues = func() (v [len(actionNames)]any) {
+	for i, name := range actionNames {
+		v[i] = name
+	}
+	return v
+}()
 
 func (a action) String() string { return actionNames[a] }
 
@@ -117,20 +122,46 @@ var reasonNames = [...]string{"", "rule", "spoofed", "unavailable", "ban", "rate
 
 func (r reason) String() string { return reasonNames[r] }
 
-// outcome is the result of judging one bot request. It is kept small (88
+// outcome is the result of judging one bot request. It is kept small (72
 // bytes) because each judged request copies it once, into the placeholder
 // provider.
 type outcome struct {
-	action     action
-	reason     reason
-	verdict    agents.Verdict
-	tokenIndex int8           // index of token in agent.Tokens, or -1
+	action  action
+	reason  reason
+	verdict agents.Verdict
+	// token is the token whose group was selected: an index into
+	// agent.Tokens, tokenWildcard or tokenNone.
+	token      int32
 	agent      *agents.Shared // the Identifier's cached answer: read only
-	token      string
 	decision   enforce.Decision
 	version    *version
 	retryAfter time.Duration
 	message    string
+}
+
+// The values of outcome.token that are not an index into the agent's tokens.
+const (
+	tokenWildcard = -1 // the "*" group
+	tokenNone     = -2 // no group applies
+)
+
+// tokenValue is the token whose group was selected ("*" for the wildcard
+// group, "" when none applies) as an interface value, without allocating:
+// the agent's tokens come boxed from the Identifier's cache.
+func (o *outcome) tokenValue() any {
+	switch o.token {
+	case tokenWildcard:
+		return "*"
+	case tokenNone:
+		return ""
+	}
+	return o.agent.TokenValues[o.token]
+}
+
+// tokenName is tokenValue as a string.
+func (o *outcome) tokenName() string {
+	s, _ := o.tokenValue().(string)
+	return s
 }
 
 // placeholder resolves the {http.robots.*} placeholders of one request. It
@@ -149,7 +180,7 @@ func (o outcome) placeholder(key string) (any, bool) {
 	case "verdict":
 		return o.verdict.String(), true
 	case "token":
-		return o.token, true
+		return o.tokenValue(), true
 	case "decision":
 		return actionValues[o.action], true
 	case "reason":
@@ -192,7 +223,7 @@ func (h *Handler) judgeBot(r *http.Request, a *agents.Shared, target string) *ou
 		}
 	}
 	host := hostOf(r)
-	o := outcome{agent: a, tokenIndex: -1}
+	o := outcome{agent: a}
 	h.judge(&o, r, &a.Agent, &addr, host, target)
 
 	if repl, ok := ctx.Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
@@ -205,14 +236,7 @@ func (h *Handler) judgeBot(r *http.Request, a *agents.Shared, target string) *ou
 		// The values come boxed from the Identifier's cache: no allocation.
 		vars["robots_agent"] = a.NameValue
 		vars["robots_decision"] = actionValues[o.action]
-		switch {
-		case o.tokenIndex >= 0:
-			vars["robots_token"] = a.TokenValues[o.tokenIndex]
-		case o.token == "*":
-			vars["robots_token"] = "*"
-		default:
-			vars["robots_token"] = o.token
-		}
+		vars["robots_token"] = o.tokenValue()
 	}
 
 	countDecision(o.action, a.Category, !h.enforce)
@@ -231,7 +255,7 @@ func (h *Handler) logDecision(o *outcome, a *agents.Agent, target string) {
 	if c := h.logger.Check(zapcore.DebugLevel, "robots decision"); c != nil {
 		fields := []zap.Field{
 			zap.String("action", o.action.String()), zap.String("reason", o.reason.String()), zap.String("agent", a.Name),
-			zap.String("verdict", o.verdict.String()), zap.String("token", o.token), zap.String("target", target),
+			zap.String("verdict", o.verdict.String()), zap.String("token", o.tokenName()), zap.String("target", target),
 			zap.String("mode", h.Mode),
 		}
 		if o.decision.Rule != nil {
@@ -247,7 +271,7 @@ func (h *Handler) logDecision(o *outcome, a *agents.Agent, target string) {
 // judge computes the outcome for a bot request into o. It does not write
 // anything to the client.
 func (h *Handler) judge(o *outcome, r *http.Request, a *agents.Agent, addr *clientAddr, host, target string) {
-	o.action = actAllow
+	o.action, o.token = actAllow, tokenNone
 	// The clock (~70 ns on a VM) and the identity are read only when a
 	// decision needs them: an allowed request with no Crawl-delay, one
 	// robots.txt version and no strikes on record needs neither.
@@ -328,12 +352,11 @@ func (h *Handler) judge(o *outcome, r *http.Request, a *agents.Agent, addr *clie
 			o.decision, o.version = d, v
 			switch {
 			case ti >= 0:
-				o.token = tokens[ti]
-				if len(tokens) == len(a.Tokens) && ti < math.MaxInt8 {
-					o.tokenIndex = int8(ti) // tokens is a.Tokens
-				}
+				// tokens is a.Tokens here: a spoofed claim is judged
+				// with no tokens, so ti < 0.
+				o.token = int32(ti)
 			case g != nil:
-				o.token = "*"
+				o.token = tokenWildcard
 			}
 		}
 		if d.Allowed {
