@@ -38,12 +38,7 @@ func Identify(userAgent string) Agent {
 // and remembers the answer in the Identifier's cache. It is safe for
 // concurrent use; on a cached User-Agent it does not allocate.
 func (id *Identifier) Identify(userAgent string) Agent {
-	if e := id.cache.lookup(userAgent); e != nil {
-		return e.shared.Agent
-	}
-	a := identify(userAgent)
-	id.cache.put(userAgent, a)
-	return a
+	return id.IdentifyShared(userAgent).Agent
 }
 
 // Shared is an identification as an Identifier's cache holds it: the Agent
