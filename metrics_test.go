@@ -12,14 +12,13 @@ import (
 // TestMetricIndexes keeps the action and reason constants and the switch in
 // categoryIndex in step with the label value tables.
 func TestMetricIndexes(t *testing.T) {
-	for i, want := range []string{"allow", "block", "throttle", "ban"} {
-		a := action(i)
+	for a, want := range map[action]string{actAllow: "allow", actBlock: "block", actThrottle: "throttle", actBan: "ban"} {
 		if a.String() != want || actionValues[a] != want {
-			t.Errorf("action %d = %q (value %v), want %q", i, a, actionValues[a], want)
+			t.Errorf("action %d = %q (value %v), want %q", a, a, actionValues[a], want)
 		}
 	}
-	if actBan.String() != "ban" || actThrottle.String() != "throttle" || actBlock.String() != "block" {
-		t.Errorf("action constants out of step with actionNames")
+	if len(actionNames) != 4 {
+		t.Errorf("%d action names for 4 actions", len(actionNames))
 	}
 	for r, want := range map[reason]string{reasonNone: "", reasonRule: "rule", reasonSpoofed: "spoofed",
 		reasonUnavailable: "unavailable", reasonBan: "ban", reasonRate: "rate"} {
