@@ -38,19 +38,28 @@ func newTestHandler(t testing.TB, h *Handler) (*Handler, func()) {
 
 // prepared builds a request as Caddy's server would hand it to a handler.
 func prepared(method, target, ua, remote string) (*http.Request, *httptest.ResponseRecorder) {
-	req := httptest.NewRequest(method, target, nil)
-	req.Header.Set("User-Agent", ua)
-	req.RemoteAddr = remote
+	raw, clientIP := rawRequest(target, ua, remote)
+	raw.Method = method
 	w := httptest.NewRecorder()
-	req = caddyhttp.PrepareRequest(req, caddy.NewReplacer(), w, &caddyhttp.Server{})
-	caddyhttp.SetVar(req.Context(), caddyhttp.ClientIPVarKey, strings.Split(remote, ":")[0])
-	return req, w
+	return prepare(raw, clientIP, w, &caddyhttp.Server{}), w
+}
+
+// prepare does to raw what Caddy's server does before the first handler:
+// a fresh replacer and vars map, with clientIP as client_ip.
+func prepare(raw *http.Request, clientIP string, w http.ResponseWriter, srv *caddyhttp.Server) *http.Request {
+	r := caddyhttp.PrepareRequest(raw, caddy.NewReplacer(), w, srv)
+	caddyhttp.SetVar(r.Context(), caddyhttp.ClientIPVarKey, clientIP)
+	return r
 }
 
 var okNext = caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
 	w.WriteHeader(http.StatusOK)
 	return nil
 })
+
+// nopNext is a next handler that writes nothing, for measuring the handler
+// alone.
+var nopNext = caddyhttp.HandlerFunc(func(http.ResponseWriter, *http.Request) error { return nil })
 
 func TestServeHTTPDecisions(t *testing.T) {
 	h, done := newTestHandler(t, &Handler{})
@@ -171,10 +180,9 @@ func TestHotPathAllocations(t *testing.T) {
 	h, done := newTestHandler(t, &Handler{CrawlDelay: "off"})
 	defer done()
 	h.logger, h.debug = zap.NewNop(), false
-	next := caddyhttp.HandlerFunc(func(http.ResponseWriter, *http.Request) error { return nil })
 
 	req, w := prepared("GET", "/private/index.html", benchBrowserUA, "203.0.113.1:5000")
-	if n := testing.AllocsPerRun(200, func() { _ = h.ServeHTTP(w, req, next) }); n != 0 {
+	if n := testing.AllocsPerRun(200, func() { _ = h.ServeHTTP(w, req, nopNext) }); n != 0 {
 		t.Errorf("browser request: %v allocations, want 0", n)
 	}
 
@@ -182,9 +190,7 @@ func TestHotPathAllocations(t *testing.T) {
 	srv := &caddyhttp.Server{}
 	through := func(m caddyhttp.MiddlewareHandler) float64 {
 		return testing.AllocsPerRun(200, func() {
-			r := caddyhttp.PrepareRequest(raw, caddy.NewReplacer(), w, srv)
-			caddyhttp.SetVar(r.Context(), caddyhttp.ClientIPVarKey, clientIP)
-			_ = m.ServeHTTP(w, r, next)
+			_ = m.ServeHTTP(w, prepare(raw, clientIP, w, srv), nopNext)
 		})
 	}
 	if got, base := through(h), through(passThrough{}); got-base != 1 {
@@ -270,17 +276,15 @@ func benchServe(b *testing.B, h caddyhttp.MiddlewareHandler, target, ua, remote 
 	req, w := prepared("GET", target, ua, remote)
 	raw, clientIP := rawRequest(target, ua, remote)
 	srv := &caddyhttp.Server{}
-	next := caddyhttp.HandlerFunc(func(http.ResponseWriter, *http.Request) error { return nil })
-	_ = h.ServeHTTP(w, req, next)
+	_ = h.ServeHTTP(w, req, nopNext)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		r := req
 		if fresh {
-			r = caddyhttp.PrepareRequest(raw, caddy.NewReplacer(), w, srv)
-			caddyhttp.SetVar(r.Context(), caddyhttp.ClientIPVarKey, clientIP)
+			r = prepare(raw, clientIP, w, srv)
 		}
-		_ = h.ServeHTTP(w, r, next)
+		_ = h.ServeHTTP(w, r, nopNext)
 	}
 }
 
@@ -334,8 +338,7 @@ func benchServeCold(b *testing.B, h caddyhttp.MiddlewareHandler, target, ua, rem
 	raw, clientIP := rawRequest(target, ua, remote)
 	srv := &caddyhttp.Server{}
 	w := httptest.NewRecorder()
-	next := caddyhttp.HandlerFunc(func(http.ResponseWriter, *http.Request) error { return nil })
-	_ = h.ServeHTTP(w, caddyhttp.PrepareRequest(raw, caddy.NewReplacer(), w, srv), next)
+	_ = h.ServeHTTP(w, prepare(raw, clientIP, w, srv), nopNext)
 	b.ReportAllocs()
 	b.ResetTimer()
 	var spent time.Duration
@@ -346,10 +349,9 @@ func benchServeCold(b *testing.B, h caddyhttp.MiddlewareHandler, target, ua, rem
 		// As in a server, the request's own structures (context, vars,
 		// replacer) are fresh; what the handler keeps between requests is
 		// cold.
-		r := caddyhttp.PrepareRequest(raw, caddy.NewReplacer(), w, srv)
-		caddyhttp.SetVar(r.Context(), caddyhttp.ClientIPVarKey, clientIP)
+		r := prepare(raw, clientIP, w, srv)
 		start := time.Now()
-		_ = h.ServeHTTP(w, r, next)
+		_ = h.ServeHTTP(w, r, nopNext)
 		spent += time.Since(start)
 	}
 	b.ReportMetric(float64(spent.Nanoseconds())/float64(b.N), "handler-ns/op")
