@@ -22,7 +22,10 @@
 #
 # Each round runs without, with, with, without (ABBA), so a drift that is
 # linear over the round cancels out of the round's ratio. Medians over the
-# rounds are reported, with quartiles for the spread.
+# rounds are reported, with quartiles for the spread, then the mean
+# throughput ratio with its 95% confidence interval: how far the run places
+# the ratio (on a noisy VM one round's SD is ~6 points, so 40 rounds place
+# it to about ±2%, 240 rounds to under ±1%).
 #
 #   bench/wrk.sh                      # 40 rounds, 1 s per run, wrk -t2 -c32 (~6 min)
 #   ROUNDS=60 bench/wrk.sh
