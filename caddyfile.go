@@ -2,6 +2,8 @@ package caddyrobots
 
 import (
 	"strconv"
+
+	"github.com/dustin/go-humanize"
 	"strings"
 
 	"github.com/caddyserver/caddy/v2"
@@ -48,6 +50,8 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //			resolver <host:port>
 //			ranges   <method> <file>         # e.g. ranges openai-gptbot /etc/caddy/gptbot.json
 //		}
+//		robots_txt    serve | pass           # source file/inline: who answers /robots.txt; default serve
+//		max_rule_memory <size>               # default 64MiB: parsed robots.txt versions kept
 //		use_error_routes                     # refusals go to handle_errors
 //	}
 //
@@ -103,6 +107,20 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			err = h.parseStore(d)
 		case "verify":
 			err = h.parseVerify(d)
+		case "robots_txt":
+			err = parseEnum(d, opt, &h.RobotsTxt, "serve", "pass")
+		case "max_rule_memory":
+			if !d.NextArg() {
+				return d.Errf("robots: max_rule_memory needs a size, e.g. 64MiB")
+			}
+			n, perr := humanize.ParseBytes(d.Val())
+			if perr != nil || n == 0 || n > 1<<40 {
+				return d.Errf("robots: max_rule_memory: bad size %q (want e.g. 64MiB)", d.Val())
+			}
+			if d.NextArg() {
+				return d.Errf("robots: max_rule_memory takes one size")
+			}
+			h.MaxRuleMemory = int64(n)
 		case "use_error_routes":
 			if d.NextArg() {
 				return d.Errf("robots: use_error_routes takes no argument")

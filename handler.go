@@ -1,8 +1,10 @@
 package caddyrobots
 
 import (
-	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"hash"
 	"io"
 	"math"
 	"net"
@@ -47,15 +49,14 @@ var robotsTxtOutcome = &outcome{}
 // allowed bots, and every request in log mode), robotsTxtOutcome for
 // /robots.txt, and otherwise the outcome of a bot's request to refuse.
 func (h *Handler) examine(r *http.Request) *outcome {
-	target := requestTarget(r)
-	if isRobotsTxt(target) {
+	if isRobotsTxtRequest(r) {
 		if isSubrequest(r) {
 			return nil
 		}
 		return robotsTxtOutcome
 	}
-	a := h.ident.IdentifyShared(userAgent(r))
-	if !a.Bot || (h.Libraries == "ignore" && a.Category == agents.CategoryHTTPLibrary) {
+	a := h.identifyRequest(r)
+	if a == nil {
 		return nil
 	}
 	// Our own loader only asks for /robots.txt and the targets of its
@@ -64,7 +65,37 @@ func (h *Handler) examine(r *http.Request) *outcome {
 	if isSubrequest(r) {
 		return nil
 	}
-	return h.judgeBot(r, a, target)
+	return h.judgeBot(r, a)
+}
+
+// identifyRequest returns the bot the request comes from, or nil for a
+// person (or an HTTP library with libraries ignore). A request with several
+// User-Agent headers is a bot's if any of them is: a browser string followed
+// by "GPTBot" is GPTBot.
+func (h *Handler) identifyRequest(r *http.Request) *agents.Shared {
+	uas := r.Header["User-Agent"]
+	if len(uas) == 0 {
+		uas = r.Header.Values("User-Agent")
+	}
+	if len(uas) <= 1 {
+		a := h.ident.IdentifyShared(userAgent(r))
+		if !h.judged(a) {
+			return nil
+		}
+		return a
+	}
+	for _, ua := range uas {
+		if a := h.ident.IdentifyShared(ua); h.judged(a) {
+			return a
+		}
+	}
+	return nil
+}
+
+// judged reports whether a is judged: every bot, except HTTP libraries and
+// headless browsers under libraries ignore.
+func (h *Handler) judged(a *agents.Shared) bool {
+	return a.Bot && (h.Libraries != "ignore" || a.Category != agents.CategoryHTTPLibrary)
 }
 
 // userAgent is the request's User-Agent. Go's HTTP/1, HTTP/2 and HTTP/3
@@ -116,9 +147,12 @@ const (
 	reasonUnavailable
 	reasonBan
 	reasonRate
+	reasonTarget     // a request target that is not origin- or absolute-form: 400
+	reasonLength     // a request target longer than maxTargetLength: 414
+	reasonUnverified // a claim that could not be verified, refused only by "*": 503
 )
 
-var reasonNames = [...]string{"", "rule", "spoofed", "unavailable", "ban", "rate"}
+var reasonNames = [...]string{"", "rule", "spoofed", "unavailable", "ban", "rate", "target", "length", "unverified"}
 
 func (r reason) String() string { return reasonNames[r] }
 
@@ -137,6 +171,9 @@ type outcome struct {
 	version    *version
 	retryAfter time.Duration
 	message    string
+	// form is the normalised form of the target that a rule refused, when
+	// it differs from the target as sent.
+	form string
 }
 
 // The values of outcome.token that are not an index into the agent's tokens.
@@ -213,7 +250,7 @@ func (o outcome) placeholder(key string) (any, bool) {
 // vars, a metric and a debug line. It returns the outcome only when the
 // request is to be refused: nil for exempt clients, allowed requests and in
 // log mode.
-func (h *Handler) judgeBot(r *http.Request, a *agents.Shared, target string) *outcome {
+func (h *Handler) judgeBot(r *http.Request, a *agents.Shared) *outcome {
 	ctx := r.Context()
 	vars, _ := ctx.Value(caddyhttp.VarsCtxKey).(map[string]any)
 	addr := clientAddr{r: r, vars: vars}
@@ -223,8 +260,9 @@ func (h *Handler) judgeBot(r *http.Request, a *agents.Shared, target string) *ou
 		}
 	}
 	host := hostOf(r)
+	forms := formsOf(r)
 	o := outcome{agent: a}
-	h.judge(&o, r, &a.Agent, &addr, host, target)
+	h.judge(&o, r, &a.Agent, &addr, host, &forms)
 
 	if repl, ok := ctx.Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
 		// One lazy provider instead of ten values: the strings are only
@@ -241,7 +279,7 @@ func (h *Handler) judgeBot(r *http.Request, a *agents.Shared, target string) *ou
 
 	countDecision(o.action, a.Category, !h.enforce)
 	if h.debug {
-		h.logDecision(&o, &a.Agent, target)
+		h.logDecision(&o, &a.Agent, forms.raw)
 	}
 	if o.action == actAllow || !h.enforce {
 		return nil
@@ -261,6 +299,9 @@ func (h *Handler) logDecision(o *outcome, a *agents.Agent, target string) {
 		if o.decision.Rule != nil {
 			fields = append(fields, zap.String("rule", o.decision.Rule.String()))
 		}
+		if o.form != "" {
+			fields = append(fields, zap.String("normalised_target", o.form))
+		}
 		if o.version != nil {
 			fields = append(fields, zap.String("version", o.version.id))
 		}
@@ -270,9 +311,9 @@ func (h *Handler) logDecision(o *outcome, a *agents.Agent, target string) {
 
 // judge computes the outcome for a bot request into o. It does not write
 // anything to the client.
-func (h *Handler) judge(o *outcome, r *http.Request, a *agents.Agent, addr *clientAddr, host, target string) {
+func (h *Handler) judge(o *outcome, r *http.Request, a *agents.Agent, addr *clientAddr, host string, t *targetForms) {
 	o.action, o.token = actAllow, tokenNone
-	// The clock (~70 ns on a VM) and the identity are read only when a
+	// The clock (~70 ns on a VM) and the identities are read only when a
 	// decision needs them: an allowed request with no Crawl-delay, one
 	// robots.txt version and no strikes on record needs neither.
 	var nowT time.Time
@@ -282,12 +323,33 @@ func (h *Handler) judge(o *outcome, r *http.Request, a *agents.Agent, addr *clie
 		}
 		return nowT
 	}
+	if t.bad {
+		o.action, o.reason = actBlock, reasonTarget
+		o.message = "Refused: the request target is neither a path (/...) nor an absolute URL with a host (http://host/...).\n"
+		return
+	}
+	if len(t.raw) > maxTargetLength {
+		o.action, o.reason = actBlock, reasonLength
+		o.message = fmt.Sprintf("Refused: request targets longer than %d bytes are not served to crawlers.\n", maxTargetLength)
+		return
+	}
 	tokens := a.Tokens
 	wildcard := !a.Profile.IgnoresWildcard
 
+	// claim is set for a claim of a verifiable crawler that could not be
+	// verified (private address, DNS failure or timeout, stale list): it
+	// gets nothing more lenient than "*" gives.
+	claim := false
 	if a.Profile.Verify != "" {
-		if ip := addr.get(); ip.IsValid() {
+		ip := addr.get()
+		if ip.IsValid() {
 			o.verdict = h.verifier.Verify(r.Context(), *a, ip)
+		}
+		if o.verdict == agents.Unverified {
+			claim = true
+			if !ip.IsValid() || ip.IsPrivate() || ip.IsLoopback() || ip.IsLinkLocalUnicast() {
+				h.warnPrivateClaim(a, ip)
+			}
 		}
 	}
 	if o.verdict == agents.Spoofed {
@@ -299,19 +361,16 @@ func (h *Handler) judge(o *outcome, r *http.Request, a *agents.Agent, addr *clie
 		tokens, wildcard = nil, true
 	}
 	name := crawlerName(a.Name, tokens)
-	// The identity (throttle, strikes, who fetched robots.txt) is built
-	// only when something needs it.
-	var id state.Identity
-	haveID := false
-	identity := func() state.Identity {
-		if !haveID {
-			id, haveID = crawlerIdentity(host, name, o.verdict == agents.Verified, addr.get()), true
-		}
-		return id
+	verified := o.verdict == agents.Verified
+	site := host
+	if !h.enforce {
+		// Log mode keeps its own throttle and strike state, so that what it
+		// would have done never carries over into enforce mode.
+		site = "log|" + host
 	}
 
 	if h.strikes.Strikes > 0 && (h.banHint == nil || h.banHint.MayHaveBans()) {
-		if ban, err := h.store.Banned(r.Context(), identity(), now()); err == nil && ban.Banned {
+		if ban, err := h.store.Banned(r.Context(), strikeIdentity(site, name, verified, addr.get()), now()); err == nil && ban.Banned {
 			o.action, o.reason = actBan, reasonBan
 			o.retryAfter = ban.Until.Sub(now())
 			o.message = banText(name, ban.Until)
@@ -333,28 +392,35 @@ func (h *Handler) judge(o *outcome, r *http.Request, a *agents.Agent, addr *clie
 	// window, unless we saw it fetch /robots.txt after that version was
 	// replaced.
 	grace := time.Duration(*h.Grace)
-	if ttl := a.Profile.RobotsCacheTTL; grace > 0 && ttl > grace {
+	if ttl := a.Profile.RobotsCacheTTL; grace > 0 && ttl > grace && !claim {
 		grace = min(ttl, MaxGrace)
 	}
 	var fetchedAt time.Time
 	if len(snap.versions) > 1 {
-		fetchedAt, _ = h.rules.fetched.Get(identity())
+		fetchedAt, _ = h.rules.fetched.Get(crawlerIdentity(host, name, verified, addr.get()))
 	}
-	refusedByAll := true
+	forms := t.all()
+	refusedByAll, starRefusedByAll := true, claim
+	starJudged := true
 	interval := time.Duration(math.MaxInt64)
+	var rateGroup *enforce.Group // the group the interval comes from
 	for i, v := range snap.versions {
 		if i > 0 && (now().Sub(v.until) > grace || !v.until.After(fetchedAt)) {
 			break
 		}
 		g, ti := v.robots.SelectIndex(tokens, wildcard)
-		d := g.Decide(target)
+		d, form := decideAll(g, forms)
 		if i == 0 {
 			o.decision, o.version = d, v
+			if !d.Allowed && form != t.raw {
+				o.form = form
+			}
 			switch {
 			case ti >= 0:
 				// tokens is a.Tokens here: a spoofed claim is judged
 				// with no tokens, so ti < 0.
 				o.token = int32(ti)
+				starJudged = false
 			case g != nil:
 				o.token = tokenWildcard
 			}
@@ -362,8 +428,25 @@ func (h *Handler) judge(o *outcome, r *http.Request, a *agents.Agent, addr *clie
 		if d.Allowed {
 			refusedByAll = false
 		}
-		if iv := g.Interval(); iv < interval {
-			interval = iv
+		iv, ig := g.Interval(), g
+		if claim {
+			// An unverified claim is also judged by "*", and keeps the
+			// stricter of the two rates.
+			gs, _ := v.robots.SelectIndex(nil, true)
+			if gs != g {
+				if ds, _ := decideAll(gs, forms); ds.Allowed {
+					starRefusedByAll = false
+				}
+				if siv := gs.Interval(); siv > iv {
+					iv, ig = siv, gs
+				}
+			} else if d.Allowed {
+				starRefusedByAll = false
+			}
+		}
+		// The most lenient version the crawler may hold sets the rate.
+		if iv < interval {
+			interval, rateGroup = iv, ig
 		}
 	}
 	if refusedByAll {
@@ -372,17 +455,58 @@ func (h *Handler) judge(o *outcome, r *http.Request, a *agents.Agent, addr *clie
 		if h.strikes.Strikes > 0 {
 			// The ban, if this strike starts one, is seen from the next
 			// request on; this one is refused by its rule either way.
-			_, _ = h.store.Strike(r.Context(), identity(), h.strikes, now())
+			_, _ = h.store.Strike(r.Context(), strikeIdentity(site, name, verified, addr.get()), h.strikes, now())
 		}
 		return
 	}
+	if starRefusedByAll {
+		// Only "*" refuses: a real crawler whose verification is pending
+		// comes back later and is never struck.
+		o.action, o.reason = actBlock, reasonUnverified
+		o.retryAfter = retryAfterError
+		o.message = unverifiedText(a, addr.get())
+		return
+	}
 
-	if interval > 0 && interval != time.Duration(math.MaxInt64) && h.throttles(a) {
-		res, err := h.store.Throttle(r.Context(), identity(), interval, now())
+	if interval > 0 && interval != time.Duration(math.MaxInt64) && (claim || h.throttles(a)) {
+		id := throttleIdentity(site, name, verified, starJudged, addr.get())
+		res, err := h.store.Throttle(r.Context(), id, interval, now())
 		if err == nil && !res.Allowed {
 			o.action, o.reason, o.retryAfter = actThrottle, reasonRate, res.RetryAfter
-			o.message = throttleText(host, name, interval, o.decision.Group, res.RetryAfter)
+			o.message = throttleText(host, name, interval, rateGroup, res.RetryAfter)
 		}
+	}
+}
+
+// decideAll decides every form of a target against g: the target is allowed
+// only if every form is. It returns the decision of the first refused form
+// (or of the first form when all are allowed) and that form.
+func decideAll(g *enforce.Group, forms []string) (enforce.Decision, string) {
+	d := g.Decide(forms[0])
+	if !d.Allowed {
+		return d, forms[0]
+	}
+	for _, f := range forms[1:] {
+		if df := g.Decide(f); !df.Allowed {
+			return df, f
+		}
+	}
+	return d, forms[0]
+}
+
+// unverifiedText explains the 503 for a claim that could not be verified
+// and that only the "*" group refuses.
+func unverifiedText(a *agents.Agent, ip netip.Addr) string {
+	return fmt.Sprintf("Refused for now: this request claims to be %s, which could not be verified from %s yet, and the \"*\" group of /robots.txt disallows this path. Please retry later.\n",
+		a.Name, ip)
+}
+
+// warnPrivateClaim logs, at most every 30 seconds, that a verifiable
+// crawler's claim arrived from an address that cannot be verified.
+func (h *Handler) warnPrivateClaim(a *agents.Agent, ip netip.Addr) {
+	if ok, n := h.privateClaims.allow(time.Now()); ok {
+		h.logger.Warn("robots: crawler claims from a private address cannot be verified; they are judged by \"*\" as well as their own group. If Caddy sits behind a proxy, set trusted_proxies (and trusted_proxies_strict) so the client's address is seen",
+			zap.String("agent", a.Name), zap.String("remote_ip", ip.String()), zap.Int("suppressed_since_last_warning", n))
 	}
 }
 
@@ -420,8 +544,13 @@ func (h *Handler) throttles(a *agents.Agent) bool {
 // refuse writes the refusal (or returns it as an error for handle_errors).
 func (h *Handler) refuse(w http.ResponseWriter, o *outcome) error {
 	status := http.StatusForbidden
-	if o.action == actThrottle || o.reason == reasonUnavailable {
+	switch {
+	case o.action == actThrottle || o.reason == reasonUnavailable || o.reason == reasonUnverified:
 		status = http.StatusServiceUnavailable
+	case o.reason == reasonTarget:
+		status = http.StatusBadRequest
+	case o.reason == reasonLength:
+		status = http.StatusRequestURITooLong
 	}
 	if o.retryAfter > 0 && (status == http.StatusServiceUnavailable || o.action == actBan) {
 		w.Header().Set("Retry-After", retryAfterSeconds(o.retryAfter))
@@ -457,6 +586,11 @@ func refusalText(o *outcome, name string) string {
 		b.WriteString(rule.String())
 		b.WriteString("\n")
 	}
+	if o.form != "" {
+		b.WriteString("Judged as: ")
+		b.WriteString(o.form)
+		b.WriteString(" (the path the server acts on)\n")
+	}
 	if o.version != nil {
 		b.WriteString("Version: ")
 		b.WriteString(o.version.id)
@@ -475,52 +609,142 @@ func crawlerName(name string, tokens []string) string {
 	return name
 }
 
-// crawlerIdentity is the state key of a crawler on a host. judge and
-// serveRobotsTxt must agree on it, or the grace rule never sees a fetch.
+// crawlerIdentity is the key under which a crawler's fetches of
+// /robots.txt are remembered for the grace rule. judge and serveRobotsTxt
+// must agree on it, or the grace rule never sees a fetch.
 func crawlerIdentity(host, name string, verified bool, ip netip.Addr) state.Identity {
 	id := state.NewIdentity(name, verified, ip)
 	id.Site = host
 	return id
 }
 
-// serveRobotsTxt passes /robots.txt to everyone. For source site, a 200
-// response refreshes the copy, and a bot's fetch is remembered so it stops
-// getting grace for versions older than the one it just read.
+// wildcardName is the identity name of every bot judged by the "*" group:
+// such a bot chooses its product token freely, so its budget, strikes and
+// bans are its address's, whatever token it sends next.
+const wildcardName = "*"
+
+// throttleIdentity is whose Crawl-delay budget a request spends: a verified
+// crawler's one budget across its addresses; an unverified crawler's budget
+// per token and address; for a bot judged by "*", its address's.
+func throttleIdentity(site, name string, verified, starJudged bool, ip netip.Addr) state.Identity {
+	if starJudged && !verified {
+		name = wildcardName
+	}
+	id := state.NewIdentity(name, verified, ip)
+	id.Site = site
+	return id
+}
+
+// strikeIdentity is who collects strikes and bans: an unverified bot's
+// address (IPv6 /64), so that a banned address stays banned whatever token
+// it claims next; a verified crawler per network that earned the strikes
+// (IPv4 /24, IPv6 /48), so that a forged X-Forwarded-For behind a
+// non-strict proxy cannot ban the real crawler everywhere.
+func strikeIdentity(site, name string, verified bool, ip netip.Addr) state.Identity {
+	if !verified {
+		id := state.NewIdentity(wildcardName, false, ip)
+		id.Site = site
+		return id
+	}
+	id := state.Identity{Site: site, Name: name, Verified: true}
+	if ip.IsValid() {
+		ip = ip.Unmap().WithZone("")
+		bits := 24
+		if ip.Is6() {
+			bits = 48
+		}
+		id.Prefix, _ = ip.Prefix(bits)
+	}
+	return id
+}
+
+// serveRobotsTxt serves /robots.txt to everyone, even banned bots. For
+// source file and inline it answers with the rules it enforces (unless
+// robots_txt pass), so that crawlers read exactly what is enforced. For
+// source site the site answers; when a client's copy differs from ours, the
+// loader looks again. A bot's fetch is remembered so it stops getting grace
+// for versions older than the one it just read.
 func (h *Handler) serveRobotsTxt(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
-	a := &h.ident.IdentifyShared(userAgent(r)).Agent
-	host := hostOf(r)
-	if a.Bot {
+	if a := h.identifyRequest(r); a != nil {
 		ip := clientIP(nil, r)
 		verified := false
 		if a.Profile.Verify != "" && ip.IsValid() {
-			verified = h.verifier.Verify(r.Context(), *a, ip) == agents.Verified
+			verified = h.verifier.Verify(r.Context(), a.Agent, ip) == agents.Verified
 		}
-		h.rules.fetched.Put(crawlerIdentity(host, crawlerName(a.Name, a.Tokens), verified, ip), h.now())
+		h.rules.fetched.Put(crawlerIdentity(hostOf(r), crawlerName(a.Name, a.Tokens), verified, ip), h.now())
 	}
-	if h.Source != "site" || r.Method != http.MethodGet {
+	if h.serveEnforced {
+		if r.Method == http.MethodGet || r.Method == http.MethodHead {
+			return h.writeEnforced(w, r)
+		}
 		return next.ServeHTTP(w, r)
 	}
-	tee := &teeWriter{ResponseWriterWrapper: &caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, limit: enforce.MaxSize}
-	err := next.ServeHTTP(tee, r)
-	if err == nil && tee.status == http.StatusOK && !tee.overflow && tee.identity &&
-		r.Header.Get("Range") == "" {
-		h.rules.observe(host, tee.buf.Bytes())
+	if r.Method != http.MethodGet || r.Header.Get("Range") != "" {
+		return next.ServeHTTP(w, r)
 	}
-	return err
+	hw := &hashWriter{ResponseWriterWrapper: &caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, h: sha256.New(), limit: enforce.MaxSize + 1}
+	err := next.ServeHTTP(hw, r)
+	if err != nil || hw.status != http.StatusOK || !hw.identity {
+		return err
+	}
+	id := hex.EncodeToString(hw.h.Sum(nil)[:6])
+	if cur := h.rules.current(r); cur == nil || cur.id != id {
+		if h.Source == "site" {
+			h.rules.prompt(r)
+		} else {
+			h.warnf("robots: the site's /robots.txt differs from the rules enforced (robots_txt pass): crawlers that follow it may be refused",
+				zap.String("source", h.Source), zap.String("served_version", id))
+		}
+	}
+	return nil
 }
 
-// teeWriter copies a /robots.txt response body (up to limit bytes) while
-// passing it through unchanged.
-type teeWriter struct {
+// writeEnforced answers /robots.txt with the text of the version enforced.
+func (h *Handler) writeEnforced(w http.ResponseWriter, r *http.Request) error {
+	v := h.rules.current(r)
+	hdr := w.Header()
+	hdr.Set("Content-Type", "text/plain; charset=utf-8")
+	hdr.Set("X-Content-Type-Options", "nosniff")
+	if v == nil {
+		// Nothing could be read yet: what RFC 9309 §2.3.1.4 calls
+		// unreachable, so crawlers come back.
+		hdr.Set("Retry-After", retryAfterSeconds(retryAfterError))
+		hdr.Set("Cache-Control", "no-store")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		return nil
+	}
+	body := v.pv.body
+	if len(body) > enforce.MaxSize {
+		body = body[:enforce.MaxSize]
+	}
+	hdr.Set("ETag", `"`+v.id+`"`)
+	hdr.Set("Content-Length", strconv.Itoa(len(body)))
+	if inm := r.Header.Get("If-None-Match"); inm != "" && strings.Contains(inm, `"`+v.id+`"`) {
+		w.WriteHeader(http.StatusNotModified)
+		return nil
+	}
+	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodHead {
+		return nil
+	}
+	if _, err := w.Write(body); err != nil {
+		return caddyhttp.Error(http.StatusInternalServerError, fmt.Errorf("robots: writing robots.txt: %w", err))
+	}
+	return nil
+}
+
+// hashWriter hashes the first limit bytes of a /robots.txt response body
+// while passing it through unchanged; it keeps no copy.
+type hashWriter struct {
 	*caddyhttp.ResponseWriterWrapper
-	buf      bytes.Buffer
+	h        hash.Hash
 	limit    int
+	n        int
 	status   int
-	overflow bool
 	identity bool
 }
 
-func (t *teeWriter) WriteHeader(code int) {
+func (t *hashWriter) WriteHeader(code int) {
 	if t.status == 0 && code >= 200 {
 		t.status = code
 		ce := t.Header().Get("Content-Encoding")
@@ -529,58 +753,30 @@ func (t *teeWriter) WriteHeader(code int) {
 	t.ResponseWriterWrapper.WriteHeader(code)
 }
 
-func (t *teeWriter) Write(p []byte) (int, error) {
+func (t *hashWriter) Write(p []byte) (int, error) {
 	if t.status == 0 {
 		t.WriteHeader(http.StatusOK)
 	}
-	if !t.overflow {
-		if t.buf.Len()+len(p) > t.limit {
-			t.overflow = true
-		} else {
-			t.buf.Write(p)
-		}
+	if room := t.limit - t.n; room > 0 {
+		q := p[:min(len(p), room)]
+		t.h.Write(q)
+		t.n += len(q)
 	}
 	return t.ResponseWriterWrapper.Write(p)
 }
 
-// ReadFrom keeps io.Copy going through Write, so the copy sees the body.
-func (t *teeWriter) ReadFrom(r io.Reader) (int64, error) {
+// ReadFrom keeps io.Copy going through Write, so the hash sees the body.
+func (t *hashWriter) ReadFrom(r io.Reader) (int64, error) {
 	return io.Copy(writerOnly{t}, r)
 }
 
 // writerOnly hides every method but Write, so io.Copy cannot bypass it.
 type writerOnly struct{ io.Writer }
 
-// requestTarget is the request target as the client sent it (path and
-// query), before any rewrite.
-func requestTarget(r *http.Request) string {
-	uri := r.RequestURI
-	if or, ok := r.Context().Value(caddyhttp.OriginalRequestCtxKey).(http.Request); ok && or.RequestURI != "" {
-		uri = or.RequestURI
-	}
-	if uri == "" {
-		uri = r.URL.RequestURI()
-	}
-	if len(uri) > 0 && uri[0] != '/' {
-		// absolute-form (a proxy request): keep path and query.
-		if i := strings.Index(uri, "://"); i >= 0 {
-			rest := uri[i+3:]
-			if j := strings.IndexByte(rest, '/'); j >= 0 {
-				return rest[j:]
-			}
-			return "/"
-		}
-	}
-	return uri
-}
-
-// isRobotsTxt reports whether the target is /robots.txt (any query).
-func isRobotsTxt(target string) bool {
-	if len(target) < len("/robots.txt") || target[:len("/robots.txt")] != "/robots.txt" {
-		return false
-	}
-	return len(target) == len("/robots.txt") || target[len("/robots.txt")] == '?'
-}
+// maxTargetLength is the longest request target judged for a bot; longer
+// ones are refused with 414. The engine's decision time is bounded for
+// targets up to this length (see enforce.MaxTargetLength).
+const maxTargetLength = 8 << 10
 
 // clientAddr is the client address of a request, read (and parsed) on first
 // use: most allowed bot requests never need it.

@@ -205,8 +205,9 @@ func TestGraceVersions(t *testing.T) {
 	defer done()
 	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 	h.now = func() time.Time { return now }
-	hr := h.rules.host("")
-	h.rules.publish(hr, []byte("User-agent: *\nDisallow: /b/\n"))
+	if err := h.rules.publish(h.rules.fixed, []byte("User-agent: *\nDisallow: /b/\n")); err != nil {
+		t.Fatal(err)
+	}
 
 	status := func(target string) int {
 		req, w := prepared("GET", target, benchBotUA, "198.51.100.7:1")

@@ -4,63 +4,58 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"io"
 	"net/http"
 	"net/url"
 	"os"
 	"runtime/debug"
-	"sync"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/caddyserver/certmagic"
 	"go.uber.org/zap"
 
 	"github.com/caddyrobots/caddy-robots/enforce"
-	"github.com/caddyrobots/caddy-robots/enforce/state"
 )
 
 // Limits of the loader.
 const (
-	maxVersions     = 8   // robots.txt versions kept per host for the grace window
-	maxHosts        = 256 // distinct hosts whose robots.txt is kept (source site)
-	maxRedirects    = 5   // RFC 9309 §2.3.1.2
+	maxVersions     = 8 // robots.txt versions kept per site for the grace window
+	maxRedirects    = 5 // RFC 9309 §2.3.1.2
 	filePollEvery   = 2 * time.Second
 	retryAfterError = 30 * time.Second
+	// promptEvery is how often at most a client's differing copy of
+	// /robots.txt makes the loader look again, per site.
+	promptEvery = 10 * time.Second
 )
 
 // version is one robots.txt version as it was served. Immutable once
 // published.
 type version struct {
 	robots *enforce.Robots
-	id     string    // short content hash
-	from   time.Time // when it became current
-	until  time.Time // when a newer version replaced it; zero while current
+	pv     *parsedVersion // the shared parsed form and body
+	id     string         // short content hash
+	from   time.Time      // when it became current
+	until  time.Time      // when a newer version replaced it; zero while current
 }
 
-// snapshot is what a request reads: the versions of one host's robots.txt,
+// snapshot is what a request reads: the versions of one site's robots.txt,
 // newest first. Immutable; swapped atomically.
 type snapshot struct {
 	versions []*version
 	// unavailable is set while no copy was ever obtained because the
-	// source failed (5xx, timeout, unreachable).
+	// source failed (5xx, timeout, unreachable, incomplete body).
 	unavailable bool
 	// pending is set before the first load finished.
 	pending bool
-}
-
-// hostRules holds the robots.txt of one host.
-type hostRules struct {
-	host    string
-	snap    atomic.Pointer[snapshot]
-	mu      sync.Mutex // serialises loads and swaps
-	loading chan struct{}
-	next    time.Time // when the next refresh is due
 }
 
 // ruleSource loads robots.txt versions for a handler into a hostTable.
@@ -69,39 +64,19 @@ type ruleSource struct {
 	ctx context.Context
 	*hostTable
 	tableKey string
-	site     bool                             // source site: rules per host
-	srv      atomic.Pointer[caddyhttp.Server] // for source site: the server requests arrive on
-	lastMod  time.Time
-	size     int64
+	site     bool       // source site: rules per site
+	fixed    *hostRules // source file or inline: the one entry
+	// srv is the server this handler serves (source site), and srvKey its
+	// listen addresses, learnt from the first request.
+	srv     atomic.Pointer[caddyhttp.Server]
+	srvKey  atomic.Pointer[string]
+	storage certmagic.Storage // nil when Caddy has none (unit tests)
+	lastMod time.Time
+	size    int64
+	// full limits the warning about the table being full or over its
+	// memory bound.
+	full logLimiter
 }
-
-// hostTable holds the robots.txt versions of each host, and when each
-// crawler last fetched /robots.txt. It lives in versionPool, keyed by the
-// source, so a config reload keeps the version history that the grace rule
-// depends on.
-type hostTable struct {
-	mu      sync.Mutex
-	hosts   map[string]*hostRules
-	view    atomic.Pointer[map[string]*hostRules] // copy of hosts for lock-free reads
-	order   []string                              // hosts in insertion order, for eviction
-	fetched *boundedMap[state.Identity, time.Time]
-	// hot is a direct-mapped cache in front of view: a request's host is
-	// found with one hash and one pointer, not a map walk (which costs
-	// hundreds of ns in a busy server, where the map is out of the CPU
-	// caches). Written only under mu, and cleared of evicted hosts, so it
-	// never hands out a host that is no longer in the table for long.
-	hot  [hotSlots]atomic.Pointer[hostRules]
-	seed maphash.Seed
-}
-
-const hotSlots = 64
-
-func (t *hostTable) hotSlot(name string) *atomic.Pointer[hostRules] {
-	return &t.hot[maphash.String(t.seed, name)%hotSlots]
-}
-
-// Destruct implements caddy.Destructor; nothing to release.
-func (*hostTable) Destruct() error { return nil }
 
 // versionPool keeps host tables across config reloads.
 var versionPool = caddy.NewUsagePool()
@@ -126,114 +101,147 @@ func newRuleSource(h *Handler, ctx caddy.Context) (*ruleSource, error) {
 		key = "inline:" + hex.EncodeToString(sum[:8])
 	}
 	val, _, err := versionPool.LoadOrNew(key, func() (caddy.Destructor, error) {
-		return &hostTable{hosts: map[string]*hostRules{}, fetched: newBoundedMap[state.Identity, time.Time](65536), seed: maphash.MakeSeed()}, nil
+		return newHostTable(), nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("robots: version table: %w", err)
 	}
-	s := &ruleSource{h: h, ctx: ctx, hostTable: val.(*hostTable), tableKey: key, site: h.Source == "site"}
+	s := &ruleSource{h: h, ctx: ctx, hostTable: val.(*hostTable), tableKey: key, site: h.Source == "site", storage: storageOf(ctx)}
 	switch h.Source {
 	case "inline":
-		hr := s.host("")
-		if len(hr.snap.Load().versions) == 0 {
-			s.publish(hr, []byte(h.Inline))
+		s.fixed = s.fixedRules()
+		if len(s.fixed.snap.Load().versions) == 0 {
+			if err := s.publish(s.fixed, []byte(h.Inline)); err != nil {
+				return nil, fmt.Errorf("robots: source inline: %w", err)
+			}
 		}
 	case "file":
-		hr := s.host("")
+		s.fixed = s.fixedRules()
 		// A missing or unreadable file at start is not fatal: the site
 		// behaves as "unavailable" until the file appears.
-		if err := s.loadFile(hr); err != nil {
+		if err := s.loadFile(s.fixed); err != nil {
 			h.logger.Warn("robots: cannot read robots.txt file yet", zap.String("file", h.File), zap.Error(err))
 		}
-		go s.watchFile(hr)
+		go s.watchFile(s.fixed)
 	case "site":
-		// After a reload, reload every known host's robots.txt soon: the
+		// After a reload, reload every known site's robots.txt soon: the
 		// new config may route /robots.txt elsewhere. The old versions stay
 		// for the grace rule.
-		s.mu.Lock()
-		for _, hr := range s.hosts {
+		for _, hr := range s.allHosts() {
 			hr.mu.Lock()
 			hr.next = time.Now()
 			hr.mu.Unlock()
 		}
-		s.mu.Unlock()
 		go s.refreshLoop()
 	}
 	return s, nil
 }
 
-// host returns (creating if needed) the rules of a host. For file and inline
-// sources every host shares the "" entry.
-func (s *ruleSource) host(name string) *hostRules {
-	if !s.site {
-		name = ""
+// fixedRules returns the one entry of a file or inline source, with its
+// history restored from storage.
+func (s *ruleSource) fixedRules() *hostRules {
+	hr, added := s.getOrAdd(siteKey{})
+	if added {
+		hr.snap.Store(&snapshot{})
+		s.restore(hr)
 	}
-	slot := s.hotSlot(name)
-	if hr := slot.Load(); hr != nil && hr.host == name {
-		return hr
-	}
-	if v := s.view.Load(); v != nil {
-		if hr, ok := (*v)[name]; ok {
-			return hr
-		}
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if hr, ok := s.hosts[name]; ok {
-		slot.Store(hr)
-		return hr
-	}
-	if len(s.hosts) >= maxHosts {
-		oldest := s.order[0]
-		s.order = s.order[1:]
-		if ev := s.hosts[oldest]; ev != nil {
-			s.hotSlot(oldest).CompareAndSwap(ev, nil)
-		}
-		delete(s.hosts, oldest)
-	}
-	hr := &hostRules{host: name}
-	hr.snap.Store(&snapshot{pending: true})
-	s.hosts[name] = hr
-	s.order = append(s.order, name)
-	s.publishView()
-	slot.Store(hr)
 	return hr
 }
 
-// publishView copies hosts for lock-free readers; called with mu held,
-// only when a host is added or evicted.
-func (t *hostTable) publishView() {
-	v := make(map[string]*hostRules, len(t.hosts))
-	for k, hr := range t.hosts {
-		v[k] = hr
+// allHosts returns the table's sites; never hold t.mu while taking a
+// site's lock.
+func (t *hostTable) allHosts() []*hostRules {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]*hostRules, 0, len(t.hosts))
+	for _, hr := range t.hosts {
+		out = append(out, hr)
 	}
-	t.view.Store(&v)
+	return out
 }
 
-// rulesFor returns the current snapshot for the request's host. For source
-// site, a host seen for the first time is loaded now, waiting at most the
-// fetch timeout (browsers never reach this; only bots wait, once per host).
-func (s *ruleSource) rulesFor(r *http.Request, host string) *snapshot {
-	hr := s.host(host)
-	snap := hr.snap.Load()
+// serverKey returns the listen addresses of the server this handler serves,
+// learnt from r on first use.
+func (s *ruleSource) serverKey(r *http.Request) string {
+	if k := s.srvKey.Load(); k != nil {
+		return *k
+	}
+	srv, ok := r.Context().Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server)
+	if !ok {
+		return ""
+	}
+	k := strings.Join(srv.Listen, ",")
+	s.srv.CompareAndSwap(nil, srv)
+	if s.srvKey.CompareAndSwap(nil, &k) {
+		s.h.checkTrustedProxies(srv)
+	}
+	return k
+}
+
+// siteHost is the host name of a Host header as the site key keeps it:
+// lower-cased, without port or brackets, a trailing dot kept.
+func siteHost(hostport string) string {
+	h := hostname(hostport)
+	if strings.HasSuffix(hostport, ".") || strings.Contains(hostport, ".:") {
+		h += "."
+	}
+	return h
+}
+
+// unavailableSnap is what a site gets while the table has no room for it.
+var unavailableSnap = &snapshot{unavailable: true}
+
+// rulesFor returns the current snapshot for the request's site. For source
+// site, a site seen for the first time is loaded now, waiting at most the
+// fetch timeout (browsers never reach this; only bots wait, once per site).
+func (s *ruleSource) rulesFor(r *http.Request, _ string) *snapshot {
 	if !s.site {
-		return snap
+		return s.fixed.snap.Load()
 	}
-	if s.srv.Load() == nil {
-		if srv, ok := r.Context().Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server); ok {
-			s.srv.CompareAndSwap(nil, srv)
+	k := siteKey{server: s.serverKey(r), host: siteHost(r.Host)}
+	hr, added := s.getOrAdd(k)
+	if hr == nil {
+		if ok, n := s.full.allow(time.Now()); ok {
+			s.h.logger.Warn("robots: too many sites in active use; new ones are answered as unavailable (503 for crawlers) until some go idle",
+				zap.Int("max_sites", maxHosts), zap.Int("suppressed_since_last_warning", n))
 		}
+		metrics.tableFull.Inc()
+		return unavailableSnap
 	}
+	if u := coarseNow.Load(); hr.used.Load() != u {
+		hr.used.Store(u)
+	}
+	if added {
+		s.restore(hr)
+	}
+	snap := hr.snap.Load()
 	if snap.pending {
-		s.load(hr, r.Host)
+		s.load(hr, r)
 		snap = hr.snap.Load()
 	}
 	return snap
 }
 
-// load fetches the host's robots.txt once, de-duplicating concurrent calls.
-func (s *ruleSource) load(hr *hostRules, hostHeader string) {
+// requestIsHTTPS reports whether the client reached the site over HTTPS:
+// TLS to Caddy, or X-Forwarded-Proto https from a trusted proxy.
+func requestIsHTTPS(r *http.Request) bool {
+	if r.TLS != nil {
+		return true
+	}
+	if trusted, _ := caddyhttp.GetVar(r.Context(), caddyhttp.TrustedProxyVarKey).(bool); trusted {
+		return strings.EqualFold(strings.TrimSpace(r.Header.Get("X-Forwarded-Proto")), "https")
+	}
+	return false
+}
+
+// load fetches the site's robots.txt once, de-duplicating concurrent calls.
+// r, when given, is the request that needs the rules: the virtual request
+// uses its Host header and scheme.
+func (s *ruleSource) load(hr *hostRules, r *http.Request) {
 	hr.mu.Lock()
+	if r != nil {
+		hr.hostHeader, hr.https = r.Host, requestIsHTTPS(r)
+	}
 	if ch := hr.loading; ch != nil {
 		hr.mu.Unlock()
 		select {
@@ -244,6 +252,7 @@ func (s *ruleSource) load(hr *hostRules, hostHeader string) {
 	}
 	ch := make(chan struct{})
 	hr.loading = ch
+	hostHeader, https := hr.hostHeader, hr.https
 	hr.mu.Unlock()
 	defer func() {
 		hr.mu.Lock()
@@ -251,12 +260,14 @@ func (s *ruleSource) load(hr *hostRules, hostHeader string) {
 		hr.mu.Unlock()
 		close(ch)
 	}()
-	s.fetchSite(hr, hostHeader)
+	s.fetchSite(hr, hostHeader, https)
 }
 
 // fetchSite performs the virtual GET /robots.txt through the server and
-// applies RFC 9309 §2.3 to the outcome.
-func (s *ruleSource) fetchSite(hr *hostRules, hostHeader string) {
+// applies RFC 9309 §2.3 to the outcome. Whatever goes wrong (an error, a
+// 5xx, an incomplete body, a redirect loop, a redirect off the site), the
+// last good copy stays.
+func (s *ruleSource) fetchSite(hr *hostRules, hostHeader string, https bool) {
 	defer func() {
 		if rec := recover(); rec != nil {
 			s.h.logger.Error("robots: panic while loading robots.txt", zap.Any("panic", rec), zap.ByteString("stack", debug.Stack()))
@@ -266,27 +277,40 @@ func (s *ruleSource) fetchSite(hr *hostRules, hostHeader string) {
 	if srv == nil {
 		return
 	}
+	if hostHeader == "" {
+		hostHeader = hr.key.host
+	}
 	ctx, cancel := context.WithTimeout(s.ctx, time.Duration(s.h.FetchTimeout))
 	defer cancel()
 	start := time.Now()
-	status, body, err := fetchVirtual(ctx, srv, hostHeader, "/robots.txt")
+	res, err := fetchVirtual(ctx, srv, hostHeader, https, "/robots.txt")
+	status := res.status
 	switch {
 	case err != nil:
 		s.failed(hr, fmt.Errorf("loading robots.txt for %s: %w", hostHeader, err))
 		fetchCounter("error")
+	case res.offSite && len(hr.snap.Load().versions) > 0:
+		s.failed(hr, fmt.Errorf("loading robots.txt for %s: %s", hostHeader, res.why))
+		fetchCounter("error")
 	case status >= 200 && status < 300:
-		s.publish(hr, body)
-		fetchCounter("ok")
+		if perr := s.publish(hr, res.body); perr != nil {
+			s.failed(hr, fmt.Errorf("loading robots.txt for %s: %w", hostHeader, perr))
+			fetchCounter("error")
+		} else {
+			fetchCounter("ok")
+		}
 	case status >= 400 && status < 500:
 		// RFC 9309 §2.3.1.3: unavailable means no rules.
-		s.publish(hr, nil)
+		if perr := s.publish(hr, nil); perr != nil {
+			s.failed(hr, perr)
+		}
 		fetchCounter("client_error")
 	default:
 		s.failed(hr, fmt.Errorf("loading robots.txt for %s: status %d", hostHeader, status))
 		fetchCounter("server_error")
 	}
 	if c := s.h.logger.Check(zap.DebugLevel, "robots: loaded robots.txt"); c != nil {
-		c.Write(zap.String("host", hostHeader), zap.Int("status", status), zap.Int("bytes", len(body)),
+		c.Write(zap.String("host", hostHeader), zap.Bool("https", https), zap.Int("status", status), zap.Int("bytes", len(res.body)),
 			zap.Duration("took", time.Since(start)), zap.Error(err))
 	}
 	hr.mu.Lock()
@@ -297,75 +321,111 @@ func (s *ruleSource) fetchSite(hr *hostRules, hostHeader string) {
 	hr.mu.Unlock()
 }
 
+// fetchResult is the outcome of the virtual request.
+type fetchResult struct {
+	status int
+	body   []byte
+	// offSite is set when the answer is "no rules" only because the
+	// redirects left the site or looped; why says which.
+	offSite bool
+	why     string
+}
+
 // fetchVirtual sends GET path through srv as if a client had asked for it
-// with the given Host, following same-site redirects (at most five).
-func fetchVirtual(ctx context.Context, srv *caddyhttp.Server, host, path string) (int, []byte, error) {
+// with the given Host and scheme, following same-site redirects (at most
+// five). A body is returned only when it arrived whole: the length the
+// response declared was reached and nothing aborted it. At most
+// enforce.MaxSize+1 bytes are kept, so the parser knows when the cap cut a
+// line.
+func fetchVirtual(ctx context.Context, srv *caddyhttp.Server, host string, https bool, path string) (fetchResult, error) {
 	for hop := 0; ; hop++ {
 		req, err := http.NewRequestWithContext(context.WithValue(ctx, subrequestKey{}, true), http.MethodGet, path, nil)
 		if err != nil {
-			return 0, nil, fmt.Errorf("building request: %w", err)
+			return fetchResult{}, fmt.Errorf("building request: %w", err)
 		}
 		req.Host = host
 		req.RemoteAddr = loaderRemoteAddr
 		req.RequestURI = path
+		if https {
+			req.URL.Scheme = "https"
+			req.TLS = &tls.ConnectionState{HandshakeComplete: true, ServerName: hostname(host)}
+			req.Header.Set("X-Forwarded-Proto", "https")
+		}
 		req.Header.Set("Accept-Encoding", "identity")
 		req.Header.Set("User-Agent", "caddy-robots (robots.txt loader)")
-		w := newCaptureWriter(enforce.MaxSize)
+		w := newCaptureWriter(enforce.MaxSize + 1)
 		done := make(chan struct{})
+		var aborted any
 		go func() {
 			defer close(done)
-			defer func() { _ = recover() }()
+			defer func() { aborted = recover() }()
 			srv.ServeHTTP(w, req)
 		}()
 		select {
 		case <-done:
 		case <-ctx.Done():
-			return 0, nil, fmt.Errorf("robots.txt request: %w", ctx.Err())
+			return fetchResult{}, fmt.Errorf("robots.txt request: %w", ctx.Err())
 		}
 		status := w.statusCode()
 		if status >= 300 && status < 400 && w.header.Get("Location") != "" {
 			if hop >= maxRedirects {
 				// RFC 9309 §2.3.1.2: past five redirects a crawler may
 				// assume the file is unavailable, i.e. no rules.
-				return http.StatusNotFound, nil, nil
+				return fetchResult{status: http.StatusNotFound, offSite: true, why: "more than 5 redirects"}, nil
 			}
-			next, sameSite, err := resolveRedirect(host, path, w.header.Get("Location"))
+			next, nextHTTPS, sameSite, err := resolveRedirect(host, https, path, w.header.Get("Location"))
 			if err != nil {
-				return 0, nil, err
+				return fetchResult{}, err
 			}
 			if !sameSite {
 				// Another site's file cannot be read from inside this
 				// server: treat it as unavailable (no rules), which never
 				// blocks a compliant crawler.
-				return http.StatusNotFound, nil, nil
+				return fetchResult{status: http.StatusNotFound, offSite: true, why: "redirected to another site"}, nil
 			}
-			path = next
+			path, https = next, nextHTTPS
 			continue
 		}
-		return status, w.buf.Bytes(), nil
+		if err := w.complete(aborted); err != nil && status >= 200 && status < 300 {
+			return fetchResult{status: status}, err
+		}
+		return fetchResult{status: status, body: w.buf.Bytes()}, nil
 	}
 }
 
 // resolveRedirect resolves a Location against the current request; it
-// reports whether the target is on the same host.
-func resolveRedirect(host, path, location string) (string, bool, error) {
-	base := &url.URL{Scheme: "http", Host: host, Path: path}
+// reports the next path, whether it is HTTPS, and whether the target is on
+// the same host.
+func resolveRedirect(host string, https bool, path, location string) (string, bool, bool, error) {
+	scheme := "http"
+	if https {
+		scheme = "https"
+	}
+	base := &url.URL{Scheme: scheme, Host: host, Path: path}
 	loc, err := url.Parse(location)
 	if err != nil {
-		return "", false, fmt.Errorf("bad redirect location %q: %w", location, err)
+		return "", false, false, fmt.Errorf("bad redirect location %q: %w", location, err)
 	}
 	target := base.ResolveReference(loc)
 	if hostname(target.Host) != hostname(host) {
-		return "", false, nil
+		return "", false, false, nil
 	}
-	return target.RequestURI(), true, nil
+	return target.RequestURI(), target.Scheme == "https", true, nil
 }
 
-// publish parses body and makes it the current version, keeping older
-// versions that a crawler may still hold.
-func (s *ruleSource) publish(hr *hostRules, body []byte) {
-	sum := sha256.Sum256(body)
-	id := hex.EncodeToString(sum[:6])
+// errRuleMemory is returned when a new version would take the table past
+// its memory bound and no idle site can be evicted.
+var errRuleMemory = errors.New("the rule memory bound is reached (max_rule_memory) and every site is in active use")
+
+// publish makes body the current version, keeping older versions that a
+// crawler may still hold. The parsed form is shared with every site that
+// serves the same content. It fails, keeping what the site has, only when
+// the table's memory bound leaves no room.
+func (s *ruleSource) publish(hr *hostRules, body []byte) error {
+	if len(body) > enforce.MaxSize+1 {
+		body = body[:enforce.MaxSize+1]
+	}
+	id := contentID(body)
 	now := s.h.now()
 	hr.mu.Lock()
 	defer hr.mu.Unlock()
@@ -374,10 +434,24 @@ func (s *ruleSource) publish(hr *hostRules, body []byte) {
 		if old.unavailable || old.pending {
 			hr.snap.Store(&snapshot{versions: old.versions})
 		}
-		return
+		return nil
 	}
-	nv := &version{robots: enforce.Parse(body), id: id, from: now}
+	limit := s.h.maxRuleMemory
+	var pv *parsedVersion
+	if s.makeRoom(len(body), limit) {
+		pv = s.parsed(id, body, limit)
+	}
+	if pv == nil {
+		metrics.ruleMemoryRefused.Inc()
+		if ok, n := s.full.allow(time.Now()); ok {
+			s.h.logger.Warn("robots: rule memory bound reached; keeping the last good robots.txt",
+				zap.String("host", hr.key.host), zap.Int64("max_rule_memory", limit), zap.Int("suppressed_since_last_warning", n))
+		}
+		return errRuleMemory
+	}
+	nv := &version{robots: pv.robots, pv: pv, id: id, from: now}
 	vs := []*version{nv}
+	var dropped []*version
 	horizon := now.Add(-MaxGrace)
 	for _, v := range old.versions {
 		c := *v
@@ -385,27 +459,33 @@ func (s *ruleSource) publish(hr *hostRules, body []byte) {
 			c.until = now
 		}
 		if c.until.Before(horizon) || len(vs) >= maxVersions {
-			break
+			dropped = append(dropped, v)
+			continue
 		}
 		vs = append(vs, &c)
 	}
 	hr.snap.Store(&snapshot{versions: vs})
+	s.releaseVersions(dropped)
+	s.persist(hr)
 	if len(old.versions) > 0 {
-		s.h.logger.Info("robots: robots.txt changed", zap.String("host", hr.host),
+		s.h.logger.Info("robots: robots.txt changed", zap.String("host", hr.key.host),
 			zap.String("version", id), zap.String("previous", old.versions[0].id), zap.Int("bytes", len(body)))
 	}
+	return nil
 }
 
-// failed records a 5xx or unreachable source: the last good copy stays;
-// with none, the host is unavailable.
+// failed records a load that went wrong in any way: the last good copy
+// stays; with none, the site is unavailable.
 func (s *ruleSource) failed(hr *hostRules, err error) {
 	hr.mu.Lock()
 	defer hr.mu.Unlock()
 	old := hr.snap.Load()
 	if len(old.versions) == 0 {
 		hr.snap.Store(&snapshot{unavailable: true})
+	} else if old.pending {
+		hr.snap.Store(&snapshot{versions: old.versions})
 	}
-	s.h.warnf("robots: keeping the last good robots.txt", zap.String("host", hr.host), zap.Error(err))
+	s.h.warnf("robots: keeping the last good robots.txt", zap.String("host", hr.key.host), zap.Error(err))
 }
 
 // release gives back the host table taken in newRuleSource.
@@ -421,19 +501,46 @@ func (s *ruleSource) release() error {
 	return nil
 }
 
-// observe refreshes the copy from a client's 200 response for /robots.txt.
-func (s *ruleSource) observe(host string, body []byte) {
+// prompt makes the loader look at the site's robots.txt again soon: a
+// client just received a copy that differs from ours. A client's response
+// never becomes a version itself (it may be cut short, or answer a request
+// the loader would not make); at most every promptEvery per site.
+func (s *ruleSource) prompt(r *http.Request) {
 	if !s.site {
 		return
 	}
-	hr := s.host(host)
-	s.publish(hr, body)
+	hr := s.lookup(siteKey{server: s.serverKey(r), host: siteHost(r.Host)})
+	if hr == nil {
+		return
+	}
 	hr.mu.Lock()
-	hr.next = time.Now().Add(time.Duration(s.h.Refresh))
-	hr.mu.Unlock()
+	defer hr.mu.Unlock()
+	now := time.Now()
+	if now.Sub(hr.prompted) < promptEvery {
+		return
+	}
+	hr.prompted = now
+	hr.next = now
 }
 
-// refreshLoop reloads each known host's robots.txt when due.
+// current returns the id of the current version of the request's site, or
+// "" when there is none.
+func (s *ruleSource) current(r *http.Request) *version {
+	hr := s.fixed
+	if s.site {
+		hr = s.lookup(siteKey{server: s.serverKey(r), host: siteHost(r.Host)})
+	}
+	if hr == nil {
+		return nil
+	}
+	if vs := hr.snap.Load().versions; len(vs) > 0 {
+		return vs[0]
+	}
+	return nil
+}
+
+// refreshLoop reloads each of this server's sites when due, and advances
+// the coarse clock.
 func (s *ruleSource) refreshLoop() {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
@@ -443,19 +550,25 @@ func (s *ruleSource) refreshLoop() {
 			return
 		case <-tick.C:
 		}
-		s.mu.Lock()
+		coarseNow.Store(time.Now().Unix())
+		k := s.srvKey.Load()
+		if k == nil {
+			continue
+		}
 		var due []*hostRules
 		now := time.Now()
-		for _, hr := range s.hosts {
+		for _, hr := range s.allHosts() {
+			if hr.key.server != *k {
+				continue // another server's site: its own handler loads it
+			}
 			hr.mu.Lock()
 			if !hr.next.IsZero() && now.After(hr.next) && hr.loading == nil {
 				due = append(due, hr)
 			}
 			hr.mu.Unlock()
 		}
-		s.mu.Unlock()
 		for _, hr := range due {
-			s.load(hr, hr.host)
+			s.load(hr, nil)
 		}
 	}
 }
@@ -467,7 +580,7 @@ func (s *ruleSource) loadFile(hr *hostRules) error {
 		s.failed(hr, err)
 		return fmt.Errorf("reading robots.txt file: %w", err)
 	}
-	if fi.ModTime().Equal(s.lastMod) && fi.Size() == s.size && hr.snap.Load().versions != nil {
+	if fi.ModTime().Equal(s.lastMod) && fi.Size() == s.size && len(hr.snap.Load().versions) > 0 {
 		return nil
 	}
 	f, err := os.Open(s.h.File)
@@ -477,12 +590,16 @@ func (s *ruleSource) loadFile(hr *hostRules) error {
 	}
 	defer f.Close()
 	var buf bytes.Buffer
-	if _, err := buf.ReadFrom(io.LimitReader(f, enforce.MaxSize)); err != nil {
+	// One byte past the cap, so the parser drops a line the cap cuts.
+	if _, err := buf.ReadFrom(io.LimitReader(f, enforce.MaxSize+1)); err != nil {
+		s.failed(hr, err)
+		return fmt.Errorf("reading robots.txt file: %w", err)
+	}
+	if err := s.publish(hr, buf.Bytes()); err != nil {
 		s.failed(hr, err)
 		return fmt.Errorf("reading robots.txt file: %w", err)
 	}
 	s.lastMod, s.size = fi.ModTime(), fi.Size()
-	s.publish(hr, buf.Bytes())
 	return nil
 }
 
@@ -505,14 +622,17 @@ func (s *ruleSource) watchFile(hr *hostRules) {
 // its own header map, a status, and a body capped at limit bytes. Past the
 // cap, writes fail so the upstream stops sending.
 type captureWriter struct {
-	header http.Header
-	status int
-	buf    bytes.Buffer
-	limit  int
+	header   http.Header
+	status   int
+	buf      bytes.Buffer
+	limit    int
+	written  int64 // bytes the handler wrote, kept or not
+	declared int64 // Content-Length of the response; -1 when not given
+	overflow bool
 }
 
 func newCaptureWriter(limit int) *captureWriter {
-	return &captureWriter{header: http.Header{}, limit: limit}
+	return &captureWriter{header: http.Header{}, limit: limit, declared: -1}
 }
 
 func (w *captureWriter) Header() http.Header { return w.header }
@@ -520,6 +640,11 @@ func (w *captureWriter) Header() http.Header { return w.header }
 func (w *captureWriter) WriteHeader(code int) {
 	if code >= 200 && w.status == 0 {
 		w.status = code
+		if cl := w.header.Get("Content-Length"); cl != "" {
+			if n, err := strconv.ParseInt(cl, 10, 64); err == nil && n >= 0 {
+				w.declared = n
+			}
+		}
 	}
 }
 
@@ -527,17 +652,34 @@ var errBodyTooLarge = errors.New("robots.txt body exceeds the size limit")
 
 func (w *captureWriter) Write(p []byte) (int, error) {
 	if w.status == 0 {
-		w.status = http.StatusOK
+		w.WriteHeader(http.StatusOK)
 	}
 	room := w.limit - w.buf.Len()
-	if room <= 0 {
-		return 0, errBodyTooLarge
-	}
 	if len(p) > room {
-		w.buf.Write(p[:room])
-		return room, errBodyTooLarge
+		w.buf.Write(p[:max(room, 0)])
+		w.written += int64(max(room, 0))
+		w.overflow = true
+		return max(room, 0), errBodyTooLarge
 	}
+	w.written += int64(len(p))
 	return w.buf.Write(p)
+}
+
+// complete reports why the body is not whole, or nil. aborted is what the
+// handler chain panicked with (reverse_proxy aborts with
+// http.ErrAbortHandler when the backend's body breaks off). A body cut by
+// our own cap is whole enough: everything the parser reads arrived.
+func (w *captureWriter) complete(aborted any) error {
+	if w.overflow {
+		return nil
+	}
+	if aborted != nil {
+		return fmt.Errorf("robots.txt response aborted after %d bytes: %v", w.written, aborted)
+	}
+	if w.declared >= 0 && w.written != w.declared {
+		return fmt.Errorf("robots.txt response incomplete: %d of %d bytes", w.written, w.declared)
+	}
+	return nil
 }
 
 func (w *captureWriter) statusCode() int {

@@ -20,6 +20,13 @@ var metrics struct {
 	decisions   *decisionCollector
 	fetches     *prometheus.CounterVec
 	stateErrors *prometheus.CounterVec
+	// ruleMemory is the estimated memory of the parsed robots.txt versions
+	// kept (source site; all handlers of the process).
+	ruleMemory prometheus.Gauge
+	// ruleMemoryRefused counts versions not kept because of the bound.
+	ruleMemoryRefused prometheus.Counter
+	// tableFull counts requests for a site that found no room in the table.
+	tableFull prometheus.Counter
 }
 
 func initMetrics() {
@@ -36,6 +43,18 @@ func initMetrics() {
 			Namespace: "caddy", Subsystem: "robots", Name: "state_errors_total",
 			Help: "Errors of the shared state store; each such request was decided from local state.",
 		}, []string{"store"})
+		metrics.ruleMemory = prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "caddy", Subsystem: "robots", Name: "rule_memory_bytes",
+			Help: "Estimated memory of the distinct parsed robots.txt versions kept for the sites' grace windows.",
+		})
+		metrics.ruleMemoryRefused = prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "caddy", Subsystem: "robots", Name: "rule_memory_refused_total",
+			Help: "robots.txt versions not kept because max_rule_memory was reached and every site was in active use; the last good copy stayed.",
+		})
+		metrics.tableFull = prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "caddy", Subsystem: "robots", Name: "sites_full_total",
+			Help: "Bot requests for a site that found the site table full of sites in active use; answered as unavailable (503).",
+		})
 	})
 }
 
@@ -44,7 +63,8 @@ func registerMetrics(reg prometheus.Registerer) error {
 	if reg == nil {
 		return nil
 	}
-	for _, c := range []prometheus.Collector{metrics.decisions, metrics.fetches, metrics.stateErrors} {
+	for _, c := range []prometheus.Collector{metrics.decisions, metrics.fetches, metrics.stateErrors,
+		metrics.ruleMemory, metrics.ruleMemoryRefused, metrics.tableFull} {
 		if err := reg.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError
 			if !errors.As(err, &are) {

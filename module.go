@@ -15,6 +15,7 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -130,25 +131,46 @@ type Handler struct {
 	// Verify tunes crawler verification (IP ranges and reverse DNS).
 	Verify *VerifyConfig `json:"verify,omitempty"`
 
+	// RobotsTxt says who answers /robots.txt for source file and inline:
+	// "serve" (default) answers with the text the rules come from, so
+	// crawlers read exactly what is enforced; "pass" leaves it to the site
+	// (and warns when the site's copy differs). Source site always passes.
+	RobotsTxt string `json:"robots_txt,omitempty"`
+
+	// MaxRuleMemory bounds the estimated memory of the parsed robots.txt
+	// versions kept for source site (all sites served by the handler,
+	// shared by content). Default 64 MiB. When it is reached, idle sites
+	// are forgotten first; a site whose new version finds no room keeps
+	// its last good copy.
+	MaxRuleMemory int64 `json:"max_rule_memory,omitempty"`
+
 	// UseErrorRoutes makes refusals return errors (403, 503) to Caddy so
 	// that handle_errors can answer them; Retry-After is still set. By
 	// default the handler writes a short plain-text explanation itself, so
 	// that throttling does not log an ERROR line per request.
 	UseErrorRoutes bool `json:"use_error_routes,omitempty"`
 
-	logger   *zap.Logger
-	debug    bool      // logger has debug enabled: one decision line per bot request
-	banHint  banHinter // the store, when it can skip ban lookups; else nil
-	enforce  bool
-	exempt   []netip.Prefix
-	ident    *agents.Identifier
-	verifier *agents.Verifier
-	store    state.Store
-	storeKey string
-	strikes  state.StrikePolicy
-	rules    *ruleSource
-	now      func() time.Time
-	warn     *logLimiter
+	logger        *zap.Logger
+	debug         bool      // logger has debug enabled: one decision line per bot request
+	banHint       banHinter // the store, when it can skip ban lookups; else nil
+	enforce       bool
+	exempt        []netip.Prefix
+	ident         *agents.Identifier
+	verifier      *agents.Verifier
+	store         state.Store
+	storeKey      string
+	strikes       state.StrikePolicy
+	rules         *ruleSource
+	now           func() time.Time
+	warn          *logLimiter
+	serveEnforced bool  // answer /robots.txt with the enforced text
+	maxRuleMemory int64 // MaxRuleMemory with its default
+	// trustWarned is set once the server's trusted_proxies setting was
+	// checked (a pointer: Handler values are copied by CaddyModule).
+	trustWarned *atomic.Bool
+	// privateClaims limits the warning about crawler claims from private
+	// addresses.
+	privateClaims *logLimiter
 }
 
 // StrikesConfig configures repeat-offender bans.
@@ -213,6 +235,8 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	h.logger = ctx.Logger()
 	h.debug = h.logger.Core().Enabled(zapcore.DebugLevel)
 	h.warn = &logLimiter{}
+	h.privateClaims = &logLimiter{}
+	h.trustWarned = new(atomic.Bool)
 	if h.now == nil {
 		h.now = time.Now
 	}
@@ -244,6 +268,17 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	}
 	if h.Unavailable == "" {
 		h.Unavailable = "disallow"
+	}
+	if h.RobotsTxt == "" {
+		h.RobotsTxt = "serve"
+	}
+	h.serveEnforced = h.Source != "site" && h.RobotsTxt == "serve"
+	if h.Source != "site" && h.RobotsTxt == "pass" {
+		h.logger.Warn("robots: robots_txt pass: crawlers read the site's own /robots.txt while the rules come from " + h.Source + "; if the two differ, compliant crawlers may be refused")
+	}
+	h.maxRuleMemory = h.MaxRuleMemory
+	if h.maxRuleMemory == 0 {
+		h.maxRuleMemory = DefaultMaxRuleMemory
 	}
 	for _, s := range h.Exempt {
 		p, err := parsePrefix(s)
@@ -343,6 +378,10 @@ func (h *Handler) Validate() error {
 	checkEnum("spoofed", h.Spoofed, "block", "wildcard")
 	checkEnum("libraries", h.Libraries, "crawler", "ignore")
 	checkEnum("unavailable", h.Unavailable, "disallow", "allow")
+	checkEnum("robots_txt", h.RobotsTxt, "serve", "pass")
+	if h.MaxRuleMemory < 0 {
+		errs = append(errs, errors.New("max_rule_memory must not be negative"))
+	}
 	if s := h.Strikes; s != nil && !s.Off && (s.Count < 0 || s.Window < 0 || s.Ban < 0) {
 		errs = append(errs, errors.New("strikes: count, window and ban must not be negative"))
 	}
@@ -376,6 +415,21 @@ func (h *Handler) Cleanup() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// checkTrustedProxies warns, once, when the server trusts proxies without
+// trusted_proxies_strict: the client address is then the leftmost
+// X-Forwarded-For entry, which the client chooses, so it could borrow a
+// verified crawler's address (bans of verified crawlers are scoped to the
+// network that earned them for that reason).
+func (h *Handler) checkTrustedProxies(srv *caddyhttp.Server) {
+	if srv == nil || h.trustWarned == nil || !h.trustWarned.CompareAndSwap(false, true) {
+		return
+	}
+	if len(srv.TrustedProxiesRaw) > 0 && srv.TrustedProxiesStrict == 0 {
+		h.logger.Warn("robots: this server trusts proxies without trusted_proxies_strict: the client address is the leftmost X-Forwarded-For entry, which a client can choose, so a bot could claim a verified crawler's address. Add trusted_proxies_strict to the servers options",
+			zap.Strings("listen", srv.Listen))
+	}
 }
 
 func parsePrefix(s string) (netip.Prefix, error) {
