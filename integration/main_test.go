@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -39,6 +40,7 @@ const globals = `{
 	persist_config off
 	skip_install_trust
 	auto_https off
+	storage file_system {$CADDY_ROBOTS_IT_STORAGE}
 }
 `
 
@@ -50,9 +52,21 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "tempdir:", err)
 		os.Exit(1)
 	}
+	// The go command finds its caches from HOME: pin them first, so the
+	// tests that build cmd/caddy use the caches that are already warm.
+	if out, err := exec.Command("go", "env", "GOMODCACHE", "GOCACHE").Output(); err == nil {
+		if lines := strings.Split(strings.TrimSpace(string(out)), "\n"); len(lines) == 2 {
+			_ = os.Setenv("GOMODCACHE", lines[0])
+			_ = os.Setenv("GOCACHE", lines[1])
+		}
+	}
 	for _, v := range []string{"XDG_DATA_HOME", "XDG_CONFIG_HOME", "HOME"} {
 		_ = os.Setenv(v, filepath.Join(dir, strings.ToLower(v)))
 	}
+	// Caddy's default storage path is fixed when its package loads, before
+	// this runs: every test config names this run's own storage instead, so
+	// no robots.txt history leaks from one run into the next.
+	_ = os.Setenv("CADDY_ROBOTS_IT_STORAGE", filepath.Join(dir, "storage"))
 	backend, err = startBackend()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "backend:", err)

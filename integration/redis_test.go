@@ -188,12 +188,20 @@ func sharedSite(port int, redisURL, prefix string) string {
 func TestRedisTwoInstances(t *testing.T) {
 	r := needRedis(t)
 	prefix := fmt.Sprintf("it%d", time.Now().UnixNano())
-	c := newClient(t, globals+sharedSite(9080, r.url(), prefix))
+	c := newClient(t, strings.Replace(globals, "auto_https off", `auto_https off
+	servers {
+		trusted_proxies static 127.0.0.1/32
+		trusted_proxies_strict
+	}`, 1)+sharedSite(9080, r.url(), prefix))
 	secondCaddy(t, `{
 	admin localhost:2998
 	http_port 9081
 	auto_https off
 	persist_config off
+	servers {
+		trusted_proxies static 127.0.0.1/32
+		trusted_proxies_strict
+	}
 }
 `+sharedSite(9081, r.url(), prefix))
 
@@ -206,19 +214,33 @@ func TestRedisTwoInstances(t *testing.T) {
 	}
 	c.expect(a+"/page", ua, 503)
 
-	// Strikes: one on each instance bans on both.
+	// Strikes: one on each instance bans on both. GreedyBot comes from
+	// its own address (X-Forwarded-For from the trusted loopback proxy):
+	// strikes and bans of unverified bots belong to their address.
 	const bad = "GreedyBot/1.0 (+https://greedy.example/bot)"
-	c.expect(a+"/trap/1", bad, 403, "Disallow: /trap/")
-	c.expect(b+"/trap/2", bad, 403, "Disallow: /trap/")
-	c.expect(a+"/page", bad, 403, "banned until")
-	c.expect(b+"/page", bad, 403, "banned until")
-	c.expect(a+"/robots.txt", bad, 200)
+	greedy := func(url string, status int, contains string) {
+		t.Helper()
+		res := c.get(url, bad, "X-Forwarded-For: 203.0.113.66")
+		if res.status != status || !strings.Contains(res.body, contains) {
+			t.Errorf("GreedyBot %s: %d %q, want %d containing %q", url, res.status, res.body, status, contains)
+		}
+	}
+	greedy(a+"/trap/1", 403, "Disallow: /trap/")
+	greedy(b+"/trap/2", 403, "Disallow: /trap/")
+	greedy(a+"/page", 403, "banned until")
+	greedy(b+"/page", 403, "banned until")
+	greedy(a+"/robots.txt", 200, "")
+	c.expect(a+"/page", chromeUA, 200)
 
 	// Redis stops: fail open, errors counted.
 	r.stop()
 	const outage = "OutageBot/1.0 (+https://outage.example/bot)"
-	for _, base := range []string{a, b} {
-		c.expect(base+"/page", outage, 200)
+	for i, base := range []string{a, b} {
+		// From an address of its own: "*"-judged bots share their
+		// address's budget, and loopback's was spent above.
+		if res := c.get(base+"/page", outage, fmt.Sprintf("X-Forwarded-For: 203.0.113.%d", 80+i)); res.status != 200 {
+			t.Errorf("OutageBot during the outage on %s: %d %q, want 200 (fail open)", base, res.status, res.body)
+		}
 		c.expect(base+"/page", chromeUA, 200)
 	}
 	if n := metricValue(t, "http://localhost:2999/metrics", `caddy_robots_state_errors_total{store="redis"}`); n < 1 {

@@ -152,10 +152,15 @@ func TestGraceAndObservedRefresh(t *testing.T) {
 	c.expect("http://grace.localhost:9080/new/x", late, 200)
 	c.expect("http://grace.localhost:9080/old/x", late, 403)
 	backend.set("grace.localhost", 200, "User-agent: *\nDisallow: /new/\n")
-	// A browser reading robots.txt refreshes the copy (refresh is 1h).
+	// A browser reading robots.txt makes the loader look again soon
+	// (refresh is 1h): a client's copy never becomes the rules itself.
 	c.expect("http://grace.localhost:9080/robots.txt", chromeUA, 200, "Disallow: /new/")
-	// FreshBot reads the new file: only the new version counts for it.
-	c.expect("http://grace.localhost:9080/robots.txt", fresh, 200)
+	// FreshBot reads the new file once it is loaded: only the new version
+	// counts for it.
+	eventually(t, 5*time.Second, "the prompted reload", func() bool {
+		c.get("http://grace.localhost:9080/robots.txt", fresh)
+		return c.get("http://grace.localhost:9080/new/x", fresh).status == 403
+	})
 	c.expect("http://grace.localhost:9080/new/x", fresh, 403, "Disallow: /new/")
 	c.expect("http://grace.localhost:9080/old/x", fresh, 200)
 	// LateBot may still hold the old file: refused only where both
@@ -283,10 +288,13 @@ func TestStrikesBan(t *testing.T) {
 	if ra, _ := strconv.Atoi(res.header.Get("Retry-After")); ra < 3000 || ra > 3600 {
 		t.Errorf("ban Retry-After = %q, want about an hour", res.header.Get("Retry-After"))
 	}
-	c.expect("http://strikes.localhost:9080/robots.txt", ua, 200, "ok")
+	// robots.txt is served to the banned bot: the enforced text, since
+	// the rules come from source inline.
+	c.expect("http://strikes.localhost:9080/robots.txt", ua, 200, "Disallow: /trap/")
 	c.expect("http://strikes.localhost:9080/fine", chromeUA, 200)
-	// Another crawler is unaffected.
-	c.expect("http://strikes.localhost:9080/fine", "OtherBot/1.0 (+https://other.example)", 200)
+	// An unverified bot's strikes are its address's: another token from
+	// the same address is banned too (a new token buys no fresh start).
+	c.expect("http://strikes.localhost:9080/fine", "OtherBot/1.0 (+https://other.example)", 403, "banned until")
 }
 
 // TestTrustedProxiesKeyThrottle: the client address comes from Caddy's

@@ -129,13 +129,20 @@ http://wild.localhost:9080 {
 	check(as("verify", "192.0.2.10", "/page"), 403, "claims to be Googlebot")
 	check(as("verify", "192.0.2.30", "/page"), 403, "claims to be Googlebot")
 	check(as("verify", "192.0.2.50", "/page"), 403, "claims to be Googlebot")
-	// SERVFAIL: unverified, judged by the group it claims.
-	check(as("verify", "192.0.2.40", "/page"), 200, "ok")
+	// SERVFAIL: unverified. Such a claim gets nothing more lenient than
+	// "*": where only "*" refuses, 503 with Retry-After and no strike, so
+	// the real crawler comes back once it can be verified.
+	res := as("verify", "192.0.2.40", "/page")
+	check(res, 503, "could not be verified")
+	if res.header.Get("Retry-After") == "" {
+		t.Error("unverified claim: 503 without Retry-After")
+	}
+	check(as("verify", "192.0.2.40", "/nogoogle/x"), 403, "Disallow: /nogoogle/")
 	// spoofed wildcard: the impostor gets the "*" group.
 	check(as("wild", "192.0.2.10", "/page"), 403, "Disallow: /")
 	check(as("wild", "192.0.2.20", "/page"), 200, "ok")
-	// A spoofer still reads robots.txt.
-	check(as("verify", "192.0.2.10", "/robots.txt"), 200, "ok")
+	// A spoofer still reads robots.txt: the enforced text (source inline).
+	check(as("verify", "192.0.2.10", "/robots.txt"), 200, "User-agent: Googlebot")
 	// Googlebot documents that it ignores Crawl-delay: never throttled.
 	for i := 0; i < 3; i++ {
 		check(as("verify", "192.0.2.20", "/page"), 200, "ok")

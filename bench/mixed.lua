@@ -1,0 +1,73 @@
+-- A mixed load for bench/mixed.sh: 90% browsers, 10% bots from 100,000
+-- addresses (sent as X-Forwarded-For to a Caddy that trusts loopback as its
+-- proxy, strictly), 1% impostors claiming Googlebot, 2% random Host names
+-- on the catch-all site. Paths: mostly allowed, some disallowed.
+local browsers = {
+  "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36",
+  "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Safari/605.1.15",
+  "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0",
+  "Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1",
+}
+local bots = {
+  "Mozilla/5.0 (compatible; bingbot/2.0; +http://www.bing.com/bingbot.htm)",
+  "GPTBot/1.2 (+https://openai.com/gptbot)",
+  "CCBot/2.0 (https://commoncrawl.org/faq/)",
+  "Mozilla/5.0 (compatible; AhrefsBot/7.0; +http://ahrefs.com/robot/)",
+  "ExampleCrawler/1.0 (+https://example.com/bot)",
+  "python-requests/2.31.0",
+  "Scrapy/2.11.0 (+https://scrapy.org)",
+}
+local impostor = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)"
+local paths = { "/", "/about.html", "/index.html", "/about.html?x=1", "/private/", "/private/secret.html" }
+local counts = {}
+local threads = {}
+
+function setup(thread)
+  table.insert(threads, thread)
+  thread:set("id", #threads)
+end
+
+function init(args)
+  math.randomseed(os.time() * 1000 + id)
+  counts = {}
+end
+
+local function addr()
+  local n = math.random(0, 99999)
+  return string.format("198.18.%d.%d", math.floor(n / 256) % 256, n % 256)
+end
+
+function request()
+  local r = math.random(100)
+  local ua, xff, host = browsers[math.random(#browsers)], addr(), "mixed.localhost"
+  if r <= 1 then
+    ua = impostor
+  elseif r <= 10 then
+    ua = bots[math.random(#bots)]
+  end
+  if math.random(100) <= 2 then
+    host = string.format("h%08x.flood.localhost", math.random(0, 0x7fffffff))
+  end
+  local path = paths[math.random(#paths)]
+  return wrk.format("GET", path, { ["Host"] = host, ["User-Agent"] = ua, ["X-Forwarded-For"] = xff })
+end
+
+function response(status, headers, body)
+  counts[status] = (counts[status] or 0) + 1
+end
+
+function done(summary, latency, requests)
+  local total = {}
+  for _, t in ipairs(threads) do
+    local c = t:get("counts")
+    for k, v in pairs(c) do total[k] = (total[k] or 0) + v end
+  end
+  local keys = {}
+  for k in pairs(total) do table.insert(keys, k) end
+  table.sort(keys)
+  local parts = {}
+  for _, k in ipairs(keys) do table.insert(parts, k .. "=" .. total[k]) end
+  io.write(string.format("MIXED requests=%d errors=%d p50_us=%d p90_us=%d p99_us=%d statuses=%s\n",
+    summary.requests, summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.timeout,
+    latency:percentile(50), latency:percentile(90), latency:percentile(99), table.concat(parts, ",")))
+end

@@ -1,0 +1,251 @@
+package integration
+
+// The adversarial suite, part two: claims nobody can borrow, state nobody
+// can dodge, and history that survives a restart.
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestAdversarialUnverifiedClaim: a Googlebot or AdsBot-Google claim from
+// an address that cannot be verified (loopback) gets nothing more lenient
+// than "*": where only "*" refuses, 503 with Retry-After and no strike; it
+// is throttled by "*"'s Crawl-delay.
+func TestAdversarialUnverifiedClaim(t *testing.T) {
+	dir := advSite(t, "User-agent: *\nDisallow: /private/\nCrawl-delay: 30\n\nUser-agent: Googlebot\nUser-agent: AdsBot-Google\nAllow: /\nDisallow: /nogoogle/\n")
+	c := newClient(t, globals+`
+http://claims.localhost:9080 {
+	root * `+dir+`
+	robots {
+		strikes 3 10m 1h
+	}
+	file_server
+}
+`)
+	for _, ua := range []string{googleUA, "AdsBot-Google (+http://www.google.com/adsbot.html)"} {
+		for i := range 6 {
+			res := c.get("http://claims.localhost:9080/private/secret.html", ua)
+			if res.status != 503 || strings.Contains(res.body, secret) {
+				t.Fatalf("%q request %d for /private/: %d %q, want 503", ua, i, res.status, res.body)
+			}
+			if res.header.Get("Retry-After") == "" {
+				t.Errorf("%q: 503 without Retry-After", ua)
+			}
+		}
+		// Its own group still refuses with 403 ...
+		c.expect("http://claims.localhost:9080/nogoogle/x", ua, 403)
+	}
+	// ... and six 503s were no strikes: a fresh address-level check shows
+	// no ban for the public page (the Crawl-delay of "*" applies though:
+	// 200 once, then 503 for the rate).
+	res := c.get("http://claims.localhost:9080/public/", googleUA)
+	if res.status == 403 {
+		t.Fatalf("unverified claim banned after 503s: %q", res.body)
+	}
+	res = c.get("http://claims.localhost:9080/index.html", googleUA)
+	if res.status != 503 || !strings.Contains(res.body, "wait") {
+		t.Errorf("unverified Googlebot not throttled by \"*\"'s Crawl-delay: %d %q", res.status, res.body)
+	}
+}
+
+// TestAdversarialRotatingTokens: a bot judged by "*" that sends a new
+// product token with every request shares one budget and one strike count
+// per address: a banned address stays banned whatever token comes next.
+func TestAdversarialRotatingTokens(t *testing.T) {
+	dir := advSite(t, "User-agent: *\nDisallow: /private/\nCrawl-delay: 30\n")
+	c := newClient(t, globals+`
+http://rotate.localhost:9080 {
+	root * `+dir+`
+	robots {
+		strikes 3 10m 1h
+	}
+	file_server
+}
+`)
+	ua := func(i int) string { return fmt.Sprintf("RandBot%d/1.0 (+https://example.net/bot)", i) }
+	c.expect("http://rotate.localhost:9080/public/", ua(0), 200)
+	res := c.get("http://rotate.localhost:9080/public/", ua(1))
+	if res.status != 503 {
+		t.Errorf("a new token bought a new Crawl-delay budget: %d", res.status)
+	}
+	for i := 2; i < 5; i++ {
+		c.expect("http://rotate.localhost:9080/private/secret.html", ua(i), 403)
+	}
+	res = c.get("http://rotate.localhost:9080/public/", ua(99))
+	if res.status != 403 || !strings.Contains(res.body, "banned") {
+		t.Errorf("the banned address escaped with a new token: %d %q", res.status, res.body)
+	}
+	// robots.txt is still served to the banned address.
+	c.expect("http://rotate.localhost:9080/robots.txt", ua(100), 200, "Disallow: /private/")
+}
+
+// TestAdversarialMultipleUserAgents: a browser User-Agent followed by a
+// crawler's is the crawler's request.
+func TestAdversarialMultipleUserAgents(t *testing.T) {
+	dir := advSite(t, "User-agent: GPTBot\nDisallow: /\n")
+	newClient(t, globals+`
+http://multi.localhost:9080 {
+	root * `+dir+`
+	robots
+	file_server
+}
+`)
+	status, body := rawGet(t, "127.0.0.1:9080", "GET", "/private/secret.html", "multi.localhost:9080",
+		"User-Agent: "+chromeUA, "User-Agent: GPTBot/1.2")
+	if status != 403 || strings.Contains(body, secret) {
+		t.Errorf("browser + GPTBot User-Agents: %d, want 403", status)
+	}
+	status, _ = rawGet(t, "127.0.0.1:9080", "GET", "/private/secret.html", "multi.localhost:9080",
+		"User-Agent: "+chromeUA, "User-Agent: "+chromeUA)
+	if status != 200 {
+		t.Errorf("two browser User-Agents: %d, want 200", status)
+	}
+}
+
+// TestAdversarialLogModeNoCarryOver: strikes seen in mode log do not ban
+// the crawler when the site switches to enforce.
+func TestAdversarialLogModeNoCarryOver(t *testing.T) {
+	dir := advSite(t, "User-agent: *\nDisallow: /private/\n")
+	site := func(mode string) string {
+		return globals + `
+http://logmode.localhost:9080 {
+	root * ` + dir + `
+	robots {
+		mode ` + mode + `
+		strikes 3 10m 1h
+		crawl_delay off
+	}
+	file_server
+}
+`
+	}
+	c := newClient(t, site("log"))
+	for range 6 {
+		c.expect("http://logmode.localhost:9080/private/secret.html", exampleUA, 200)
+	}
+	c.tc.InitServer(site("enforce"), "caddyfile")
+	c.expect("http://logmode.localhost:9080/public/", exampleUA, 200)
+	c.expect("http://logmode.localhost:9080/private/secret.html", exampleUA, 403)
+}
+
+// TestAdversarialForgedForwardedFor: behind trusted_proxies without
+// strict, a client-chosen X-Forwarded-For address of Google's earns a
+// verified Googlebot a ban, but only for the network it came from.
+func TestAdversarialForgedForwardedFor(t *testing.T) {
+	dir := advSite(t, "User-agent: *\nDisallow: /private/\n")
+	c := newClient(t, `{
+	admin localhost:2999
+	http_port 9080
+	https_port 9443
+	grace_period 3s
+	persist_config off
+	skip_install_trust
+	auto_https off
+	storage file_system {$CADDY_ROBOTS_IT_STORAGE}
+	servers {
+		trusted_proxies static 127.0.0.1/32
+	}
+}
+http://xff.localhost:9080 {
+	root * `+dir+`
+	robots {
+		strikes 3 10m 1h
+		crawl_delay off
+	}
+	file_server
+}
+`)
+	get := func(path, xff string) int {
+		req, _ := http.NewRequest("GET", "http://xff.localhost:9080"+path, nil)
+		req.Header.Set("User-Agent", googleUA)
+		req.Header.Set("X-Forwarded-For", xff)
+		res, err := c.tc.Client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	for range 4 {
+		if s := get("/private/secret.html", "66.249.66.1"); s != 403 {
+			t.Fatalf("forged Googlebot on a private page: %d", s)
+		}
+	}
+	if s := get("/public/", "66.249.66.1"); s != 403 {
+		t.Errorf("the network that earned the ban is not banned: %d", s)
+	}
+	if s := get("/public/", "66.249.70.1"); s != 200 {
+		t.Errorf("the real Googlebot from another network was banned: %d", s)
+	}
+}
+
+// TestAdversarialTextBrowsers: Lynx, w3m, Links and ELinks are people.
+func TestAdversarialTextBrowsers(t *testing.T) {
+	dir := advSite(t, "User-agent: *\nDisallow: /\n")
+	c := newClient(t, globals+`
+http://text.localhost:9080 {
+	root * `+dir+`
+	robots
+	file_server
+}
+`)
+	for _, ua := range []string{
+		"Lynx/2.9.0dev.12 libwww-FM/2.14 SSL-MM/1.4.1 GNUTLS/3.7.9",
+		"w3m/0.5.3+git20230121",
+		"Links (2.29; Linux 6.1.0-13-amd64 x86_64; GNU C 12.2; text)",
+		"ELinks/0.16.1.1 (textmode; Linux 6.1.0 x86_64; 200x50-2)",
+	} {
+		c.expect("http://text.localhost:9080/private/secret.html", ua, 200, secret)
+	}
+}
+
+// TestAdversarialHistorySurvivesRestart: the versions a crawler may still
+// hold are kept in Caddy's storage, so after a restart (the handler gone
+// from the config and back) a crawler holding yesterday's file is not
+// refused.
+func TestAdversarialHistorySurvivesRestart(t *testing.T) {
+	dir := advSite(t, "User-agent: *\nDisallow: /a/\n")
+	for _, d := range []string{"a", "b"} {
+		_ = os.MkdirAll(filepath.Join(dir, d), 0o755)
+		_ = os.WriteFile(filepath.Join(dir, d, "x"), []byte(d), 0o644)
+	}
+	site := globals + `
+http://history.localhost:9080 {
+	root * ` + dir + `
+	robots {
+		refresh 1s
+		crawl_delay off
+		strikes off
+	}
+	file_server
+}
+`
+	c := newClient(t, site)
+	const reader = "FreshReader/1.0 (+https://example.org/bot)" // re-reads robots.txt
+	c.expect("http://history.localhost:9080/a/x", exampleUA, 403)
+	if err := os.WriteFile(filepath.Join(dir, "robots.txt"), []byte("User-agent: *\nDisallow: /b/\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the new version", func() bool {
+		c.get("http://history.localhost:9080/robots.txt", reader)
+		return c.get("http://history.localhost:9080/b/x", reader).status == 403
+	})
+	// Within grace, a crawler that never re-read the file may do /b/.
+	c.expect("http://history.localhost:9080/b/x", exampleUA, 200)
+	time.Sleep(500 * time.Millisecond) // the history is written in the background
+	// "Restart": a config without the handler drops every table, then the
+	// site comes back.
+	c.tc.InitServer(globals+"http://history.localhost:9080 {\n\trespond ok\n}\n", "caddyfile")
+	c.tc.InitServer(site, "caddyfile")
+	c.expect("http://history.localhost:9080/b/x", exampleUA, 200)
+	c.expect("http://history.localhost:9080/a/x", exampleUA, 200)
+	// A crawler seen reading the current file gets no grace.
+	c.get("http://history.localhost:9080/robots.txt", reader)
+	c.expect("http://history.localhost:9080/b/x", reader, 403)
+}

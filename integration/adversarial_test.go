@@ -1,0 +1,591 @@
+package integration
+
+// The adversarial suite: every way a bot was seen to get what robots.txt
+// forbids, poison the rules, or borrow a claim, tried through a real Caddy
+// in front of Caddy's own file_server and a path-normalising backend behind
+// reverse_proxy. Each test failed on the code before its fix; keep them
+// all: a change that makes one pass by accident has broken a promise.
+
+import (
+	"bufio"
+	"crypto/rand"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+const secret = "SECRET-CONTENT"
+
+// advSite makes a site directory: robots.txt, a public page, and a private
+// page whose body is secret.
+func advSite(t *testing.T, robots string) string {
+	t.Helper()
+	dir := t.TempDir()
+	files := map[string]string{
+		"robots.txt":          robots,
+		"index.html":          "home",
+		"public/index.html":   "public",
+		"private/secret.html": secret,
+	}
+	for name, body := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// normalisingBackend is an app that does what many frameworks do with a
+// path: decode it (%2F included), read "\" as "/", drop ";" parameters,
+// clean dot segments and slashes. It serves the secret for /private/.
+type normalisingBackend struct {
+	srv  *http.Server
+	addr string
+	mu   sync.Mutex
+	// robots is its /robots.txt; earlyClose makes it declare 1034 bytes and
+	// send 29; httpsOnly redirects requests without X-Forwarded-Proto https.
+	robots     string
+	earlyClose bool
+	httpsOnly  bool
+	endless    bool
+}
+
+func startNormalising(t *testing.T, robots string) *normalisingBackend {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &normalisingBackend{addr: ln.Addr().String(), robots: robots}
+	b.srv = &http.Server{Handler: b, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = b.srv.Serve(ln) }()
+	t.Cleanup(func() { _ = b.srv.Close() })
+	return b
+}
+
+func (b *normalisingBackend) set(f func(b *normalisingBackend)) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	f(b)
+}
+
+func (b *normalisingBackend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	b.mu.Lock()
+	robots, early, httpsOnly, endless := b.robots, b.earlyClose, b.httpsOnly, b.endless
+	b.mu.Unlock()
+	if httpsOnly && r.Header.Get("X-Forwarded-Proto") != "https" {
+		http.Redirect(w, r, "https://"+r.Host+r.URL.RequestURI(), http.StatusMovedPermanently)
+		return
+	}
+	p := strings.ReplaceAll(r.URL.Path, "\\", "/")
+	segs := strings.Split(p, "/")
+	for i, s := range segs {
+		if j := strings.IndexByte(s, ';'); j >= 0 {
+			segs[i] = s[:j]
+		}
+	}
+	p = path.Clean("/" + strings.Join(segs, "/"))
+	switch {
+	case p == "/robots.txt" && endless:
+		w.Header().Set("Content-Type", "text/plain")
+		_, _ = io.WriteString(w, "User-agent: *\n")
+		for {
+			if _, err := io.WriteString(w, "# still coming\n"); err != nil {
+				return
+			}
+			w.(http.Flusher).Flush()
+			select {
+			case <-r.Context().Done():
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	case p == "/robots.txt" && early:
+		hj, ok := w.(http.Hijacker)
+		if !ok {
+			return
+		}
+		conn, buf, err := hj.Hijack()
+		if err != nil {
+			return
+		}
+		_, _ = buf.WriteString("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 1034\r\n\r\nUser-agent: *\nAllow: /\n#xxxxx")
+		_ = buf.Flush()
+		_ = conn.Close()
+	case p == "/robots.txt":
+		w.Header().Set("Content-Type", "text/plain")
+		_, _ = io.WriteString(w, robots)
+	case strings.HasPrefix(p, "/private/"):
+		_, _ = io.WriteString(w, secret)
+	default:
+		_, _ = io.WriteString(w, "app:"+p)
+	}
+}
+
+// rawGet sends one request with the target exactly as given, over a fresh
+// connection, and returns the status and body.
+func rawGet(t *testing.T, addr, method, target, host string, headers ...string) (int, string) {
+	t.Helper()
+	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatalf("dial %s: %v", addr, err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(20 * time.Second))
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n", method, target, host)
+	for _, h := range headers {
+		b.WriteString(h + "\r\n")
+	}
+	b.WriteString("\r\n")
+	if _, err := io.WriteString(conn, b.String()); err != nil {
+		t.Fatalf("write: %v", err)
+	}
+	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("%s %s: reading response: %v", method, target, err)
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(body)
+}
+
+const advRobots = "User-agent: *\nDisallow: /private/\n\nUser-agent: Googlebot\nAllow: /\n"
+
+// TestAdversarialPathForms: every rewrite of a disallowed path that Caddy's
+// file_server or a normalising backend serves as the disallowed resource is
+// refused; targets that are not origin-form or absolute-form are refused
+// with 400; nothing leaks the secret, nothing panics.
+func TestAdversarialPathForms(t *testing.T) {
+	dir := advSite(t, advRobots)
+	app := startNormalising(t, advRobots)
+	c := newClient(t, globals+`
+http://files.localhost:9080 {
+	root * `+dir+`
+	robots {
+		crawl_delay off
+		strikes off
+	}
+	file_server
+}
+http://proxied.localhost:9080 {
+	robots {
+		crawl_delay off
+		strikes off
+	}
+	reverse_proxy `+app.addr+`
+}
+`)
+	_ = c
+	ua := "User-Agent: " + exampleUA
+	forms := []string{
+		"/private/secret.html",
+		"//private/secret.html",
+		"/./private/secret.html",
+		"/public/../private/secret.html",
+		"/private%2Fsecret.html",
+		"/private%2fsecret.html",
+		"/%2Fprivate/secret.html",
+		"/%2e/private/secret.html",
+		"/public/%2e%2e/private/secret.html",
+		"/public/%2E%2E/private/secret.html",
+		"/private;jsessionid=1/secret.html",
+		"/public/..;/private/secret.html",
+		"/private\\secret.html",
+		"/public\\..\\private\\secret.html",
+		"/%70rivate/secret.html",
+		"/private/./secret.html",
+		"///private///secret.html",
+		"http://files.localhost:9080/private/secret.html",
+		"HTTP://files.localhost:9080//private/secret.html",
+	}
+	for _, host := range []string{"files.localhost:9080", "proxied.localhost:9080"} {
+		for _, f := range forms {
+			target := strings.Replace(f, "files.localhost:9080", host, 1)
+			status, body := rawGet(t, "127.0.0.1:9080", "GET", target, host, ua)
+			if strings.Contains(body, secret) {
+				t.Errorf("%s %s: a bot got the secret (status %d)", host, target, status)
+			}
+			if status != 403 && status != 400 {
+				t.Errorf("%s %s: status %d, want 403", host, target, status)
+			}
+		}
+		// The same forms are people's business: never judged.
+		status, body := rawGet(t, "127.0.0.1:9080", "GET", "//private/secret.html", host, "User-Agent: "+chromeUA)
+		if status != 200 || !strings.Contains(body, secret) {
+			t.Errorf("%s: a browser got %d for a private page", host, status)
+		}
+		// Allowed paths in odd forms stay allowed for bots. (A raw target
+		// that a rule refuses, such as /private/../public/, is refused
+		// whatever it resolves to: no compliant crawler sends it.)
+		for _, ok := range []string{"/public/", "//public/", "/public/./", "/public/x/../", "/%70ublic/", "/public/?q=%2F"} {
+			if status, _ := rawGet(t, "127.0.0.1:9080", "GET", ok, host, ua); status != 200 {
+				t.Errorf("%s %s: allowed path got %d", host, ok, status)
+			}
+		}
+		// Not origin-form, not absolute-form with an authority: 400.
+		for _, bad := range []string{"foo:/private/secret.html", "http:/private/secret.html", "http:///private/secret.html"} {
+			status, body := rawGet(t, "127.0.0.1:9080", "GET", bad, host, ua)
+			if strings.Contains(body, secret) || (status != 400 && status != 403) {
+				t.Errorf("%s %s: status %d, want 400 (body %q)", host, bad, status, body)
+			}
+		}
+		// Nothing odd panics or leaks.
+		for _, odd := range []string{"/private/%00", "/private%00/secret.html", "/private%C0%AFsecret.html", "/%C0%AE%C0%AE/private/secret.html",
+			"/private/secret.html%0A", "/pri%0Dvate/", "/\x7f/", "/private/secret.html;", "/private/secret.html?x=/robots.txt"} {
+			status, body := rawGet(t, "127.0.0.1:9080", "GET", odd, host, ua)
+			if strings.Contains(body, secret) || status >= 500 {
+				t.Errorf("%s %q: status %d, body %q", host, odd, status, body)
+			}
+		}
+	}
+}
+
+// TestAdversarialLongTargets: a bot's target past 8 KiB is refused with
+// 414, and a pathological pattern file answers within the engine's bound.
+func TestAdversarialLongTargets(t *testing.T) {
+	var rules strings.Builder
+	rules.WriteString("User-agent: *\n")
+	for i := range 3000 {
+		fmt.Fprintf(&rules, "Disallow: /*%c%c%c*%c%c%c*q\n", 'a'+i%26, 'a'+i/26%26, 'a'+i/676%26, 'z'-i%26, 'y'-i/26%26, 'x'-i/676%26)
+	}
+	app := startNormalising(t, rules.String())
+	newClient(t, globals+`
+http://long.localhost:9080 {
+	robots {
+		crawl_delay off
+		strikes off
+	}
+	reverse_proxy `+app.addr+`
+}
+`)
+	ua := "User-Agent: " + exampleUA
+	long := "/" + strings.Repeat("a", 9<<10)
+	if status, _ := rawGet(t, "127.0.0.1:9080", "GET", long, "long.localhost:9080", ua); status != 414 {
+		t.Errorf("9 KiB target: status %d, want 414", status)
+	}
+	if status, _ := rawGet(t, "127.0.0.1:9080", "GET", long, "long.localhost:9080", "User-Agent: "+chromeUA); status != 200 {
+		t.Errorf("9 KiB target from a browser: status %d, want 200", status)
+	}
+	// A near-8 KiB target made of every segment in the wrong order.
+	var p strings.Builder
+	p.WriteString("/")
+	for p.Len() < 8<<10-8 {
+		p.WriteString("zyxq")
+	}
+	start := time.Now()
+	for range 20 {
+		rawGet(t, "127.0.0.1:9080", "GET", p.String(), "long.localhost:9080", ua)
+	}
+	if took := time.Since(start) / 20; took > 250*time.Millisecond {
+		t.Errorf("hostile target took %s per request", took)
+	}
+}
+
+// TestAdversarialRobotsTxtPoisoning: no client can make a response the
+// rules: /robots.txt is recognised on the parsed path only, a client's
+// download never becomes a version, and an incomplete body is never
+// published.
+func TestAdversarialRobotsTxtPoisoning(t *testing.T) {
+	dir := advSite(t, advRobots)
+	app := startNormalising(t, advRobots)
+	newClient(t, globals+`
+http://files.localhost:9080 {
+	root * `+dir+`
+	robots {
+		refresh 1s
+		crawl_delay off
+		strikes off
+	}
+	file_server
+}
+http://proxied.localhost:9080 {
+	robots {
+		refresh 1s
+		crawl_delay off
+		strikes off
+	}
+	reverse_proxy `+app.addr+`
+}
+`)
+	ua := "User-Agent: " + exampleUA
+	for _, host := range []string{"files.localhost:9080", "proxied.localhost:9080"} {
+		if s, _ := rawGet(t, "127.0.0.1:9080", "GET", "/private/secret.html", host, ua); s != 403 {
+			t.Fatalf("%s: baseline %d, want 403", host, s)
+		}
+		// Absolute-form with the path in the query: asks for "/".
+		status, body := rawGet(t, "127.0.0.1:9080", "GET", "http://"+host+"?/robots.txt", host, ua)
+		if status != 200 || strings.Contains(body, "User-agent") {
+			t.Logf("%s: http://host?/robots.txt answered %d %q", host, status, body)
+		}
+		time.Sleep(1500 * time.Millisecond)
+		if s, body := rawGet(t, "127.0.0.1:9080", "GET", "/private/secret.html", host, ua); s != 403 || strings.Contains(body, secret) {
+			t.Errorf("%s: after http://host?/robots.txt the private page got %d", host, s)
+		}
+	}
+
+	// A backend that closes early: declares 1034 bytes, sends 29 saying
+	// "Allow: /". The last good copy stays.
+	app.set(func(b *normalisingBackend) { b.earlyClose = true })
+	time.Sleep(2500 * time.Millisecond) // two refreshes
+	if s, _ := rawGet(t, "127.0.0.1:9080", "GET", "/private/secret.html", "proxied.localhost:9080", ua); s != 403 {
+		t.Errorf("after an incomplete robots.txt: %d, want 403 (the last good copy)", s)
+	}
+	// A robots.txt that never finishes: the load times out, the last good
+	// copy stays, the server keeps answering.
+	app.set(func(b *normalisingBackend) { b.earlyClose, b.endless = false, true })
+	time.Sleep(2500 * time.Millisecond)
+	if s, _ := rawGet(t, "127.0.0.1:9080", "GET", "/private/secret.html", "proxied.localhost:9080", ua); s != 403 {
+		t.Errorf("during an endless robots.txt: %d, want 403", s)
+	}
+	app.set(func(b *normalisingBackend) { b.endless = false })
+}
+
+// TestAdversarialAbortedClientDownload: a client that aborts its own
+// download of a large robots.txt does not publish the part it read.
+func TestAdversarialAbortedClientDownload(t *testing.T) {
+	big := "User-agent: *\n" + strings.Repeat("# padding line of a large robots.txt file\n", 200<<10/42) + "Disallow: /private/\n"
+	dir := advSite(t, big)
+	app := startNormalising(t, big)
+	newClient(t, globals+`
+http://files.localhost:9080 {
+	root * `+dir+`
+	robots {
+		crawl_delay off
+		strikes off
+	}
+	file_server
+}
+http://proxied.localhost:9080 {
+	robots {
+		crawl_delay off
+		strikes off
+	}
+	reverse_proxy `+app.addr+`
+}
+`)
+	ua := "User-Agent: " + exampleUA
+	for _, host := range []string{"files.localhost:9080", "proxied.localhost:9080"} {
+		if s, _ := rawGet(t, "127.0.0.1:9080", "GET", "/private/secret.html", host, ua); s != 403 {
+			t.Fatalf("%s: baseline %d", host, s)
+		}
+		for range 5 {
+			conn, err := net.Dial("tcp", "127.0.0.1:9080")
+			if err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintf(conn, "GET /robots.txt HTTP/1.1\r\nHost: %s\r\nUser-Agent: %s\r\n\r\n", host, exampleUA)
+			buf := make([]byte, 32<<10)
+			_, _ = io.ReadFull(conn, buf)
+			_ = conn.Close()
+		}
+		time.Sleep(300 * time.Millisecond)
+		if s, _ := rawGet(t, "127.0.0.1:9080", "GET", "/private/secret.html", host, ua); s != 403 {
+			t.Errorf("%s: after aborted downloads the private page got %d, want 403", host, s)
+		}
+	}
+}
+
+// TestAdversarialCapCutsLine: a file past 500 KiB whose cap falls inside
+// "Disallow: /archive/..." does not turn it into "Disallow: /".
+func TestAdversarialCapCutsLine(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("User-agent: *\nDisallow: /private/\n")
+	pad := (500 << 10) - b.Len() - len("Disallow: /")
+	b.WriteString(strings.Repeat("#", pad-1) + "\n")
+	b.WriteString("Disallow: /archive/2019/\n")
+	if b.Len() <= 500<<10 {
+		t.Fatal("test file does not cross the cap")
+	}
+	for _, src := range []string{"site", "file"} {
+		dir := advSite(t, b.String())
+		robots := "robots {\n\t\tcrawl_delay off\n\t}"
+		if src == "file" {
+			robots = "robots {\n\t\tsource file " + filepath.Join(dir, "robots.txt") + "\n\t\tcrawl_delay off\n\t}"
+		}
+		c := newClient(t, globals+`
+http://cap.localhost:9080 {
+	root * `+dir+`
+	`+robots+`
+	file_server
+}
+`)
+		c.expect("http://cap.localhost:9080/public/", exampleUA, 200)
+		c.expect("http://cap.localhost:9080/private/secret.html", exampleUA, 403)
+	}
+}
+
+// TestAdversarialInlineServed: with source inline (or file), /robots.txt
+// answers with the enforced text, so a crawler that follows it is never
+// refused; robots_txt pass keeps the site's own.
+func TestAdversarialInlineServed(t *testing.T) {
+	dir := advSite(t, "User-agent: *\nAllow: /\n")
+	c := newClient(t, globals+`
+http://inline.localhost:9080 {
+	root * `+dir+`
+	robots {
+		source inline "User-agent: *\nDisallow: /private/\n"
+		crawl_delay off
+	}
+	file_server
+}
+http://pass.localhost:9080 {
+	root * `+dir+`
+	robots {
+		source inline "User-agent: *\nDisallow: /private/\n"
+		robots_txt pass
+		crawl_delay off
+	}
+	file_server
+}
+`)
+	res := c.expect("http://inline.localhost:9080/robots.txt", exampleUA, 200, "Disallow: /private/")
+	if strings.Contains(res.body, "Allow: /\n") {
+		t.Errorf("served the site's file, not the enforced one: %q", res.body)
+	}
+	c.expect("http://inline.localhost:9080/robots.txt", chromeUA, 200, "Disallow: /private/")
+	c.expect("http://pass.localhost:9080/robots.txt", exampleUA, 200, "Allow: /")
+}
+
+// TestAdversarialLoaderScheme: an app that redirects every request without
+// X-Forwarded-Proto https (behind a TLS-terminating proxy) gets the
+// loader's request as https, so the site has its rules.
+func TestAdversarialLoaderScheme(t *testing.T) {
+	app := startNormalising(t, advRobots)
+	app.set(func(b *normalisingBackend) { b.httpsOnly = true })
+	newClient(t, `{
+	admin localhost:2999
+	http_port 9080
+	https_port 9443
+	grace_period 3s
+	persist_config off
+	skip_install_trust
+	auto_https off
+	storage file_system {$CADDY_ROBOTS_IT_STORAGE}
+	servers {
+		trusted_proxies static 127.0.0.1/32
+		trusted_proxies_strict
+	}
+}
+http://tls.localhost:9080 {
+	robots {
+		crawl_delay off
+		strikes off
+	}
+	reverse_proxy `+app.addr+`
+}
+`)
+	status, body := rawGet(t, "127.0.0.1:9080", "GET", "/private/secret.html", "tls.localhost:9080",
+		"User-Agent: "+exampleUA, "X-Forwarded-Proto: https", "X-Forwarded-For: 203.0.113.9")
+	if status != 403 || strings.Contains(body, secret) {
+		t.Errorf("https-only app: bot got %d %q, want 403 (the loader must ask as https)", status, body)
+	}
+}
+
+// TestAdversarialSitesKeepTheirRules: a site on another port with the same
+// host name, and a catch-all site reached with a trailing-dot Host, do not
+// govern a site with their robots.txt.
+func TestAdversarialSitesKeepTheirRules(t *testing.T) {
+	strict := advSite(t, advRobots)
+	open := advSite(t, "User-agent: *\nAllow: /\n")
+	c := newClient(t, globals+`
+http://twoport.localhost:9080 {
+	root * `+strict+`
+	robots {
+		crawl_delay off
+	}
+	file_server
+}
+http://twoport.localhost:9081 {
+	root * `+open+`
+	robots {
+		crawl_delay off
+	}
+	file_server
+}
+:9082 {
+	root * `+open+`
+	robots {
+		crawl_delay off
+	}
+	file_server
+}
+http://strict.localhost:9082 {
+	root * `+strict+`
+	robots {
+		crawl_delay off
+	}
+	file_server
+}
+`)
+	c.expect("http://twoport.localhost:9081/private/secret.html", exampleUA, 200)
+	c.expect("http://twoport.localhost:9080/private/secret.html", exampleUA, 403)
+	status, _ := rawGet(t, "127.0.0.1:9082", "GET", "/private/secret.html", "strict.localhost.:9082", "User-Agent: "+exampleUA)
+	_ = status // the catch-all (or the strict site) answers; either way its own rules
+	if s, body := rawGet(t, "127.0.0.1:9082", "GET", "/private/secret.html", "strict.localhost:9082", "User-Agent: "+exampleUA); s != 403 || strings.Contains(body, secret) {
+		t.Errorf("strict site after a trailing-dot request: %d, want 403", s)
+	}
+}
+
+// TestAdversarialHostFlood: random Host headers on a catch-all site with a
+// 500 KiB robots.txt cost a small entry each, not a parsed copy each, and
+// do not evict the rules (and grace history) of a site in use.
+func TestAdversarialHostFlood(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("User-agent: *\nDisallow: /private/\n")
+	for i := 0; b.Len() < 499<<10; i++ {
+		fmt.Fprintf(&b, "User-agent: bot%d\nDisallow: /x%d/\n", i, i)
+	}
+	dir := advSite(t, b.String())
+	c := newClient(t, globals+`
+:9080 {
+	root * `+dir+`
+	robots {
+		crawl_delay off
+		strikes off
+	}
+	file_server
+}
+`)
+	c.expect("http://real.localhost:9080/private/secret.html", exampleUA, 403)
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	start := time.Now()
+	for i := range 300 {
+		host := fmt.Sprintf("%s.flood.localhost:9080", randHex(8))
+		status, _ := rawGet(t, "127.0.0.1:9080", "GET", "/private/secret.html", host, "User-Agent: "+exampleUA)
+		if status != 403 {
+			t.Fatalf("flood request %d: %d", i, status)
+		}
+		if i%50 == 0 {
+			c.expect("http://real.localhost:9080/private/secret.html", exampleUA, 403)
+		}
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	grew := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	t.Logf("300 random hosts with a 500 KiB robots.txt: heap %+d KiB, %s", grew>>10, time.Since(start))
+	if grew > 64<<20 {
+		t.Errorf("heap grew by %d MiB for 300 hosts sharing one robots.txt", grew>>20)
+	}
+}
+
+func randHex(n int) string {
+	b := make([]byte, n/2)
+	_, _ = rand.Read(b)
+	return fmt.Sprintf("%x", b)
+}
