@@ -262,7 +262,8 @@ func (h *Handler) judgeBot(r *http.Request, a *agents.Shared) *outcome {
 	host := hostOf(r)
 	forms := formsOf(r)
 	o := outcome{agent: a}
-	h.judge(&o, r, &a.Agent, &addr, host, &forms)
+	h.judge(&o, r, &a.Agent, &addr, host, &forms, false)
+	h.stats.seen(a.Name, o.action)
 
 	if repl, ok := ctx.Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
 		// One lazy provider instead of ten values: the strings are only
@@ -311,7 +312,11 @@ func (h *Handler) logDecision(o *outcome, a *agents.Agent, target string) {
 
 // judge computes the outcome for a bot request into o. It does not write
 // anything to the client.
-func (h *Handler) judge(o *outcome, r *http.Request, a *agents.Agent, addr *clientAddr, host string, t *targetForms) {
+//
+// With dry set (the admin API's check) nothing is counted: no strike, no
+// throttle budget spent; a throttle is reported as the interval that would
+// apply, in o.retryAfter with action allow.
+func (h *Handler) judge(o *outcome, r *http.Request, a *agents.Agent, addr *clientAddr, host string, t *targetForms, dry bool) {
 	o.action, o.token = actAllow, tokenNone
 	// The clock (~70 ns on a VM) and the identities are read only when a
 	// decision needs them: an allowed request with no Crawl-delay, one
@@ -452,7 +457,7 @@ func (h *Handler) judge(o *outcome, r *http.Request, a *agents.Agent, addr *clie
 	if refusedByAll {
 		o.action, o.reason = actBlock, reasonRule
 		o.message = refusalText(o, name)
-		if h.strikes.Strikes > 0 {
+		if h.strikes.Strikes > 0 && !dry {
 			// The ban, if this strike starts one, is seen from the next
 			// request on; this one is refused by its rule either way.
 			_, _ = h.store.Strike(r.Context(), strikeIdentity(site, name, verified, addr.get()), h.strikes, now())
@@ -469,6 +474,10 @@ func (h *Handler) judge(o *outcome, r *http.Request, a *agents.Agent, addr *clie
 	}
 
 	if interval > 0 && interval != time.Duration(math.MaxInt64) && (claim || h.throttles(a)) {
+		if dry {
+			o.retryAfter = interval
+			return
+		}
 		id := throttleIdentity(site, name, verified, starJudged, addr.get())
 		res, err := h.store.Throttle(r.Context(), id, interval, now())
 		if err == nil && !res.Allowed {

@@ -60,6 +60,11 @@ type hostRules struct {
 	// used is the coarse clock (seconds) of the last request for this
 	// site; LRU eviction skips sites used within activeFor.
 	used atomic.Int64
+	// lastFetch, lastResult and lastErr describe the last load (under mu):
+	// result is ok, client_error, server_error or error.
+	lastFetch  time.Time
+	lastResult string
+	lastErr    string
 	// saveMu serialises writes of the site's history to storage.
 	saveMu sync.Mutex
 	// restored is set once the site's version history was read from

@@ -314,11 +314,31 @@ func (s *ruleSource) fetchSite(hr *hostRules, hostHeader string, https bool) {
 			zap.Duration("took", time.Since(start)), zap.Error(err))
 	}
 	hr.mu.Lock()
+	hr.lastFetch, hr.lastResult, hr.lastErr = time.Now(), fetchResultName(err, status, res.offSite), ""
+	if err != nil {
+		hr.lastErr = err.Error()
+	}
 	hr.next = time.Now().Add(time.Duration(s.h.Refresh))
 	if err != nil || status >= 500 {
 		hr.next = time.Now().Add(min(retryAfterError, time.Duration(s.h.Refresh)))
 	}
 	hr.mu.Unlock()
+}
+
+// fetchResultName names the outcome of a load, as caddy_robots_fetch_total
+// does.
+func fetchResultName(err error, status int, offSite bool) string {
+	switch {
+	case err != nil:
+		return "error"
+	case status >= 200 && status < 300:
+		return "ok"
+	case offSite:
+		return "redirect"
+	case status >= 400 && status < 500:
+		return "client_error"
+	}
+	return "server_error"
 }
 
 // fetchResult is the outcome of the virtual request.

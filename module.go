@@ -171,6 +171,8 @@ type Handler struct {
 	// privateClaims limits the warning about crawler claims from private
 	// addresses.
 	privateClaims *logLimiter
+	// stats counts decisions per crawler name for the admin API.
+	stats *crawlerStats
 }
 
 // StrikesConfig configures repeat-offender bans.
@@ -237,6 +239,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	h.warn = &logLimiter{}
 	h.privateClaims = &logLimiter{}
 	h.trustWarned = new(atomic.Bool)
+	h.stats = newCrawlerStats()
 	if h.now == nil {
 		h.now = time.Now
 	}
@@ -343,6 +346,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		return err
 	}
 	h.rules = src
+	registerHandler(h)
 	return nil
 }
 
@@ -403,6 +407,7 @@ func (h *Handler) Validate() error {
 // Cleanup releases the state store reference taken in Provision; the loader
 // goroutines stop with the config's context.
 func (h *Handler) Cleanup() error {
+	unregisterHandler(h)
 	var errs []error
 	if err := h.rules.release(); err != nil {
 		errs = append(errs, err)
