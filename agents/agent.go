@@ -1,7 +1,8 @@
 // Package agents tells who is asking: it turns a User-Agent header into the
 // robots.txt product tokens that client obeys, tells people from programs,
-// knows the habits of the well-known crawlers, and verifies that a client
-// claiming a famous crawler's name really is that crawler.
+// knows the habits of the well-known crawlers and what their operators say
+// they are for (search, AI training, AI answers, ...), and verifies that a
+// client claiming a famous crawler's name really is that crawler.
 //
 // The package imports nothing of Caddy; it is usable on its own.
 package agents
@@ -24,6 +25,50 @@ const (
 	CategoryFeedReader    Category = "feed-reader"    // RSS/Atom readers
 	CategoryHTTPLibrary   Category = "http-library"   // generic HTTP clients and headless browsers (curl, python-requests)
 	CategoryOther         Category = "other"          // any other automated client
+)
+
+// Purpose says what a crawler is for, as its operator documents it: what
+// the fetched content is used for, which is what a site owner decides on
+// when writing robots.txt groups ("allow search, refuse AI training").
+// Unlike Category, which sorts clients by kind, Purpose follows the
+// operator's own words; for the long tail of the catalogue, which no
+// operator page covers, it comes from the upstream lists (the function
+// field of ai.robots.txt, the tags of crawler-user-agents). Where each
+// entry's purpose comes from is recorded in the package's catalogue data
+// (agents/data/catalogue.json, field purpose_source).
+type Purpose string
+
+// The purposes of the catalogue.
+const (
+	// PurposeSearch: building a search engine's index (Googlebot,
+	// bingbot, Applebot, PetalBot).
+	PurposeSearch Purpose = "search"
+	// PurposeAITraining: collecting content to train AI models (GPTBot,
+	// ClaudeBot, CCBot, meta-externalagent; the Google-Extended and
+	// Applebot-Extended robots.txt tokens).
+	PurposeAITraining Purpose = "ai-training"
+	// PurposeAIAnswers: collecting content that AI assistants and answer
+	// engines quote when they answer questions: the search index behind
+	// AI answers (OAI-SearchBot, Claude-SearchBot, PerplexityBot) or
+	// retrieval at query time that no single person asked for.
+	PurposeAIAnswers Purpose = "ai-answers"
+	// PurposeUserTriggered: a fetch a person asked for: an AI assistant
+	// reading a page for its user (ChatGPT-User, Claude-User,
+	// Perplexity-User), a link preview for a link someone shared
+	// (facebookexternalhit, Slackbot-LinkExpanding), a feed someone
+	// subscribed to (FeedFetcher-Google).
+	PurposeUserTriggered Purpose = "user-triggered"
+	// PurposeSEO: SEO and marketing data (AhrefsBot, SemrushBot, MJ12bot).
+	PurposeSEO Purpose = "seo"
+	// PurposeArchiving: web archives (archive.org_bot, ia_archiver).
+	PurposeArchiving Purpose = "archiving"
+	// PurposeMonitoring: uptime, performance and accessibility checks.
+	PurposeMonitoring Purpose = "monitoring"
+	// PurposeOther: any other purpose (advertising checks, security
+	// scanners, research crawls), the generic HTTP libraries and headless
+	// browsers, whose purpose is whoever runs them, and automated clients
+	// the catalogue does not know.
+	PurposeOther Purpose = "other"
 )
 
 // Support is a tri-state answer to "does this crawler honour X".
@@ -84,10 +129,20 @@ type Agent struct {
 	Operator string
 	// Category is the kind of client; empty for browsers.
 	Category Category
+	// Purpose is what the client is for, as its operator documents it
+	// (see Purpose); PurposeOther for automated clients the catalogue does
+	// not know, empty for browsers.
+	Purpose Purpose
 	// Tokens are the robots.txt product tokens the client obeys, most
 	// specific first, documented fallbacks included (Googlebot-Image then
-	// Googlebot; Applebot then Googlebot). Never "*". Empty for browsers.
-	// The slice is shared: callers must not modify it.
+	// Googlebot; Applebot then Googlebot). The first is the product token
+	// the operator documents for robots.txt, which is the one its
+	// User-Agent carries unless the operator documents otherwise (the
+	// robots.txt-only tokens Google-Extended and Applebot-Extended). Never
+	// "*". Empty for browsers, and for clients whose User-Agent names them
+	// in several words ("Screaming Frog SEO Spider") with no documented
+	// token: only the "*" group applies to them. The slice is shared:
+	// callers must not modify it.
 	Tokens []string
 	// Profile holds the crawler's documented habits.
 	Profile Profile

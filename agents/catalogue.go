@@ -119,7 +119,7 @@ func newMatcher(data []byte) (*matcher, error) {
 		m.entries = append(m.entries, entry{
 			agent: Agent{
 				Bot: true, Known: true, Name: e.Name, Operator: e.Operator,
-				Category: Category(e.Category), Tokens: tokens,
+				Category: Category(e.Category), Purpose: Purpose(e.Purpose), Tokens: tokens,
 				Profile: Profile{
 					CrawlDelay:      parseSupport(e.CrawlDelay),
 					RequestRate:     parseSupport(e.RequestRate),

@@ -15,12 +15,13 @@ var defaultIdentifier = NewIdentifier(0)
 //
 // The result is, in order of precedence:
 //
-//   - for an empty (or all-blank) User-Agent: Bot true, Category other, no
-//     Name and no Tokens, since no browser sends an empty User-Agent;
+//   - for an empty (or all-blank) User-Agent: Bot true, Category and
+//     Purpose other, no Name and no Tokens, since no browser sends an empty
+//     User-Agent;
 //   - for a client of the catalogue (see Catalogue): that entry, Known true;
-//   - for another automated client: Bot true, Category other, Name the
-//     product name its User-Agent carries and Tokens that name alone, so
-//     "ExampleCrawler/1.0 (+https://example.com/bot)" and
+//   - for another automated client: Bot true, Category and Purpose other,
+//     Name the product name its User-Agent carries and Tokens that name
+//     alone, so "ExampleCrawler/1.0 (+https://example.com/bot)" and
 //     "Mozilla/5.0 (compatible; ExampleCrawler/1.0; +https://example.com/bot)"
 //     both give Name "ExampleCrawler" and Tokens ["ExampleCrawler"];
 //   - for a browser: the zero Agent (Bot false).
@@ -29,7 +30,10 @@ var defaultIdentifier = NewIdentifier(0)
 // headless browser of the catalogue, carries a URL or a word such as "bot",
 // "crawler", "spider" or "fetcher", or does not have the shape of a browser's
 // (browsers' User-Agents start with "Mozilla/" or "Opera/" and carry a
-// platform comment).
+// platform comment). The text-mode browsers Lynx, w3m, Links and ELinks
+// have shapes of their own ("Lynx/2.9.0dev.12 libwww-FM/2.14",
+// "w3m/0.5.3", "Links (2.29; Linux ...; text)"); a person reads the pages
+// they fetch, so they are browsers too.
 func Identify(userAgent string) Agent {
 	return defaultIdentifier.Identify(userAgent)
 }
@@ -42,20 +46,24 @@ func (id *Identifier) Identify(userAgent string) Agent {
 }
 
 // Shared is an identification as an Identifier's cache holds it: the Agent
-// plus its name and tokens boxed once as interface values, so that a hot
-// path storing them in a map[string]any (Caddy's request variables, for
-// instance) does not allocate on every request. A Shared is read-only and
+// plus its name, purpose and tokens boxed once as interface values, so that
+// a hot path storing them in a map[string]any (Caddy's request variables,
+// for instance) does not allocate on every request. A Shared is read-only and
 // shared by every caller that sends the same User-Agent.
 type Shared struct {
 	Agent
 	// NameValue is Agent.Name as an interface value.
 	NameValue any
+	// PurposeValue is Agent.Purpose as an interface value holding a plain
+	// string ("ai-training"; "" for a browser), ready for a placeholder
+	// or a log field.
+	PurposeValue any
 	// TokenValues[i] is Agent.Tokens[i] as an interface value.
 	TokenValues []any
 }
 
 func newShared(a Agent) Shared {
-	s := Shared{Agent: a, NameValue: a.Name}
+	s := Shared{Agent: a, NameValue: a.Name, PurposeValue: string(a.Purpose)}
 	if len(a.Tokens) > 0 {
 		s.TokenValues = make([]any, len(a.Tokens))
 		for i, t := range a.Tokens {
@@ -86,7 +94,7 @@ func (id *Identifier) IdentifyShared(userAgent string) *Shared {
 func identify(ua string) Agent {
 	s := strings.TrimSpace(ua)
 	if s == "" {
-		return Agent{Bot: true, Category: CategoryOther, Profile: Profile{RobotsCacheTTL: defaultRobotsCacheTTL}}
+		return Agent{Bot: true, Category: CategoryOther, Purpose: PurposeOther, Profile: Profile{RobotsCacheTTL: defaultRobotsCacheTTL}}
 	}
 	if m, err := loadMatcher(); err == nil {
 		if i := m.match(s); i >= 0 {
@@ -108,9 +116,15 @@ func identify(ua string) Agent {
 	return Agent{}
 }
 
+// isEntryName reports whether name names entry i: one of its names or
+// tokens, or the first word of a name of several words ("Anchor" of
+// "Anchor Browser", which has no token).
 func (m *matcher) isEntryName(i int32, name string) bool {
-	j, ok := m.byName[strings.ToLower(name)]
-	return ok && j == i
+	if j, ok := m.byName[strings.ToLower(name)]; ok && j == i {
+		return true
+	}
+	full := m.entries[i].agent.Name
+	return len(full) > len(name) && full[len(name)] == ' ' && strings.EqualFold(full[:len(name)], name)
 }
 
 // claimedName returns the name a User-Agent gives itself in a
@@ -136,7 +150,7 @@ func claimedName(s string) string {
 // unknownBot is the Agent of an automated client that is not in the
 // catalogue.
 func unknownBot(name string) Agent {
-	a := Agent{Bot: true, Name: name, Category: CategoryOther, Profile: Profile{RobotsCacheTTL: defaultRobotsCacheTTL}}
+	a := Agent{Bot: true, Name: name, Category: CategoryOther, Purpose: PurposeOther, Profile: Profile{RobotsCacheTTL: defaultRobotsCacheTTL}}
 	if t := uatext.LeadingToken(name); t == name && len(t) >= 2 {
 		a.Tokens = []string{name}
 	}
@@ -160,6 +174,9 @@ func looksAutomated(s string) bool {
 	if bot {
 		return true
 	}
+	if isTextBrowser(s) {
+		return false
+	}
 	// Browsers say Mozilla/ (or, long ago, Opera/) first and describe their
 	// platform in a comment.
 	first := uatext.LeadingToken(s)
@@ -178,6 +195,37 @@ func looksAutomated(s string) bool {
 		return false
 	}
 	return useragent.New(s).Bot()
+}
+
+// textBrowsers are the product names of the text-mode browsers, which a
+// person drives from a terminal.
+var textBrowsers = [...]string{"Lynx", "w3m", "Links", "ELinks"}
+
+// isTextBrowser reports whether s is the User-Agent of a text-mode
+// browser: it starts with one of textBrowsers followed by a version
+// ("Lynx/2.9.0dev.12 libwww-FM/2.14 SSL-MM/1.4.1 GNUTLS/3.7.9",
+// "w3m/0.5.3+git20230121", "ELinks/0.16.1.1 (textmode; Linux 6.1.0 x86_64;
+// 200x50-2)") or, as Links and old ELinks write it, by a comment that opens
+// with the version ("Links (2.29; Linux 6.1.0-13-amd64 x86_64; GNU C 12.2;
+// text)", "ELinks (0.4pre5; Linux 2.6.10-ac7 i686; 80x33)"). The caller
+// has already ruled out URLs and bot words.
+func isTextBrowser(s string) bool {
+	for _, name := range textBrowsers {
+		if len(s) < len(name)+2 || !strings.EqualFold(s[:len(name)], name) {
+			continue
+		}
+		rest := s[len(name):]
+		switch {
+		case rest[0] == '/':
+			rest = rest[1:]
+		case strings.HasPrefix(rest, " ("):
+			rest = rest[2:]
+		default:
+			return false
+		}
+		return rest != "" && rest[0] >= '0' && rest[0] <= '9'
+	}
+	return false
 }
 
 // browserProducts are the product tokens of mainstream browsers.

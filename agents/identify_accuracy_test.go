@@ -8,8 +8,9 @@ import (
 	"testing"
 )
 
-// TestCrawlerRecall: at least 99% of the real crawler User-Agents of
-// crawler-user-agents.json are flagged as bots.
+// TestCrawlerRecall: at least 99.95% of the real crawler User-Agents of
+// crawler-user-agents.json are flagged as bots (2,115 of 2,116: the one
+// left is an in-app browser, listed in testdata/identify/unclassified.txt).
 func TestCrawlerRecall(t *testing.T) {
 	recs := loadCrawlerRecords(t)
 	seen := map[string]bool{}
@@ -44,8 +45,8 @@ func TestCrawlerRecall(t *testing.T) {
 	for _, m := range missed {
 		t.Logf("missed: %q", m)
 	}
-	if rate < 0.99 {
-		t.Errorf("recall %.2f%% < 99%%", 100*rate)
+	if rate < 0.9995 {
+		t.Errorf("recall %.3f%% < 99.95%%", 100*rate)
 	}
 	checkUnclassified(t, missed)
 }
@@ -78,8 +79,8 @@ func checkUnclassified(t *testing.T, missed []string) {
 	}
 }
 
-// TestBrowserFalsePositives: at most 0.05% (3) of 7,707 real browser
-// User-Agents are flagged as bots.
+// TestBrowserFalsePositives: none of 7,707 real browser User-Agents is
+// flagged as a bot.
 func TestBrowserFalsePositives(t *testing.T) {
 	browsers := loadBrowsers(t)
 	var fp []string
@@ -95,7 +96,7 @@ func TestBrowserFalsePositives(t *testing.T) {
 	if len(browsers) < 7000 {
 		t.Errorf("only %d browser strings", len(browsers))
 	}
-	if len(fp) > 3 {
-		t.Errorf("%d browsers flagged as bots, want at most 3", len(fp))
+	if len(fp) > 0 {
+		t.Errorf("%d browsers flagged as bots, want none", len(fp))
 	}
 }

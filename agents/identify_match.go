@@ -131,6 +131,11 @@ func hasPrefixFold(s, lowerPrefix string) bool {
 	return true
 }
 
+// covers reports whether c's matched text strictly contains d's.
+func (c *candidate) covers(d *candidate) bool {
+	return c.n > d.n && c.pos <= d.pos && c.pos+c.n >= d.pos+d.n
+}
+
 // better reports whether candidate a identifies the client better than b.
 func (m *matcher) better(a, b *candidate) bool {
 	ea, eb := &m.entries[a.entry], &m.entries[b.entry]
@@ -148,7 +153,17 @@ func (m *matcher) better(a, b *candidate) bool {
 		}
 	}
 	if a.word != b.word {
-		return a.word // a product name beats a pattern on, say, a URL
+		// A pattern whose literal text covers the other's word names the
+		// client more precisely ("Screaming Frog SEO Spider" over the
+		// "Spider" of another entry); otherwise a product name beats a
+		// pattern on, say, a URL.
+		if a.covers(b) {
+			return true
+		}
+		if b.covers(a) {
+			return false
+		}
+		return a.word
 	}
 	if a.n != b.n {
 		return a.n > b.n // the longer, more specific name

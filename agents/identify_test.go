@@ -93,14 +93,15 @@ func TestMajorCrawlers(t *testing.T) {
 	}
 }
 
-// TestAIRobotsAgents: every agent of ai.robots.txt resolves to its token.
+// TestAIRobotsAgents: every agent of ai.robots.txt resolves to its entry.
 // ai.robots.txt gives no User-Agent strings, so each is tried in the two
 // conventional forms; the keys that are only robots.txt tokens
 // (Google-Extended, Applebot-Extended, ...) never appear in real headers.
+// Keys of several words ("Kangaroo Bot") name no product token.
 func TestAIRobotsAgents(t *testing.T) {
 	for name := range loadAIRobots(t) {
 		want, ok := Lookup(name)
-		if !ok || len(want.Tokens) == 0 {
+		if !ok || (len(want.Tokens) == 0) != strings.Contains(want.Name, " ") {
 			t.Errorf("Lookup(%q) = %+v, %v", name, want, ok)
 			continue
 		}
@@ -126,7 +127,7 @@ func TestUnknownBots(t *testing.T) {
 		{"MyTool/3.1", "MyTool"},
 	} {
 		a := Identify(c.ua)
-		want := Agent{Bot: true, Name: c.name, Category: CategoryOther, Tokens: []string{c.name}, Profile: Profile{RobotsCacheTTL: 24 * time.Hour}}
+		want := Agent{Bot: true, Name: c.name, Category: CategoryOther, Purpose: PurposeOther, Tokens: []string{c.name}, Profile: Profile{RobotsCacheTTL: 24 * time.Hour}}
 		if !reflect.DeepEqual(a, want) {
 			t.Errorf("Identify(%q) = %+v, want %+v", c.ua, a, want)
 		}
@@ -361,6 +362,9 @@ func TestIdentifyShared(t *testing.T) {
 		if s.NameValue != any(s.Name) {
 			t.Errorf("%q: NameValue %#v, Name %q", ua, s.NameValue, s.Name)
 		}
+		if s.PurposeValue != any(string(s.Purpose)) {
+			t.Errorf("%q: PurposeValue %#v, Purpose %q", ua, s.PurposeValue, s.Purpose)
+		}
 		if len(s.TokenValues) != len(s.Tokens) {
 			t.Fatalf("%q: %d token values for %d tokens", ua, len(s.TokenValues), len(s.Tokens))
 		}
@@ -378,7 +382,7 @@ func TestIdentifyShared(t *testing.T) {
 	}
 	long := "LongBot/1.0 (+https://example.com/" + strings.Repeat("x", maxCachedLen) + ")"
 	a, b := id.IdentifyShared(long), id.IdentifyShared(long)
-	if a == b || a.Name != "LongBot" || b.NameValue != any("LongBot") {
+	if a == b || a.Name != "LongBot" || b.NameValue != any("LongBot") || b.PurposeValue != any("other") {
 		t.Errorf("uncacheable User-Agent: %p %p %q %#v", a, b, a.Name, b.NameValue)
 	}
 }

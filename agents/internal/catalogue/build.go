@@ -49,6 +49,21 @@ type curatedEntry struct {
 	Verify          string   `json:"verify"`
 	URL             string   `json:"url"`
 	Note            string   `json:"note"`
+	// Purpose is what the operator says the crawler is for (one of
+	// Purposes); PurposeSource is where it says so, when that is not URL
+	// (another page of the operator, or a dataset for the few entries no
+	// operator page documents).
+	Purpose       string `json:"purpose"`
+	PurposeSource string `json:"purpose_source"`
+	// UserAgents are User-Agent strings the operator documents (at URL),
+	// checked by the tests against the entry's tokens.
+	UserAgents []string `json:"user_agents"`
+	// TokenException documents why the first token does not occur in the
+	// crawler's User-Agent.
+	TokenException *TokenException `json:"token_exception"`
+	// FallbackSource is the operator page that documents the fallback
+	// tokens after the first (bingbot to msnbot, Applebot to Googlebot).
+	FallbackSource string `json:"fallback_source"`
 }
 
 type aiAgent struct {
@@ -66,6 +81,9 @@ type upstreamEntry struct {
 
 // VerifyKeys are the verification method keys an entry's Verify may name.
 var VerifyKeys = []string{"google-common", "google-special", "google-user-triggered", "bingbot", "applebot", "yahoo-slurp", "yandex", "baidu", "amazonbot", "petalbot", "duckduckgo", "openai-gptbot", "openai-searchbot", "openai-chatgpt-user", "perplexitybot", "perplexity-user", "anthropic", "ccbot", "ahrefs", "meta", "pinterest"}
+
+// Purposes are the values an entry's Purpose may take.
+var Purposes = []string{"search", "ai-training", "ai-answers", "user-triggered", "seo", "archiving", "monitoring", "other"}
 
 // Categories are the values an entry's Category may take.
 var Categories = []string{"search", "ai-training", "ai-search", "ai-assistant", "seo", "archive", "social-preview", "monitoring", "feed-reader", "http-library", "other"}
@@ -142,6 +160,14 @@ func Build(dataDir string) ([]byte, error) {
 			RequestRate: c.RequestRate, IgnoresWildcard: c.IgnoresWildcard,
 			UserTriggered: c.UserTriggered, RobotsCacheTTL: c.RobotsCacheTTL,
 			Verify: c.Verify, URL: c.URL, Sources: []string{"curated"},
+			Purpose: c.Purpose, PurposeSource: c.PurposeSource, Samples: c.UserAgents,
+			TokenException: c.TokenException, FallbackSource: c.FallbackSource,
+		}
+		if e.Purpose == "" && c.Generic {
+			e.Purpose, e.PurposeSource = "other", "generic client: its purpose is whoever runs it"
+		}
+		if e.PurposeSource == "" {
+			e.PurposeSource = c.URL
 		}
 		e.Words = addUnique(nil, c.Name)
 		if len(c.Tokens) > 0 {
@@ -192,14 +218,20 @@ func Build(dataDir string) ([]byte, error) {
 			name = tok
 		}
 		e := &Entry{Name: name, Operator: operatorOf(v.Operator), Category: aiCategory(v.Function),
-			Tokens: []string{tok}, Words: []string{name}, Sources: []string{"ai.robots.txt"}}
+			Words: []string{name}, Sources: []string{"ai.robots.txt"},
+			Purpose: aiPurpose(v.Function), PurposeSource: fmt.Sprintf("ai.robots.txt function %q", v.Function)}
+		// A name of several words ("Kangaroo Bot") has no product token:
+		// its first word is not one.
+		if name == tok {
+			e.Tokens = []string{tok}
+		}
 		if mergeKey != tok {
-			e.Tokens = []string{mergeKey, tok}
 			e.Words = addUnique(e.Words, mergeKey)
 		}
 		if strings.HasSuffix(strings.ToLower(tok), "-user") {
 			e.UserTriggered = true
 			e.Category = "ai-assistant"
+			e.Purpose = "user-triggered"
 		}
 		b.add(e)
 	}
@@ -228,8 +260,17 @@ func Build(dataDir string) ([]byte, error) {
 			e = b.find(name)
 		}
 		if e == nil {
-			e = &Entry{Name: name, Category: tagCategory(u.Tags), URL: u.URL}
-			if t := uatext.LeadingToken(name); len(t) >= 2 {
+			e = &Entry{Name: name, Category: tagCategory(u.Tags), URL: u.URL,
+				Purpose: tagPurpose(u.Tags), PurposeSource: fmt.Sprintf("crawler-user-agents tags %q", u.Tags)}
+			// Only a name that is one product token of the User-Agent is a
+			// token: the first word of "Screaming Frog SEO Spider" names
+			// nothing, nor does a host name taken from a URL
+			// ("+https://sitebulb.com") or an e-mail address.
+			samples := u.Instances
+			if len(samples) == 0 {
+				samples = []string{unescape(u.Pattern)}
+			}
+			if t := uatext.LeadingToken(name); t == name && len(t) >= 2 && wordIn(samples, t) {
 				e.Tokens = []string{t}
 			}
 			if e.Category == "http-library" {
@@ -299,6 +340,21 @@ func checkCurated(c curatedEntry) error {
 	if !contains(Categories, c.Category) {
 		return fmt.Errorf("catalogue: curated entry %q: unknown category %q", c.Name, c.Category)
 	}
+	if !contains(Purposes, c.Purpose) && !(c.Purpose == "" && c.Generic) {
+		return fmt.Errorf("catalogue: curated entry %q: unknown purpose %q", c.Name, c.Purpose)
+	}
+	if c.Purpose != "" && c.URL == "" && c.PurposeSource == "" {
+		return fmt.Errorf("catalogue: curated entry %q: purpose %q needs a source (url or purpose_source)", c.Name, c.Purpose)
+	}
+	if c.RobotsOnly && c.URL == "" {
+		return fmt.Errorf("catalogue: curated entry %q: a robots.txt-only token needs the operator's url", c.Name)
+	}
+	if x := c.TokenException; x != nil && (x.Reason == "" || !strings.HasPrefix(x.URL, "http")) {
+		return fmt.Errorf("catalogue: curated entry %q: a token exception needs a reason and a source URL", c.Name)
+	}
+	if len(c.Tokens) > 1 && !c.Generic && c.FallbackSource == "" {
+		return fmt.Errorf("catalogue: curated entry %q: fallback tokens %q need a fallback_source", c.Name, c.Tokens[1:])
+	}
 	if c.Verify != "" && !contains(VerifyKeys, c.Verify) {
 		return fmt.Errorf("catalogue: curated entry %q: unknown verification method %q", c.Name, c.Verify)
 	}
@@ -348,6 +404,81 @@ func aiCategory(function string) string {
 		return "ai-search"
 	}
 	return "ai-training"
+}
+
+// aiPurpose maps an ai.robots.txt function, which is either one of the
+// Dark Visitors classes ("AI Data Scrapers", "AI Search Crawlers",
+// "AI Assistants", "AI Agents", ...) or a free-text description, to a
+// purpose. Free text that names none of the known uses is "other".
+func aiPurpose(function string) string {
+	f := strings.ToLower(function)
+	has := func(words ...string) bool {
+		for _, w := range words {
+			if aiWord(f, w) {
+				return true
+			}
+		}
+		return false
+	}
+	switch {
+	case strings.Contains(f, "user-initiated"), has("prompt", "prompts"):
+		return "user-triggered"
+	case has("seo"):
+		return "seo"
+	case has("search"):
+		return "ai-answers"
+	case has("assistant", "assistants", "agent", "agents", "coding"):
+		return "user-triggered"
+	case has("train", "training", "llm", "llms", "model", "models", "scraper", "scrapers", "scrapes", "scraping",
+		"data", "dataset", "datasets", "learning", "providers"):
+		return "ai-training"
+	}
+	return "other"
+}
+
+// aiWord reports whether w occurs in the lower-case text f as a word, so
+// that "research" does not say "search".
+func aiWord(f, w string) bool {
+	for i := 0; ; {
+		k := strings.Index(f[i:], w)
+		if k < 0 {
+			return false
+		}
+		k += i
+		before := k == 0 || !isLetter(f[k-1])
+		after := k+len(w) == len(f) || !isLetter(f[k+len(w)])
+		if before && after {
+			return true
+		}
+		i = k + 1
+	}
+}
+
+func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
+
+// tagPurpose maps crawler-user-agents tags to a purpose. Link previews and
+// feed readers fetch because a person shared a link or subscribed to a
+// feed: user-triggered, as Google files its feed fetcher.
+func tagPurpose(tags []string) string {
+	if contains(tags, "ai-crawler") {
+		switch {
+		case contains(tags, "search-engine"):
+			return "ai-answers"
+		case contains(tags, "browser-automation"):
+			return "user-triggered"
+		}
+		return "ai-training"
+	}
+	order := []struct{ tag, purpose string }{
+		{"search-engine", "search"}, {"seo", "seo"}, {"archiver", "archiving"},
+		{"monitoring", "monitoring"}, {"social-preview", "user-triggered"}, {"feed-reader", "user-triggered"},
+	}
+	for _, o := range order {
+		if contains(tags, o.tag) {
+			return o.purpose
+		}
+	}
+	return "other"
 }
 
 func tagCategory(tags []string) string {
@@ -417,6 +548,27 @@ func deriveName(u upstreamEntry) string {
 		name = strings.TrimSpace(unescape(u.Pattern))
 	}
 	return name
+}
+
+// wordIn reports whether w occurs, ignoring case, as a whole word
+// (uatext.WordAt) of one of the User-Agents.
+func wordIn(uas []string, w string) bool {
+	lw := strings.ToLower(w)
+	for _, ua := range uas {
+		l := strings.ToLower(ua)
+		for i := 0; ; {
+			k := strings.Index(l[i:], lw)
+			if k < 0 {
+				break
+			}
+			k += i
+			if uatext.WordAt(ua, k, k+len(w)) {
+				return true
+			}
+			i = k + 1
+		}
+	}
+	return false
 }
 
 func unescape(p string) string {

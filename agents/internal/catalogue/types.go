@@ -36,16 +36,38 @@ type Entry struct {
 	// this entry wins.
 	DependsOn []string `json:"depends_on,omitempty"`
 	// Generic marks libraries and headless browsers: any other match wins.
-	Generic         bool     `json:"generic,omitempty"`
-	RobotsOnly      bool     `json:"robots_only,omitempty"`
-	CrawlDelay      string   `json:"crawl_delay,omitempty"`
-	RequestRate     string   `json:"request_rate,omitempty"`
-	IgnoresWildcard bool     `json:"ignores_wildcard,omitempty"`
-	UserTriggered   bool     `json:"user_triggered,omitempty"`
-	RobotsCacheTTL  string   `json:"robots_cache_ttl,omitempty"`
-	Verify          string   `json:"verify,omitempty"`
-	URL             string   `json:"url,omitempty"`
-	Sources         []string `json:"sources"`
+	Generic         bool   `json:"generic,omitempty"`
+	RobotsOnly      bool   `json:"robots_only,omitempty"`
+	CrawlDelay      string `json:"crawl_delay,omitempty"`
+	RequestRate     string `json:"request_rate,omitempty"`
+	IgnoresWildcard bool   `json:"ignores_wildcard,omitempty"`
+	UserTriggered   bool   `json:"user_triggered,omitempty"`
+	RobotsCacheTTL  string `json:"robots_cache_ttl,omitempty"`
+	Verify          string `json:"verify,omitempty"`
+	URL             string `json:"url,omitempty"`
+	// Purpose is what the crawler is for, as its operator documents it
+	// (one of Purposes); PurposeSource is where that comes from: the
+	// operator's page, or for the long tail the upstream field it was
+	// read from.
+	Purpose       string `json:"purpose"`
+	PurposeSource string `json:"purpose_source"`
+	// FallbackSource is the operator page documenting the tokens after the
+	// first.
+	FallbackSource string `json:"fallback_source,omitempty"`
+	// Samples are User-Agent strings the operator documents; tests check
+	// the tokens against them. The runtime ignores them.
+	Samples []string `json:"samples,omitempty"`
+	// TokenException explains, with a source, why the first token does not
+	// occur in the crawler's User-Agent; the runtime ignores it.
+	TokenException *TokenException `json:"token_exception,omitempty"`
+	Sources        []string        `json:"sources"`
+}
+
+// TokenException documents a product token that the crawler's User-Agent
+// does not carry.
+type TokenException struct {
+	Reason string `json:"reason"`
+	URL    string `json:"url"`
 }
 
 // Pattern is an upstream regular expression with the literal needles (lower
