@@ -53,6 +53,8 @@ func refSelect(file, agent string) ([]refRule, bool) {
 				cur.rules = append(cur.rules, refRule{key == "allow", val, i + 1})
 				inRules = true
 			}
+		case "content-usage": // a rule too (draft-ietf-aipref-attach-05 §3), without effect on crawling
+			inRules = inRules || cur != nil
 		}
 	}
 	token := func(v string) bool {

@@ -34,7 +34,8 @@ func ParseLimit(body []byte, limit int) *Robots {
 	}
 	r.size = n
 	p := parser{r: r}
-	p.run(string(body[:n]))
+	r.src = string(body[:n])
+	p.run(r.src)
 	if len(partial) > 0 {
 		p.skip(p.line, string(partial), "partial line cut by the size cap; ignored")
 	}
@@ -56,6 +57,7 @@ type rawGroup struct {
 	delay   time.Duration
 	rate    Rate
 	hasRule bool
+	prefs   *rawPrefs // Content-Usage and Content-Signal lines (prefs.go)
 }
 
 type parser struct {
@@ -64,6 +66,7 @@ type parser struct {
 	raws   []*rawGroup
 	cur    *rawGroup
 	agents []agentLine
+	prefs  *parsePrefs // nil until a Content-Usage or Content-Signal line (prefs.go)
 }
 
 func (p *parser) skip(line int, text, reason string) {
@@ -175,6 +178,7 @@ func (p *parser) parseLine(raw string) {
 		} else {
 			p.r.records = append(p.r.records, rec)
 		}
+		p.prefRecord(key, val, raw) // Content-Usage, Content-Signal (prefs.go)
 	}
 }
 
@@ -267,6 +271,7 @@ func (p *parser) finish() {
 	}
 	p.r.agents = newAgentTable(agentKeys, agentGroups)
 	sortGroups(p.r.groups, first)
+	p.finishPrefs()
 }
 
 func appendAgent(list []string, v string) []string {
@@ -293,6 +298,7 @@ func (p *parser) merge(g *Group, raws []int) {
 		g.RequestRate = stricter(g.RequestRate, rg.rate)
 	}
 	compile(&g.m, g.Rules)
+	p.mergePrefs(g, raws)
 }
 
 // stricter returns the rate with the longer interval; a zero rate is absent.

@@ -32,6 +32,9 @@ type Robots struct {
 	skipped   []Skip
 	size      int
 	truncated bool
+	src       string      // the body read; Rule.Pattern and Group.Agents are slices of it
+	alt       altReadings // other parsers' readings, built on first use (readings.go)
+	prefs     *filePrefs  // nil when the file has no Content-Usage or Content-Signal line (prefs.go)
 }
 
 // Rule is one allow or disallow line of a group.
@@ -84,8 +87,11 @@ type Group struct {
 	// for merged groups the strictest one.
 	RequestRate Rate
 	// Records are the other records that appear inside the group (unknown
-	// keys, Visit-time, ...) in file order.
+	// keys, Visit-time, ...) in file order. Content-Usage and Content-Signal
+	// lines are kept here too; see [Group.Preferences] for their meaning.
 	Records []Record
+
+	prefs *groupPrefs // AI usage preferences (prefs.go); nil when none apply
 }
 
 // String describes the group for refusal messages, e.g.
