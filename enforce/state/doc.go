@@ -13,7 +13,8 @@
 // request is due. A request at time now is allowed when TAT - now <= τ, and
 // then TAT becomes max(TAT, now) + T; otherwise it is refused, spends
 // nothing, and may come back after exactly TAT - τ - now (the RetryAfter of
-// [ThrottleResult]). One int64 per identity is the whole throttle state.
+// [ThrottleResult]). One int64 per identity (the TAT) is the whole state of
+// this rule.
 //
 // τ is the jitter tolerance, [Tolerance](T) = min(T/2, 1s). It exists so that
 // a compliant crawler is never refused: one whose requests keep to a schedule
@@ -23,6 +24,18 @@
 // instant as the first is always refused: the tolerance absorbs jitter, it
 // grants no burst. Over any window W a client gets at most 1 + (W+τ)/T
 // requests.
+//
+// # Judging the average: Pace
+//
+// [Store.ThrottlePace] judges Crawl-delay over a window instead of gap by
+// gap (see [Pace]): with Burst B ([DefaultBurst] = 4) the emission interval
+// is 7/8 of the delay and the tolerance (B-1) emission intervals plus τ, so
+// crawlers that randomise each gap around the delay (Scrapy, wget
+// --random-wait: 0.5–1.5×) are not throttled, while one that ignores the
+// delay is throttled from its (B+1)-th request and one that keeps 0.8× the
+// delay after about 40. The same call pairs a GET with the HEAD of the same
+// URL just before it ([Fetch]), and marks requests that arrive inside a
+// Retry-After already given (ThrottleResult.Retry).
 //
 // # Identity
 //
@@ -49,9 +62,9 @@
 // decisions pass by; no goroutine sweeps.
 //
 // [Redis] shares the state among instances serving one site, exactly: every
-// decision is one atomic script on the server (go-redis/redis_rate's GCRA,
-// with the same T and τ as [Memory]; strikes by INCR + PEXPIRE and a ban key
-// with a TTL). Keys are "{prefix}:{site}:{identity}:..." and all expire on
+// decision is one atomic script on the server (GCRA in integer
+// microseconds, with the same T and τ as [Memory] and the arithmetic of
+// go-redis/redis_rate; strikes by INCR + PEXPIRE and a ban key with a TTL). Keys are "{prefix}:{site}:{identity}:..." and all expire on
 // their own. Each call has its own short timeout (50ms by default).
 //
 // # Failing open

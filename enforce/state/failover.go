@@ -18,7 +18,7 @@ const (
 // warmer is what a local store offers to learn from the primary's answers;
 // [Memory] implements it.
 type warmer interface {
-	observeRetry(id Identity, interval, retryAfter time.Duration, now time.Time)
+	observeRetry(id Identity, p Pace, retryAfter time.Duration, now time.Time)
 	observeBan(id Identity, until, now time.Time)
 }
 
@@ -122,18 +122,23 @@ func (f *Failover) skipped() {
 
 // Throttle implements [Store.Throttle].
 func (f *Failover) Throttle(ctx context.Context, id Identity, interval time.Duration, now time.Time) (ThrottleResult, error) {
-	if interval <= 0 {
+	return f.ThrottlePace(ctx, id, Pace{Interval: interval}, now)
+}
+
+// ThrottlePace implements [Store.ThrottlePace].
+func (f *Failover) ThrottlePace(ctx context.Context, id Identity, p Pace, now time.Time) (ThrottleResult, error) {
+	if p.Interval <= 0 {
 		return ThrottleResult{Allowed: true}, nil
 	}
 	if f.use() {
-		r, err := f.primary.Throttle(ctx, id, interval, now)
+		r, err := f.primary.ThrottlePace(ctx, id, p, now)
 		if err == nil {
 			f.ok()
 			switch {
 			case r.Allowed:
-				_, _ = f.local.Throttle(ctx, id, interval, now)
+				_, _ = f.local.ThrottlePace(ctx, id, p, now)
 			case f.warm != nil:
-				f.warm.observeRetry(id, interval, r.RetryAfter, now)
+				f.warm.observeRetry(id, p, r.RetryAfter, now)
 			}
 			return r, nil
 		}
@@ -141,7 +146,7 @@ func (f *Failover) Throttle(ctx context.Context, id Identity, interval time.Dura
 	} else {
 		f.skipped()
 	}
-	r, err := f.local.Throttle(ctx, id, interval, now)
+	r, err := f.local.ThrottlePace(ctx, id, p, now)
 	if err != nil {
 		return ThrottleResult{Allowed: true}, nil // fail open
 	}

@@ -101,13 +101,16 @@ type entry struct {
 	tat      int64 // GCRA theoretical arrival time
 	winEnd   int64 // end of the current strike window
 	banUntil int64
-	strikes  int32 // strikes counted in the window
+	retryEnd int64  // end of the wait of the last refused request
+	headKey  uint64 // Fetch.Key of the last allowed HEAD, 0 if none
+	pairEnd  int64  // until when a GET of headKey rides on that HEAD
+	strikes  int32  // strikes counted in the window
 	prev     int32
 	next     int32
 }
 
 func (e *entry) dead(now int64) bool {
-	return e.tat <= now && e.winEnd <= now && e.banUntil <= now
+	return e.tat <= now && e.winEnd <= now && e.banUntil <= now && e.pairEnd <= now
 }
 
 func (e *entry) activeStrikes(now int64) int {
@@ -163,25 +166,42 @@ func NewMemory(cfg MemoryConfig) *Memory {
 // allowed if the theoretical arrival time TAT is at most τ =
 // [Tolerance](interval) ahead of now, and then TAT becomes max(TAT, now) +
 // interval. A refused request leaves TAT alone and waits TAT - τ - now.
-func (m *Memory) Throttle(_ context.Context, id Identity, interval time.Duration, now time.Time) (ThrottleResult, error) {
-	if interval <= 0 {
+func (m *Memory) Throttle(ctx context.Context, id Identity, interval time.Duration, now time.Time) (ThrottleResult, error) {
+	return m.ThrottlePace(ctx, id, Pace{Interval: interval}, now)
+}
+
+// ThrottlePace implements [Store.ThrottlePace]: GCRA with the emission
+// interval and tolerance of p (see [Pace]), the HEAD/GET pairing of
+// p.Fetch, and the Retry flag.
+func (m *Memory) ThrottlePace(_ context.Context, id Identity, p Pace, now time.Time) (ThrottleResult, error) {
+	if p.Interval <= 0 {
 		return ThrottleResult{Allowed: true}, nil
 	}
+	em, tau := p.gcra()
 	id = id.clipped()
 	t := now.UnixNano()
-	tau := int64(Tolerance(interval))
 	h := m.hash(id)
 	s := m.shard(h)
 	s.mu.Lock()
 	e := s.lookup(id, h, t, true)
-	tat := max(e.tat, t)
-	if tat-t > tau {
+	retry := e.retryEnd > t
+	if p.Fetch.Key != 0 && !p.Fetch.Head && e.headKey == p.Fetch.Key && e.pairEnd >= t {
+		e.headKey, e.pairEnd = 0, 0
 		s.mu.Unlock()
-		return ThrottleResult{RetryAfter: time.Duration(tat - tau - t)}, nil
+		return ThrottleResult{Allowed: true, Retry: retry, Paired: true}, nil
 	}
-	e.tat = tat + int64(interval)
+	tat := max(e.tat, t)
+	if tat-t > int64(tau) {
+		e.retryEnd = tat - int64(tau)
+		s.mu.Unlock()
+		return ThrottleResult{RetryAfter: time.Duration(tat - int64(tau) - t), Retry: retry}, nil
+	}
+	e.tat = tat + int64(em)
+	if p.Fetch.Key != 0 && p.Fetch.Head {
+		e.headKey, e.pairEnd = p.Fetch.Key, t+int64(FetchPairWindow)
+	}
 	s.mu.Unlock()
-	return ThrottleResult{Allowed: true}, nil
+	return ThrottleResult{Allowed: true, Retry: retry}, nil
 }
 
 // Strike implements [Store.Strike].
@@ -261,16 +281,19 @@ func (m *Memory) Len() int {
 // Cap returns MaxEntries.
 func (m *Memory) Cap() int { return m.max }
 
-// observeRetry raises id's TAT to what a refusal with wait retryAfter at now
-// implies; [NewFailover] uses it to keep the local store warm.
-func (m *Memory) observeRetry(id Identity, interval, retryAfter time.Duration, now time.Time) {
+// observeRetry raises id's TAT to what a refusal under p with wait
+// retryAfter at now implies; [NewFailover] uses it to keep the local store
+// warm.
+func (m *Memory) observeRetry(id Identity, p Pace, retryAfter time.Duration, now time.Time) {
+	_, tau := p.gcra()
 	id = id.clipped()
 	t := now.UnixNano()
 	h := m.hash(id)
 	s := m.shard(h)
 	s.mu.Lock()
 	e := s.lookup(id, h, t, true)
-	e.tat = max(e.tat, t+int64(retryAfter+Tolerance(interval)))
+	e.tat = max(e.tat, t+int64(retryAfter+tau))
+	e.retryEnd = max(e.retryEnd, t+int64(retryAfter))
 	s.mu.Unlock()
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -42,10 +43,11 @@ type RedisConfig struct {
 // each decision is one atomic script on the server, so any number of
 // instances enforce one budget per identity.
 //
-// Throttling is redis_rate's GCRA script, with the emission interval and the
-// tolerance of the memory store expressed in cost units (see [Tolerance]). It
-// reads the Redis server's clock (TIME), not the now passed to Throttle, so
-// instances with skewed clocks still share one schedule. Strikes and bans are
+// Throttling is one Lua script doing the memory store's GCRA (see [Pace]) in
+// integer microseconds, the same arithmetic as go-redis/redis_rate's script
+// (see rateLimit). It reads the Redis server's clock (TIME), not the now
+// passed to Throttle, so instances with skewed clocks still share one
+// schedule. Strikes and bans are
 // an INCR + PEXPIRE counter and a ban key with a TTL, in one Lua script; the
 // ban's end time is now plus the ban key's remaining TTL. Every key expires
 // on its own, so nothing needs cleaning up.
@@ -54,7 +56,6 @@ type RedisConfig struct {
 // [NewFailover] to fail open.
 type Redis struct {
 	client  redis.UniversalClient
-	limiter *redis_rate.Limiter
 	prefix  string // "{Prefix}:{Site}:"
 	timeout time.Duration
 	close   bool
@@ -78,7 +79,6 @@ func NewRedis(cfg RedisConfig) (*Redis, error) {
 	}
 	return &Redis{
 		client:  cfg.Client,
-		limiter: redis_rate.NewLimiter(rateClient{cfg.Client, "rate:" + cfg.Prefix + ":" + cfg.Site + ":"}),
 		prefix:  cfg.Prefix + ":" + cfg.Site + ":",
 		timeout: cfg.Timeout,
 		close:   cfg.CloseClient,
@@ -91,7 +91,9 @@ func (r *Redis) key(id Identity) string {
 }
 
 // rateLimit expresses GCRA with emission interval t and tolerance τ =
-// Tolerance(t) as a redis_rate limit and cost.
+// Tolerance(t) as a redis_rate limit and cost. The store no longer calls
+// redis_rate (its script cannot pair a HEAD with a GET nor mark retries),
+// but the tests keep checking that paceScript makes redis_rate's decisions.
 //
 // redis_rate's script, with e = Period/Rate, allows a request of cost c when
 // TAT - now <= e*(Burst - c), then sets TAT = max(TAT, now) + e*c; a refusal
@@ -115,22 +117,82 @@ func gcd(a, b int64) int64 {
 	return a
 }
 
+// paceScript is GCRA in integer microseconds on the Redis server's clock,
+// with the HEAD/GET pairing and the retry mark of [Memory.ThrottlePace]: the
+// same decisions, kept in one hash per identity (fields tat, retry, head,
+// pair) that expires when its TAT and pairing window have passed.
+// KEYS: the hash. ARGV: emission µs, tolerance µs, fetch key ("" for none),
+// "1" for HEAD, pairing window µs. Returns {allowed, wait µs, retry,
+// paired}. A key of another type (the string redis_rate kept before) is
+// replaced.
+var paceScript = redis.NewScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local k = KEYS[1]
+if redis.call('TYPE', k).ok ~= 'hash' then redis.call('DEL', k) end
+local s = redis.call('HMGET', k, 'tat', 'retry', 'head', 'pair')
+local tat = tonumber(s[1]) or 0
+local retry = 0
+if (tonumber(s[2]) or 0) > now then retry = 1 end
+local fetch = ARGV[3]
+if fetch ~= '' and ARGV[4] ~= '1' and s[3] == fetch and (tonumber(s[4]) or 0) >= now then
+  redis.call('HDEL', k, 'head', 'pair')
+  return {1, 0, retry, 1}
+end
+local em = tonumber(ARGV[1])
+local tau = tonumber(ARGV[2])
+if tat < now then tat = now end
+if tat - now > tau then
+  redis.call('HSET', k, 'retry', string.format('%.0f', tat - tau))
+  return {0, tat - tau - now, retry, 0}
+end
+tat = tat + em
+local ttl = tat - now
+redis.call('HSET', k, 'tat', string.format('%.0f', tat))
+if fetch ~= '' and ARGV[4] == '1' then
+  local w = tonumber(ARGV[5])
+  redis.call('HSET', k, 'head', fetch, 'pair', string.format('%.0f', now + w))
+  if w > ttl then ttl = w end
+end
+redis.call('PEXPIRE', k, math.ceil(ttl / 1000))
+return {1, 0, retry, 0}
+`)
+
 // Throttle implements [Store.Throttle]; see [Redis] for the clock it uses.
-func (r *Redis) Throttle(ctx context.Context, id Identity, interval time.Duration, _ time.Time) (ThrottleResult, error) {
-	if interval <= 0 {
+func (r *Redis) Throttle(ctx context.Context, id Identity, interval time.Duration, now time.Time) (ThrottleResult, error) {
+	return r.ThrottlePace(ctx, id, Pace{Interval: interval}, now)
+}
+
+// ThrottlePace implements [Store.ThrottlePace] with one atomic script that
+// makes the decisions of [Memory.ThrottlePace] in microseconds on the Redis
+// server's clock (see [Redis]).
+func (r *Redis) ThrottlePace(ctx context.Context, id Identity, p Pace, _ time.Time) (ThrottleResult, error) {
+	if p.Interval <= 0 {
 		return ThrottleResult{Allowed: true}, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
-	limit, cost := rateLimit(interval)
-	res, err := r.limiter.AllowN(ctx, r.key(id)+":rate", limit, cost)
+	em, tau := p.gcra()
+	fetch, head := "", "0"
+	if p.Fetch.Key != 0 {
+		fetch = strconv.FormatUint(p.Fetch.Key, 10)
+		if p.Fetch.Head {
+			head = "1"
+		}
+	}
+	res, err := paceScript.Run(ctx, r.client, []string{r.key(id) + ":rate"},
+		max(em.Microseconds(), 1), tau.Microseconds(), fetch, head, FetchPairWindow.Microseconds()).Int64Slice()
 	if err != nil {
 		return ThrottleResult{}, fmt.Errorf("state: redis throttle %s: %w", id, err)
 	}
-	if res.Allowed > 0 {
-		return ThrottleResult{Allowed: true}, nil
+	if len(res) != 4 {
+		return ThrottleResult{}, fmt.Errorf("state: redis throttle %s: script returned %d values, want 4", id, len(res))
 	}
-	return ThrottleResult{RetryAfter: max(res.RetryAfter, 0)}, nil
+	out := ThrottleResult{Allowed: res[0] == 1, Retry: res[2] == 1, Paired: res[3] == 1}
+	if !out.Allowed {
+		out.RetryAfter = max(time.Duration(res[1])*time.Microsecond, 0)
+	}
+	return out, nil
 }
 
 // strikeScript counts a strike and bans at the threshold, atomically.
@@ -209,37 +271,4 @@ func (r *Redis) Close() error {
 		return fmt.Errorf("state: closing redis client: %w", err)
 	}
 	return nil
-}
-
-// rateClient hands redis_rate a client that drops the "rate:" that
-// redis_rate puts before every key, so that all our keys start with
-// "{Prefix}:{Site}:".
-type rateClient struct {
-	redis.UniversalClient
-	want string // "rate:{Prefix}:{Site}:"
-}
-
-// trim drops "rate:" from a key redis_rate made. go-redis retries a script
-// with the same key slice, so a key already trimmed is left alone.
-func (c rateClient) trim(keys []string) []string {
-	if len(keys) > 0 && strings.HasPrefix(keys[0], c.want) {
-		keys[0] = keys[0][len("rate:"):]
-	}
-	return keys
-}
-
-func (c rateClient) Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
-	return c.UniversalClient.Eval(ctx, script, c.trim(keys), args...)
-}
-
-func (c rateClient) EvalSha(ctx context.Context, sha1 string, keys []string, args ...any) *redis.Cmd {
-	return c.UniversalClient.EvalSha(ctx, sha1, c.trim(keys), args...)
-}
-
-func (c rateClient) EvalRO(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
-	return c.UniversalClient.EvalRO(ctx, script, c.trim(keys), args...)
-}
-
-func (c rateClient) EvalShaRO(ctx context.Context, sha1 string, keys []string, args ...any) *redis.Cmd {
-	return c.UniversalClient.EvalShaRO(ctx, sha1, c.trim(keys), args...)
 }

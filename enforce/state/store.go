@@ -21,6 +21,11 @@ type Store interface {
 	// no state. A refused request spends nothing.
 	Throttle(ctx context.Context, id Identity, interval time.Duration, now time.Time) (ThrottleResult, error)
 
+	// ThrottlePace is Throttle judged over a window, with an optional
+	// HEAD/GET pairing: see [Pace]. Throttle(ctx, id, t, now) is
+	// ThrottlePace(ctx, id, Pace{Interval: t}, now). Both share id's state.
+	ThrottlePace(ctx context.Context, id Identity, p Pace, now time.Time) (ThrottleResult, error)
+
 	// Strike records a refused request (a disallowed path) for id under
 	// policy p and reports whether id is now banned and until when. With
 	// p.Strikes <= 0 strikes are off: nothing is recorded and the zero
@@ -43,6 +48,14 @@ type ThrottleResult struct {
 	// request would be allowed. Callers sending a Retry-After header round
 	// it up to whole seconds. It is zero when Allowed is true.
 	RetryAfter time.Duration
+	// Retry reports an immediate retry: the request arrived while the
+	// identity was still inside a Retry-After this store gave it (before
+	// the end of the wait of its last refused request). Such a request is
+	// normally refused again; callers count it.
+	Retry bool
+	// Paired reports a GET allowed without taking a slot because it
+	// follows a HEAD of the same URL (see [Fetch]).
+	Paired bool
 }
 
 // BanResult is the outcome of [Store.Strike] and [Store.Banned].

@@ -1,0 +1,354 @@
+package state
+
+import (
+	"math/rand/v2"
+	"net/netip"
+	"testing"
+	"time"
+)
+
+// paceClock runs a schedule against a store: on virtual time for the
+// memory store, on real time (sleeping until each offset) for Redis, which
+// reads its own clock.
+type paceClock struct {
+	real  bool
+	start time.Time
+}
+
+func newPaceClock(real bool) *paceClock {
+	if real {
+		return &paceClock{real: true, start: time.Now().Add(20 * time.Millisecond)}
+	}
+	return &paceClock{start: epoch}
+}
+
+func (c *paceClock) at(off time.Duration) time.Time {
+	if !c.real {
+		return c.start.Add(off)
+	}
+	time.Sleep(time.Until(c.start.Add(off)))
+	return time.Now()
+}
+
+func mustPace(t testing.TB, s Store, id Identity, p Pace, now time.Time) ThrottleResult {
+	t.Helper()
+	r, err := s.ThrottlePace(ctx0, id, p, now)
+	if err != nil {
+		t.Fatalf("ThrottlePace: %v", err)
+	}
+	return r
+}
+
+// firstThrottled sends one request per gap (the first at 0) and returns the
+// 1-based number of the first refused request, 0 if none is.
+func firstThrottled(t testing.TB, s Store, real bool, id Identity, p Pace, gaps []time.Duration) int {
+	t.Helper()
+	c := newPaceClock(real)
+	off := time.Duration(0)
+	for i, g := range gaps {
+		if i > 0 {
+			off += g
+		}
+		if r := mustPace(t, s, id, p, c.at(off)); !r.Allowed {
+			return i + 1
+		}
+	}
+	return 0
+}
+
+// scrapyGaps are n gaps uniform in 0.5–1.5×T (Scrapy's
+// RANDOMIZE_DOWNLOAD_DELAY; its mean is exactly T).
+func scrapyGaps(rng *rand.Rand, T time.Duration, n int) []time.Duration {
+	g := make([]time.Duration, n)
+	for i := range g {
+		g[i] = T/2 + time.Duration(rng.Int64N(int64(T)+1))
+	}
+	return g
+}
+
+// wgetRandomWaitGaps are wget --random-wait gaps: (0.5 + U[0,1))×wait
+// after each download, and each download takes 5–60ms.
+func wgetRandomWaitGaps(rng *rand.Rand, T time.Duration, n int) []time.Duration {
+	g := make([]time.Duration, n)
+	for i := range g {
+		g[i] = time.Duration((0.5+rng.Float64())*float64(T)) + 5*time.Millisecond + time.Duration(rng.Int64N(int64(55*time.Millisecond)))
+	}
+	return g
+}
+
+func constGaps(gap time.Duration, n int) []time.Duration {
+	g := make([]time.Duration, n)
+	for i := range g {
+		g[i] = gap
+	}
+	return g
+}
+
+func paceStores(t *testing.T) map[string]func(t *testing.T) (Store, bool) {
+	return map[string]func(t *testing.T) (Store, bool){
+		"memory": func(*testing.T) (Store, bool) { return NewMemory(MemoryConfig{}), false },
+		"redis": func(t *testing.T) (Store, bool) {
+			return newRedisStore(t, sharedRedis(t), "pace."+t.Name()), true
+		},
+	}
+}
+
+func TestPaceBurstDefaults(t *testing.T) {
+	if DefaultBurst != 4 || PaceSlack != 8 {
+		t.Fatalf("defaults changed: update the doc comments and the README figures")
+	}
+	em, tau := Pace{Interval: time.Second, Burst: 4}.gcra()
+	if em != 875*time.Millisecond || tau != 3*875*time.Millisecond+500*time.Millisecond {
+		t.Fatalf("gcra() = %v, %v", em, tau)
+	}
+	if em, tau := (Pace{Interval: 3 * time.Second}).gcra(); em != 3*time.Second || tau != time.Second {
+		t.Fatalf("Burst 0 is Throttle's GCRA: got %v, %v", em, tau)
+	}
+}
+
+// TestPaceJitteringCrawlersAreNeverThrottled simulates crawlers that honour
+// Crawl-delay on average while randomising each gap, on virtual time.
+func TestPaceJitteringCrawlersAreNeverThrottled(t *testing.T) {
+	m := NewMemory(MemoryConfig{})
+	for _, T := range []time.Duration{time.Second, 5 * time.Second, 10 * time.Second} {
+		p := Pace{Interval: T, Burst: DefaultBurst}
+		for seed := uint64(1); seed <= 8; seed++ {
+			rng := rand.New(rand.NewPCG(seed, 0x5c7a9))
+			id := NewIdentity("Scrapy", false, ip4(uint32(seed)))
+			id.Site = T.String()
+			if n := firstThrottled(t, m, false, id, p, scrapyGaps(rng, T, 300)); n != 0 {
+				t.Errorf("Scrapy-like crawler (T=%v, seed %d) throttled at request %d of 300", T, seed, n)
+			}
+			id.Name = "Wget"
+			if n := firstThrottled(t, m, false, id, p, wgetRandomWaitGaps(rng, T, 300)); n != 0 {
+				t.Errorf("wget --random-wait crawler (T=%v, seed %d) throttled at request %d of 300", T, seed, n)
+			}
+		}
+	}
+}
+
+// TestPaceJitterWithoutBurstIsThrottled shows why the burst exists: the
+// same Scrapy-like runs under gap-by-gap GCRA (Burst 1) are throttled.
+func TestPaceJitterWithoutBurstIsThrottled(t *testing.T) {
+	m := NewMemory(MemoryConfig{})
+	throttled := 0
+	for seed := uint64(1); seed <= 8; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 0x5c7a9))
+		id := NewIdentity("Scrapy", false, ip4(uint32(seed)))
+		if firstThrottled(t, m, false, id, Pace{Interval: time.Second}, scrapyGaps(rng, time.Second, 300)) != 0 {
+			throttled++
+		}
+	}
+	if throttled < 7 {
+		t.Errorf("only %d of 8 jittering runs throttled under Burst 1", throttled)
+	}
+}
+
+func TestPaceCrawlersThatIgnoreTheDelay(t *testing.T) {
+	for name, open := range paceStores(t) {
+		t.Run(name, func(t *testing.T) {
+			s, real := open(t)
+			T := time.Second
+			if real {
+				T = 40 * time.Millisecond
+			}
+			for _, b := range []int{1, 2, DefaultBurst, 7} {
+				p := Pace{Interval: T, Burst: b}
+				id := NewIdentity("NoDelayBot", false, ip4(uint32(100+b)))
+				if n := firstThrottled(t, s, real, id, p, constGaps(0, 20)); n != b+1 {
+					t.Errorf("Burst %d: a crawler with no delay was first throttled at request %d, want %d", b, n, b+1)
+				}
+			}
+			// 0.8× the delay: throttled eventually, not at once.
+			id := NewIdentity("EagerBot", false, ip4(200))
+			n := firstThrottled(t, s, real, id, Pace{Interval: T, Burst: DefaultBurst}, constGaps(T*8/10, 200))
+			if n <= DefaultBurst+1 || n == 0 || n > 120 {
+				t.Errorf("a crawler at 0.8× the delay was first throttled at request %d, want within 120 but not at once", n)
+			}
+			t.Logf("%s: crawler at 0.8× delay first throttled at request %d", name, n)
+		})
+	}
+}
+
+// TestPaceRedisJitter runs a short Scrapy-like schedule on a real Redis in
+// real time (T = 30ms).
+func TestPaceRedisJitter(t *testing.T) {
+	s := newRedisStore(t, sharedRedis(t), "pace-jitter")
+	T := 30 * time.Millisecond
+	for seed := uint64(1); seed <= 2; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 7))
+		id := NewIdentity("Scrapy", false, ip4(uint32(300+seed)))
+		if n := firstThrottled(t, s, true, id, Pace{Interval: T, Burst: DefaultBurst}, scrapyGaps(rng, T, 100)); n != 0 {
+			t.Errorf("seed %d: Scrapy-like crawler throttled at request %d on Redis", seed, n)
+		}
+	}
+}
+
+// TestPaceBurstOneIsThrottle checks that Throttle is ThrottlePace with
+// Burst 1, decision for decision, on random schedules.
+func TestPaceBurstOneIsThrottle(t *testing.T) {
+	a, b := NewMemory(MemoryConfig{}), NewMemory(MemoryConfig{})
+	rng := rand.New(rand.NewPCG(9, 9))
+	id := NewIdentity("x", true, netip.Addr{})
+	T := 2 * time.Second
+	now := epoch
+	for i := range 5000 {
+		now = now.Add(time.Duration(rng.Int64N(int64(T))))
+		ra := mustThrottle(t, a, id, T, now)
+		rb := mustPace(t, b, id, Pace{Interval: T, Burst: 1}, now)
+		if ra != rb {
+			t.Fatalf("request %d: Throttle %+v, ThrottlePace %+v", i, ra, rb)
+		}
+	}
+}
+
+// TestPaceHeadThenGet: a GET right after a HEAD of the same URL rides on
+// the HEAD's slot, once, within the pairing window; ht://Dig's HEAD+GET per
+// page at the delay is never throttled.
+func TestPaceHeadThenGet(t *testing.T) {
+	for name, open := range paceStores(t) {
+		t.Run(name, func(t *testing.T) {
+			s, real := open(t)
+			T := time.Second
+			if real {
+				T = 200 * time.Millisecond
+			}
+			c := newPaceClock(real)
+			id := NewIdentity("htdig", false, ip4(7))
+			u1, u2 := "/a.html", "/b.html"
+			step := func(off time.Duration, method, target string, allowed, paired bool) {
+				t.Helper()
+				p := Pace{Interval: T, Fetch: NewFetch(method, "example.com", target)}
+				r := mustPace(t, s, id, p, c.at(off))
+				if r.Allowed != allowed || r.Paired != paired {
+					t.Fatalf("%s %s at %v: %+v, want allowed=%v paired=%v", method, target, off, r, allowed, paired)
+				}
+			}
+			step(0, "HEAD", u1, true, false)
+			step(T/10, "GET", u1, true, true)
+			step(T/5, "GET", u1, false, false) // one GET per HEAD
+			step(T, "HEAD", u2, true, false)
+			step(T+T/10, "GET", u1, false, false) // another URL's HEAD
+			step(T+T/5, "GET", u2, true, true)
+			step(2*T, "POST", u2, true, false) // other methods pair nothing
+
+			if real {
+				return
+			}
+			// Past the window, a GET is a fetch of its own.
+			step(3*T, "HEAD", u1, true, false)
+			step(3*T+FetchPairWindow+time.Millisecond, "GET", u1, true, false)
+
+			// ht://Dig: HEAD then GET of each page, a page every T.
+			dig := NewIdentity("htdig", false, ip4(8))
+			for i := range 200 {
+				at := epoch.Add(time.Hour + time.Duration(i)*T)
+				u := "/page" + string(rune('a'+i%26)) + ".html"
+				for _, m := range []string{"HEAD", "GET"} {
+					p := Pace{Interval: T, Burst: DefaultBurst, Fetch: NewFetch(m, "example.com", u)}
+					if r := mustPace(t, s, dig, p, at.Add(30*time.Millisecond)); !r.Allowed {
+						t.Fatalf("page %d %s refused: %+v", i, m, r)
+					}
+					at = at.Add(30 * time.Millisecond)
+				}
+			}
+		})
+	}
+}
+
+// TestPaceRetry: a request inside the Retry-After of a refusal is a retry.
+func TestPaceRetry(t *testing.T) {
+	for name, open := range paceStores(t) {
+		t.Run(name, func(t *testing.T) {
+			s, real := open(t)
+			T := 2 * time.Second
+			if real {
+				T = 400 * time.Millisecond
+			}
+			c := newPaceClock(real)
+			id := NewIdentity("impatient", false, ip4(9))
+			p := Pace{Interval: T}
+			if r := mustPace(t, s, id, p, c.at(0)); !r.Allowed || r.Retry {
+				t.Fatalf("first: %+v", r)
+			}
+			r := mustPace(t, s, id, p, c.at(T/10))
+			if r.Allowed || r.Retry || r.RetryAfter <= 0 {
+				t.Fatalf("second (first refusal, not a retry): %+v", r)
+			}
+			wait := r.RetryAfter
+			if r := mustPace(t, s, id, p, c.at(T/10+wait/2)); r.Allowed || !r.Retry {
+				t.Fatalf("inside Retry-After: %+v, want refused retry", r)
+			}
+			if r := mustPace(t, s, id, p, c.at(T/10+wait+T/20)); !r.Allowed || r.Retry {
+				t.Fatalf("after Retry-After: %+v, want allowed, no retry", r)
+			}
+		})
+	}
+}
+
+// TestPaceRedisAgreesWithMemory runs one schedule with Burst, HEAD/GET
+// pairs and retries through Redis and the memory store at real times.
+func TestPaceRedisAgreesWithMemory(t *testing.T) {
+	r := newRedisStore(t, sharedRedis(t), "pace-agree")
+	m := NewMemory(MemoryConfig{})
+	id := NewIdentity("agree", false, netip.MustParseAddr("198.51.100.9"))
+	T := 200 * time.Millisecond // E = 175ms, τ(B=2) = 275ms
+	type req struct {
+		ms     int
+		method string
+		url    string
+	}
+	// Offsets ≥ 20ms away from every boundary (worked out in the comments).
+	sched := []req{
+		{0, "GET", "/a"},    // allowed, TAT 175
+		{10, "GET", "/b"},   // allowed, TAT 350
+		{20, "HEAD", "/c"},  // refused (330 > 275), Retry-After ends at 75
+		{50, "GET", "/c"},   // refused, a retry; not paired (its HEAD was refused)
+		{120, "HEAD", "/d"}, // allowed, TAT 525
+		{140, "GET", "/d"},  // paired
+		{160, "GET", "/e"},  // refused (365 > 275), Retry-After ends at 250
+		{200, "GET", "/e"},  // refused, a retry
+		{400, "GET", "/f"},  // allowed, TAT 700
+		{1500, "GET", "/h"}, // allowed
+	}
+	start := time.Now()
+	var allowed, refused, retries, paired int
+	for _, q := range sched {
+		time.Sleep(time.Until(start.Add(time.Duration(q.ms) * time.Millisecond)))
+		now := time.Now()
+		p := Pace{Interval: T, Burst: 2, Fetch: NewFetch(q.method, "h", q.url)}
+		mr := mustPace(t, m, id, p, now)
+		rr := mustPace(t, r, id, p, now)
+		if mr.Allowed != rr.Allowed || mr.Retry != rr.Retry || mr.Paired != rr.Paired || (mr.RetryAfter-rr.RetryAfter).Abs() > 10*time.Millisecond {
+			t.Fatalf("at %dms %s %s: memory %+v, redis %+v", q.ms, q.method, q.url, mr, rr)
+		}
+		switch {
+		case mr.Allowed:
+			allowed++
+		default:
+			refused++
+		}
+		if mr.Retry {
+			retries++
+		}
+		if mr.Paired {
+			paired++
+		}
+	}
+	if allowed == 0 || refused == 0 || retries == 0 || paired == 0 {
+		t.Fatalf("schedule did not exercise every outcome: %d allowed, %d refused, %d retries, %d paired", allowed, refused, retries, paired)
+	}
+}
+
+func TestNewFetch(t *testing.T) {
+	a, b := NewFetch("HEAD", "example.com", "/x?y=1"), NewFetch("GET", "example.com", "/x?y=1")
+	if a.Key == 0 || a.Key != b.Key || !a.Head || b.Head {
+		t.Fatalf("HEAD %+v and GET %+v of one URL", a, b)
+	}
+	if NewFetch("GET", "example.com", "/x?y=2").Key == b.Key || NewFetch("GET", "example.co", "m/x?y=1").Key == b.Key {
+		t.Fatal("different URLs share a key")
+	}
+	if f := NewFetch("POST", "example.com", "/x"); f != (Fetch{}) {
+		t.Fatalf("POST: %+v", f)
+	}
+}
