@@ -1,0 +1,213 @@
+package audit
+
+import (
+	"fmt"
+	"html/template"
+	"io"
+	"strings"
+	"time"
+)
+
+// chartCrawlers is how many crawlers get a chart in the HTML report.
+const chartCrawlers = 12
+
+// WriteHTML writes the report as one self-contained HTML page: inline CSS,
+// inline SVG charts, no script and no external asset. It is laid out for a
+// phone first and widens on a desktop.
+func (r *Report) WriteHTML(w io.Writer) error {
+	type chart struct {
+		C   CrawlerReport
+		SVG template.HTML
+	}
+	var charts []chart
+	for _, c := range r.Crawler {
+		if len(charts) == chartCrawlers {
+			break
+		}
+		if c.Requests == 0 {
+			continue
+		}
+		charts = append(charts, chart{C: c, SVG: template.HTML(r.svg(c))})
+	}
+	var disallowed, delay, spoofed, newly int64
+	for _, c := range r.Crawler {
+		disallowed += c.Disallowed
+		delay += c.CrawlDelayViolations
+		spoofed += c.Spoofed
+		newly += c.NewlyRefused
+	}
+	data := map[string]any{
+		"R": r, "Charts": charts,
+		"Disallowed": disallowed, "Delay": delay, "Spoofed": spoofed, "Newly": newly,
+		"Step": fmtStep(r.SeriesStep),
+	}
+	if err := htmlPage.Execute(w, data); err != nil {
+		return fmt.Errorf("writing HTML report: %w", err)
+	}
+	return nil
+}
+
+func fmtStep(d time.Duration) string {
+	switch {
+	case d == 0:
+		return ""
+	case d%(24*time.Hour) == 0:
+		return fmt.Sprintf("%d d", d/(24*time.Hour))
+	case d%time.Hour == 0:
+		return fmt.Sprintf("%d h", d/time.Hour)
+	}
+	return fmt.Sprintf("%d min", d/time.Minute)
+}
+
+// svg draws the requests (grey-blue) and violations (red) of c over time
+// as bars, one per series bucket that holds data.
+func (r *Report) svg(c CrawlerReport) string {
+	const w, h, top, bottom = 320.0, 110.0, 14.0, 18.0
+	n := len(c.SeriesRequests)
+	lo, hi := n, -1
+	var peak int64
+	for i := range n {
+		if c.SeriesRequests[i] > 0 {
+			lo, hi = min(lo, i), max(hi, i)
+			peak = max(peak, c.SeriesRequests[i])
+		}
+	}
+	// Show the whole audited period, not only this crawler's.
+	if r.SeriesStep > 0 && !r.First.IsZero() {
+		lo = min(lo, int(r.First.Sub(r.SeriesStart)/r.SeriesStep))
+		hi = max(hi, int(r.Last.Sub(r.SeriesStart)/r.SeriesStep))
+	}
+	lo, hi = max(lo, 0), min(hi, n-1)
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg viewBox="0 0 %g %g" role="img" aria-label="requests and violations of %s over time">`, w, h, template.HTMLEscapeString(c.Name))
+	if hi < lo || peak == 0 {
+		b.WriteString(`<text x="4" y="60" class="ax">no timestamps</text></svg>`)
+		return b.String()
+	}
+	cols := hi - lo + 1
+	bw := w / float64(cols)
+	plot := h - top - bottom
+	fmt.Fprintf(&b, `<line x1="0" y1="%g" x2="%g" y2="%g" class="base"/>`, h-bottom, w, h-bottom)
+	for i := lo; i <= hi; i++ {
+		x := float64(i-lo) * bw
+		gap := min(1.0, bw/4)
+		if v := c.SeriesRequests[i]; v > 0 {
+			bh := max(1, plot*float64(v)/float64(peak))
+			fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" class="req"><title>%d requests</title></rect>`,
+				x+gap/2, h-bottom-bh, bw-gap, bh, v)
+		}
+		if v := c.SeriesViolations[i]; v > 0 {
+			bh := max(1, plot*float64(v)/float64(peak))
+			fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" class="viol"><title>%d violations</title></rect>`,
+				x+gap/2, h-bottom-bh, bw-gap, bh, v)
+		}
+	}
+	start := r.SeriesStart.Add(time.Duration(lo) * r.SeriesStep)
+	end := r.SeriesStart.Add(time.Duration(hi+1) * r.SeriesStep)
+	fmt.Fprintf(&b, `<text x="0" y="10" class="ax">peak %d per %s</text>`, peak, fmtStep(r.SeriesStep))
+	fmt.Fprintf(&b, `<text x="0" y="%g" class="ax">%s</text>`, h-4, start.Format("Jan 2 15:04"))
+	fmt.Fprintf(&b, `<text x="%g" y="%g" class="ax" text-anchor="end">%s</text>`, w, h-4, end.Format("Jan 2 15:04"))
+	b.WriteString(`</svg>`)
+	return b.String()
+}
+
+var htmlPage = template.Must(template.New("report").Funcs(template.FuncMap{
+	"t": fmtTime,
+	"pct": func(a, b int64) string {
+		if b == 0 {
+			return "0%"
+		}
+		return fmt.Sprintf("%.0f%%", 100*float64(a)/float64(b))
+	},
+}).Parse(`<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>robots.txt audit</title>
+<style>
+:root { --fg:#1b1f24; --muted:#5b6570; --line:#d8dee4; --req:#4a78b5; --viol:#d0312d; --bg:#fff; --card:#f6f8fa; }
+* { box-sizing: border-box; }
+body { margin:0; font:16px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif; color:var(--fg); background:var(--bg); }
+main { max-width:1100px; margin:0 auto; padding:16px; }
+h1 { font-size:1.4rem; margin:0 0 4px; }
+h2 { font-size:1.15rem; margin:28px 0 8px; }
+.meta { color:var(--muted); font-size:.9rem; margin:0; }
+.meta code { word-break:break-all; }
+.cards { display:grid; grid-template-columns:repeat(2,1fr); gap:10px; margin:16px 0; }
+.card { background:var(--card); border-radius:10px; padding:10px 12px; }
+.card b { display:block; font-size:1.5rem; }
+.card span { color:var(--muted); font-size:.85rem; }
+.card.bad b { color:var(--viol); }
+.scroll { overflow-x:auto; -webkit-overflow-scrolling:touch; }
+table { border-collapse:separate; border-spacing:0; width:100%; font-size:.9rem; }
+th, td { text-align:right; padding:6px 8px; border-bottom:1px solid var(--line); white-space:nowrap; }
+th:first-child, td:first-child { text-align:left; position:sticky; left:0; background:var(--bg); }
+th { font-size:.8rem; color:var(--muted); font-weight:600; }
+td.bad { color:var(--viol); font-weight:600; }
+.charts { display:grid; grid-template-columns:1fr; gap:12px; }
+.chart { background:var(--card); border-radius:10px; padding:10px 12px; }
+.chart h3 { font-size:1rem; margin:0 0 2px; }
+.chart p { margin:0 0 6px; color:var(--muted); font-size:.85rem; }
+svg { width:100%; height:auto; display:block; }
+svg .req { fill:var(--req); }
+svg .viol { fill:var(--viol); }
+svg .base { stroke:var(--line); stroke-width:1; }
+svg .ax { font-size:10px; fill:var(--muted); }
+.legend { font-size:.85rem; color:var(--muted); }
+.legend i { display:inline-block; width:10px; height:10px; border-radius:2px; margin:0 4px 0 10px; vertical-align:-1px; }
+ul { padding-left:20px; }
+li { margin:4px 0; word-break:break-word; }
+code { font-size:.85rem; background:var(--card); padding:1px 4px; border-radius:4px; }
+@media (min-width:700px) {
+  .cards { grid-template-columns:repeat(4,1fr); }
+  .charts { grid-template-columns:repeat(2,1fr); }
+}
+</style>
+</head>
+<body>
+<main>
+<h1>robots.txt audit</h1>
+<p class="meta">Rules: <code>{{.R.Robots}}</code>{{if .R.RobotsNew}} · preview: <code>{{.R.RobotsNew}}</code>{{end}}</p>
+<p class="meta">Period: {{t .R.First}} to {{t .R.Last}} UTC · {{.R.Lines}} requests in {{len .R.Logs}} log file(s)</p>
+
+<div class="cards">
+<div class="card"><b>{{.R.Crawlers}}</b><span>crawler requests ({{pct .R.Crawlers .R.Lines}} of all)</span></div>
+<div class="card{{if .Disallowed}} bad{{end}}"><b>{{.Disallowed}}</b><span>requests robots.txt disallows</span></div>
+<div class="card{{if .Delay}} bad{{end}}"><b>{{.Delay}}</b><span>Crawl-delay violations</span></div>
+<div class="card{{if .Spoofed}} bad{{end}}"><b>{{.Spoofed}}</b><span>spoofed claims</span></div>
+</div>
+
+<h2>Crawlers</h2>
+<div class="scroll">
+<table>
+<thead><tr><th>Crawler</th><th>Requests</th><th>Disallowed</th><th>Crawl-delay</th><th>Spoofed</th><th>robots.txt</th>{{if .R.Preview}}<th>Newly refused</th>{{end}}<th>First seen</th><th>Last seen</th></tr></thead>
+<tbody>
+{{range .R.Crawler}}<tr><td>{{.Name}}</td><td>{{.Requests}}</td><td{{if .Disallowed}} class="bad"{{end}}>{{.Disallowed}}</td><td{{if .CrawlDelayViolations}} class="bad"{{end}}>{{if .Interval}}{{.CrawlDelayViolations}}{{if .IgnoresCrawlDelay}}*{{end}}{{else}}–{{end}}</td><td{{if .Spoofed}} class="bad"{{end}}>{{.Spoofed}}</td><td>{{if .FetchedRobotsTxt}}yes ({{.RobotsTxtFetches}}){{else}}no{{end}}</td>{{if $.R.Preview}}<td{{if .NewlyRefused}} class="bad"{{end}}>{{.NewlyRefused}}</td>{{end}}<td>{{t .First}}</td><td>{{t .Last}}</td></tr>
+{{end}}</tbody>
+</table>
+</div>
+<p class="meta">* documented to ignore Crawl-delay. – : no Crawl-delay or Request-rate applies.</p>
+
+<h2>Over time</h2>
+<p class="legend"><i style="background:var(--req)"></i>requests<i style="background:var(--viol)"></i>violations (disallowed or too soon) · one bar per {{.Step}}</p>
+<div class="charts">
+{{range .Charts}}<div class="chart"><h3>{{.C.Name}}</h3><p>{{.C.Requests}} requests · {{.C.Disallowed}} disallowed · {{.C.CrawlDelayViolations}} too soon{{if .C.Operator}} · {{.C.Operator}}{{end}}</p>{{.SVG}}</div>
+{{end}}</div>
+
+{{$rules := false}}{{range .R.Crawler}}{{if .Rules}}{{$rules = true}}{{end}}{{end}}
+{{if $rules}}<h2>Rules broken</h2>
+<ul>
+{{range .R.Crawler}}{{$c := .}}{{range .Rules}}<li><b>{{$c.Name}}</b>: {{.Requests}} × <code>{{.Rule}}</code></li>
+{{end}}{{end}}</ul>{{end}}
+
+{{if .R.Preview}}<h2>What the new robots.txt would change</h2>
+<ul>
+{{range .R.Crawler}}{{if or .NewlyRefused .NewlyAllowed}}<li><b>{{.Name}}</b>: {{.NewlyRefused}} newly refused, {{.NewlyAllowed}} newly allowed{{if .NewlyRefusedSample}}; e.g. {{range .NewlyRefusedSample}}<code>{{.}}</code> {{end}}{{end}}</li>
+{{end}}{{end}}</ul>{{end}}
+
+{{range .R.Notes}}<p class="meta">Note: {{.}}</p>{{end}}
+</main>
+</body>
+</html>
+`))

@@ -1,0 +1,495 @@
+package audit
+
+import (
+	"bytes"
+	"strconv"
+	"time"
+	"unicode/utf8"
+)
+
+// Entry holds the fields of one Caddy access-log line that the audit uses.
+// The byte slices point into the line or into the Scanner's buffers: they
+// are valid until the next call of Scanner.Parse.
+//
+// The field names are those Caddy v2 writes (modules/caddyhttp/server.go,
+// LoggableHTTPRequest in marshalers.go): "ts", "status", and inside
+// "request": "remote_ip", "client_ip", "method", "host", "uri" and
+// "headers" (each header an array of strings).
+type Entry struct {
+	Time      time.Time // from "ts"; zero when absent or unreadable
+	Status    int       // "status"; 0 when absent
+	Method    []byte    // request.method
+	Host      []byte    // request.host
+	URI       []byte    // request.uri: the request target as received
+	UserAgent []byte    // request.headers.User-Agent[0]
+	RemoteIP  []byte    // request.remote_ip
+	ClientIP  []byte    // request.client_ip (set when trusted proxies are configured)
+	HasURI    bool      // the line has a request.uri: it is an access-log line
+}
+
+// Addr returns the client's address as logged: client_ip when present,
+// else remote_ip.
+func (e *Entry) Addr() []byte {
+	if len(e.ClientIP) > 0 {
+		return e.ClientIP
+	}
+	return e.RemoteIP
+}
+
+// Scanner extracts the fields of an Entry from a JSON log line without
+// decoding the rest: values it does not need are skipped, strings are
+// unescaped only when they contain a backslash. It checks the structure it
+// walks but is not a full JSON validator. A Scanner is not safe for
+// concurrent use; the zero value is ready.
+type Scanner struct {
+	bufs [7][]byte // unescape buffers, one per string field
+}
+
+const (
+	fMethod = iota
+	fHost
+	fURI
+	fUA
+	fRemote
+	fClient
+	fTS
+)
+
+// Parse fills e from line, a JSON object, and reports whether the line was
+// well formed as far as it was read.
+func (s *Scanner) Parse(line []byte, e *Entry) bool {
+	*e = Entry{}
+	i := skipWS(line, 0)
+	if i >= len(line) || line[i] != '{' {
+		return false
+	}
+	i, ok := s.object(line, i, e, 0)
+	if !ok {
+		return false
+	}
+	i = skipWS(line, i)
+	return i == len(line)
+}
+
+// object walks the object starting at line[i] == '{' at nesting level lvl
+// (0: top, 1: request, 2: headers) and returns the index after it.
+func (s *Scanner) object(line []byte, i int, e *Entry, lvl int) (int, bool) {
+	i = skipWS(line, i+1)
+	if i < len(line) && line[i] == '}' {
+		return i + 1, true
+	}
+	var kbuf [32]byte
+	for {
+		if i >= len(line) || line[i] != '"' {
+			return 0, false
+		}
+		key, next, _, ok := readString(line, i, kbuf[:0])
+		if !ok {
+			return 0, false
+		}
+		i = skipWS(line, next)
+		if i >= len(line) || line[i] != ':' {
+			return 0, false
+		}
+		i = skipWS(line, i+1)
+		if i >= len(line) {
+			return 0, false
+		}
+		field := -1
+		switch lvl {
+		case 0:
+			switch string(key) {
+			case "ts":
+				if line[i] == '"' {
+					field = fTS
+				} else {
+					end := scanLiteral(line, i)
+					e.Time = sane(parseEpoch(line[i:end]))
+					i = end
+					goto next
+				}
+			case "status":
+				end := scanLiteral(line, i)
+				e.Status = atoi(line[i:end])
+				i = end
+				goto next
+			case "request":
+				if line[i] == '{' {
+					if i, ok = s.object(line, i, e, 1); !ok {
+						return 0, false
+					}
+					goto next
+				}
+			}
+		case 1:
+			switch string(key) {
+			case "method":
+				field = fMethod
+			case "host":
+				field = fHost
+			case "uri":
+				field = fURI
+			case "remote_ip":
+				field = fRemote
+			case "client_ip":
+				field = fClient
+			case "headers":
+				if line[i] == '{' {
+					if i, ok = s.object(line, i, e, 2); !ok {
+						return 0, false
+					}
+					goto next
+				}
+			}
+		case 2:
+			if len(key) == len("User-Agent") && bytes.EqualFold(key, []byte("User-Agent")) && line[i] == '[' {
+				j := skipWS(line, i+1)
+				if j < len(line) && line[j] == '"' {
+					v, after, copied, ok := readString(line, j, s.bufs[fUA][:0])
+					if !ok {
+						return 0, false
+					}
+					if copied {
+						s.bufs[fUA] = v[:0]
+					}
+					e.UserAgent = v
+					// skip the rest of the array
+					if i, ok = skipValueFrom(line, i, after); !ok {
+						return 0, false
+					}
+					goto next
+				}
+			}
+		}
+		if field >= 0 && line[i] == '"' {
+			v, after, copied, ok := readString(line, i, s.bufs[field][:0])
+			if !ok {
+				return 0, false
+			}
+			if copied {
+				s.bufs[field] = v[:0]
+			}
+			switch field {
+			case fMethod:
+				e.Method = v
+			case fHost:
+				e.Host = v
+			case fURI:
+				e.URI, e.HasURI = v, true
+			case fRemote:
+				e.RemoteIP = v
+			case fClient:
+				e.ClientIP = v
+			case fTS:
+				e.Time = sane(parseTimeString(v))
+			}
+			i = after
+		} else {
+			if i, ok = skipValue(line, i); !ok {
+				return 0, false
+			}
+		}
+	next:
+		i = skipWS(line, i)
+		if i >= len(line) {
+			return 0, false
+		}
+		switch line[i] {
+		case ',':
+			i = skipWS(line, i+1)
+		case '}':
+			return i + 1, true
+		default:
+			return 0, false
+		}
+	}
+}
+
+func skipWS(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// scanLiteral returns the end of a number, true, false or null.
+func scanLiteral(b []byte, i int) int {
+	for i < len(b) {
+		switch b[i] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			return i
+		}
+		i++
+	}
+	return i
+}
+
+// readString reads the JSON string starting at b[i] == '"'. Without
+// escapes it returns a sub-slice of b; otherwise it unescapes into buf and
+// reports copied. next is the index after the closing quote.
+func readString(b []byte, i int, buf []byte) (v []byte, next int, copied, ok bool) {
+	start := i + 1
+	k := bytes.IndexByte(b[start:], '"')
+	if k < 0 {
+		return nil, 0, false, false
+	}
+	q := start + k
+	if bytes.IndexByte(b[start:q], '\\') < 0 {
+		return b[start:q], q + 1, false, true
+	}
+	v, next, ok = unescape(b, start, buf)
+	return v, next, true, ok
+}
+
+// unescape decodes the string whose content starts at b[start] into buf.
+func unescape(b []byte, start int, buf []byte) ([]byte, int, bool) {
+	i := start
+	for i < len(b) {
+		c := b[i]
+		switch {
+		case c == '"':
+			return buf, i + 1, true
+		case c < 0x20:
+			return nil, 0, false
+		case c != '\\':
+			buf = append(buf, c)
+			i++
+			continue
+		}
+		if i+1 >= len(b) {
+			return nil, 0, false
+		}
+		switch b[i+1] {
+		case '"', '\\', '/':
+			buf = append(buf, b[i+1])
+		case 'b':
+			buf = append(buf, '\b')
+		case 'f':
+			buf = append(buf, '\f')
+		case 'n':
+			buf = append(buf, '\n')
+		case 'r':
+			buf = append(buf, '\r')
+		case 't':
+			buf = append(buf, '\t')
+		case 'u':
+			r, n := hex4(b, i+2)
+			if n < 0 {
+				return nil, 0, false
+			}
+			i += 6
+			if 0xD800 <= r && r < 0xDC00 {
+				// A high surrogate: take the low one if it follows.
+				if i+1 < len(b) && b[i] == '\\' && b[i+1] == 'u' {
+					if r2, n2 := hex4(b, i+2); n2 >= 0 && 0xDC00 <= r2 && r2 < 0xE000 {
+						r = 0x10000 + (r-0xD800)<<10 + (r2 - 0xDC00)
+						i += 6
+					} else {
+						r = utf8.RuneError
+					}
+				} else {
+					r = utf8.RuneError
+				}
+			} else if 0xDC00 <= r && r < 0xE000 {
+				r = utf8.RuneError
+			}
+			buf = utf8.AppendRune(buf, r)
+			continue
+		default:
+			return nil, 0, false
+		}
+		i += 2
+	}
+	return nil, 0, false
+}
+
+func hex4(b []byte, i int) (rune, int) {
+	if i+4 > len(b) {
+		return 0, -1
+	}
+	var r rune
+	for _, c := range b[i : i+4] {
+		var v byte
+		switch {
+		case '0' <= c && c <= '9':
+			v = c - '0'
+		case 'a' <= c && c <= 'f':
+			v = c - 'a' + 10
+		case 'A' <= c && c <= 'F':
+			v = c - 'A' + 10
+		default:
+			return 0, -1
+		}
+		r = r<<4 | rune(v)
+	}
+	return r, 4
+}
+
+// skipString returns the index after the string starting at b[i] == '"'.
+func skipString(b []byte, i int) (int, bool) {
+	j := i + 1
+	for {
+		k := bytes.IndexByte(b[j:], '"')
+		if k < 0 {
+			return 0, false
+		}
+		q := j + k
+		n := 0
+		for p := q - 1; p > i && b[p] == '\\'; p-- {
+			n++
+		}
+		if n%2 == 0 {
+			return q + 1, true
+		}
+		j = q + 1
+	}
+}
+
+// skipValue returns the index after the value starting at b[i].
+func skipValue(b []byte, i int) (int, bool) {
+	switch b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+		return skipValueFrom(b, i, i+1)
+	}
+	end := scanLiteral(b, i)
+	if end == i {
+		return 0, false
+	}
+	return end, true
+}
+
+// skipValueFrom skips the rest of the object or array that opened at
+// b[open], resuming at b[j].
+func skipValueFrom(b []byte, open, j int) (int, bool) {
+	depth := 1
+	for j < len(b) {
+		switch b[j] {
+		case '"':
+			var ok bool
+			if j, ok = skipString(b, j); !ok {
+				return 0, false
+			}
+			continue
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+			if depth == 0 {
+				return j + 1, true
+			}
+		}
+		j++
+	}
+	_ = open
+	return 0, false
+}
+
+func atoi(b []byte) int {
+	n := 0
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n
+}
+
+// parseEpoch reads a numeric "ts": seconds since the epoch with a
+// fraction (Caddy's default), or milliseconds, microseconds or
+// nanoseconds (the unix_*_float time formats), told apart by magnitude.
+func parseEpoch(b []byte) time.Time {
+	var ip, frac int64
+	var fd int
+	i := 0
+	for i < len(b) && '0' <= b[i] && b[i] <= '9' {
+		if ip > (1<<62)/10 {
+			return time.Time{}
+		}
+		ip = ip*10 + int64(b[i]-'0')
+		i++
+	}
+	if i == 0 {
+		return time.Time{}
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		for i < len(b) && '0' <= b[i] && b[i] <= '9' {
+			if fd < 9 {
+				frac = frac*10 + int64(b[i]-'0')
+				fd++
+			}
+			i++
+		}
+	}
+	if i != len(b) {
+		// An exponent or garbage: take the slow path.
+		f, err := strconv.ParseFloat(string(b), 64)
+		if err != nil || f <= 0 {
+			return time.Time{}
+		}
+		return epochFloat(f)
+	}
+	for ; fd < 9; fd++ {
+		frac *= 10
+	}
+	switch {
+	case ip >= 1e17: // nanoseconds
+		return time.Unix(0, ip).UTC()
+	case ip >= 1e14: // microseconds
+		return time.Unix(0, ip*1e3+frac/1e6).UTC()
+	case ip >= 1e11: // milliseconds
+		return time.Unix(0, ip*1e6+frac/1e3).UTC()
+	}
+	return time.Unix(ip, frac).UTC()
+}
+
+func epochFloat(f float64) time.Time {
+	switch {
+	case f >= 1e17:
+		return time.Unix(0, int64(f)).UTC()
+	case f >= 1e14:
+		return time.Unix(0, int64(f*1e3)).UTC()
+	case f >= 1e11:
+		return time.Unix(0, int64(f*1e6)).UTC()
+	}
+	s := int64(f)
+	return time.Unix(s, int64((f-float64(s))*1e9)).UTC()
+}
+
+// minTime is the earliest time the audit believes: a "ts" before it is
+// taken as absent rather than stretching the report's time axis.
+var minTime = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func sane(t time.Time) time.Time {
+	if t.Before(minTime) {
+		return time.Time{}
+	}
+	return t
+}
+
+// timeLayouts are the string time formats Caddy's encoders can write.
+var timeLayouts = []string{
+	time.RFC3339Nano,
+	"2006-01-02T15:04:05.000Z0700", // iso8601
+	"2006/01/02 15:04:05.000",      // wall_milli
+	"2006/01/02 15:04:05",          // wall
+	time.RFC1123Z,
+	time.RFC1123,
+	"02/Jan/2006:15:04:05 -0700", // common_log
+}
+
+func parseTimeString(b []byte) time.Time {
+	s := string(b)
+	for _, l := range timeLayouts {
+		if t, err := time.Parse(l, s); err == nil {
+			return t.UTC()
+		}
+	}
+	if t := parseEpoch(b); !t.IsZero() {
+		return t
+	}
+	return time.Time{}
+}
