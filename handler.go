@@ -279,6 +279,9 @@ func (h *Handler) judgeBot(r *http.Request, a *agents.Shared) *outcome {
 	}
 
 	countDecision(o.action, a.Category, !h.enforce)
+	if o.action != actAllow {
+		h.logRefusal(r, &o, &a.Agent, forms.raw)
+	}
 	if h.debug {
 		h.logDecision(&o, &a.Agent, forms.raw)
 	}
