@@ -11,7 +11,9 @@ import (
 	"net/netip"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // MaxRangesSize is the largest input LoadRanges accepts, in bytes. The
@@ -31,6 +33,12 @@ var ErrNoPrefixes = errors.New("no prefixes found")
 //   - JSON objects with a "prefixes" array, whose elements are objects with
 //     an "ipv4Prefix" or "ipv6Prefix" member (Google's format, also used by
 //     OpenAI, Perplexity, Bing, Apple and DuckDuckGo) or plain strings;
+//   - the same shape as the IETF draft "A JSON-Based Format for Publishing
+//     IP Ranges of Automated HTTP Clients" (draft-illyes-webbotauth-jafar)
+//     writes it, recognised by a "formatVersion" or "synctoken" member: a
+//     prefix object with both or neither address member is skipped, as the
+//     draft says, and a formatVersion whose major number is above 1 is an
+//     error;
 //   - CSV whose first column is a prefix or a single address, with or
 //     without a header row (sefinek/known-bots-ip-whitelist's "IP,Name,Sources");
 //     lines starting with '#' are comments;
@@ -41,31 +49,57 @@ var ErrNoPrefixes = errors.New("no prefixes found")
 // are returned masked (192.0.2.1/24 becomes 192.0.2.0/24) and IPv4-mapped
 // IPv6 addresses are turned into IPv4. Errors name the line or element at
 // fault; input larger than MaxRangesSize or without any prefix is an error.
+// ParseRangeList does the same and also returns the list's metadata.
 func LoadRanges(r io.Reader) ([]netip.Prefix, error) {
 	data, err := io.ReadAll(io.LimitReader(r, MaxRangesSize+1))
 	if err != nil {
 		return nil, fmt.Errorf("agents: reading IP ranges: %w", err)
 	}
+	l, err := ParseRangeList(data)
+	if err != nil {
+		return nil, err
+	}
+	return l.Prefixes, nil
+}
+
+// RangeList is a parsed IP list with the metadata its publisher gave.
+type RangeList struct {
+	// Prefixes are the list's prefixes, masked, in the order given.
+	Prefixes []netip.Prefix
+	// CreationTime is the JSON "creationTime" member in UTC; zero when the
+	// list has none (CSV, plain text) or it cannot be read as a time.
+	CreationTime time.Time
+	// SyncToken is the JSON "synctoken" member (IETF draft), if any.
+	SyncToken string
+	// FormatVersion is the JSON "formatVersion" member (IETF draft), if any.
+	FormatVersion string
+}
+
+// ParseRangeList parses data as LoadRanges does (same formats, same
+// errors, same MaxRangesSize limit) and returns the prefixes with the
+// list's metadata.
+func ParseRangeList(data []byte) (RangeList, error) {
 	if len(data) > MaxRangesSize {
-		return nil, fmt.Errorf("agents: reading IP ranges: input larger than %d bytes", MaxRangesSize)
+		return RangeList{}, fmt.Errorf("agents: reading IP ranges: input larger than %d bytes", MaxRangesSize)
 	}
 	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")) // UTF-8 byte order mark
-	var prefixes []netip.Prefix
+	var l RangeList
+	var err error
 	switch format := detectFormat(data); format {
 	case "json":
-		prefixes, err = parseJSONRanges(data)
+		l, err = parseJSONRanges(data)
 	case "csv":
-		prefixes, err = parseCSVRanges(data)
+		l.Prefixes, err = parseCSVRanges(data)
 	default:
-		prefixes, err = parsePlainRanges(data)
+		l.Prefixes, err = parsePlainRanges(data)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("agents: reading IP ranges: %w", err)
+		return RangeList{}, fmt.Errorf("agents: reading IP ranges: %w", err)
 	}
-	if len(prefixes) == 0 {
-		return nil, fmt.Errorf("agents: reading IP ranges: %w", ErrNoPrefixes)
+	if len(l.Prefixes) == 0 {
+		return RangeList{}, fmt.Errorf("agents: reading IP ranges: %w", ErrNoPrefixes)
 	}
-	return prefixes, nil
+	return l, nil
 }
 
 // LoadRangesFile is LoadRanges on the named file; errors name the file.
@@ -107,8 +141,10 @@ func detectFormat(data []byte) string {
 // jsonRanges is the envelope of the JSON formats. Elements are decoded one
 // by one so that an error can name the element.
 type jsonRanges struct {
-	CreationTime string            `json:"creationTime"`
-	Prefixes     []json.RawMessage `json:"prefixes"`
+	CreationTime  string            `json:"creationTime"`
+	SyncToken     *string           `json:"synctoken"`
+	FormatVersion *json.RawMessage  `json:"formatVersion"`
+	Prefixes      []json.RawMessage `json:"prefixes"`
 }
 
 type jsonPrefix struct {
@@ -116,53 +152,132 @@ type jsonPrefix struct {
 	IPv6 string `json:"ipv6Prefix"`
 }
 
-func parseJSONRanges(data []byte) ([]netip.Prefix, error) {
+// maxDraftMajor is the highest major formatVersion of the IETF draft's
+// format this parser understands.
+const maxDraftMajor = 1
+
+func parseJSONRanges(data []byte) (RangeList, error) {
+	var l RangeList
 	var raw []json.RawMessage
+	draft := false
 	if bytes.TrimLeft(data, " \t\r\n")[0] == '[' {
 		// A bare array of strings or of {"ipv4Prefix": ...} objects.
 		if err := json.Unmarshal(data, &raw); err != nil {
-			return nil, fmt.Errorf("JSON: %w", err)
+			return l, fmt.Errorf("JSON: %w", err)
 		}
 	} else {
 		var env jsonRanges
 		if err := json.Unmarshal(data, &env); err != nil {
-			return nil, fmt.Errorf("JSON: %w", err)
+			return l, fmt.Errorf("JSON: %w", err)
+		}
+		if env.SyncToken != nil {
+			draft = true
+			l.SyncToken = *env.SyncToken
+		}
+		if env.FormatVersion != nil {
+			draft = true
+			v, err := draftVersion(*env.FormatVersion)
+			if err != nil {
+				return l, err
+			}
+			l.FormatVersion = v
 		}
 		if env.Prefixes == nil {
-			return nil, errors.New(`JSON: no "prefixes" array`)
+			return l, errors.New(`JSON: no "prefixes" array`)
 		}
 		raw = env.Prefixes
+		l.CreationTime = parseCreationTime(env.CreationTime)
 	}
 	out := make([]netip.Prefix, 0, len(raw))
 	for i, el := range raw {
 		var s string
 		if len(el) > 0 && el[0] == '"' {
 			if err := json.Unmarshal(el, &s); err != nil {
-				return nil, fmt.Errorf("JSON prefixes[%d]: %w", i, err)
+				return l, fmt.Errorf("JSON prefixes[%d]: %w", i, err)
 			}
 		} else {
 			var jp jsonPrefix
 			if err := json.Unmarshal(el, &jp); err != nil {
-				return nil, fmt.Errorf("JSON prefixes[%d]: %w", i, err)
+				return l, fmt.Errorf("JSON prefixes[%d]: %w", i, err)
 			}
 			switch {
 			case jp.IPv4 != "" && jp.IPv6 != "":
-				return nil, fmt.Errorf("JSON prefixes[%d]: both ipv4Prefix and ipv6Prefix", i)
+				if draft {
+					continue // the draft: "invalid and MUST be ignored"
+				}
+				return l, fmt.Errorf("JSON prefixes[%d]: both ipv4Prefix and ipv6Prefix", i)
 			case jp.IPv4 != "":
 				s = jp.IPv4
 			case jp.IPv6 != "":
 				s = jp.IPv6
 			default:
-				return nil, fmt.Errorf("JSON prefixes[%d]: no ipv4Prefix or ipv6Prefix", i)
+				if draft {
+					continue
+				}
+				return l, fmt.Errorf("JSON prefixes[%d]: no ipv4Prefix or ipv6Prefix", i)
 			}
 		}
 		p, err := parsePrefixOrAddr(s)
 		if err != nil {
-			return nil, fmt.Errorf("JSON prefixes[%d]: %w", i, err)
+			return l, fmt.Errorf("JSON prefixes[%d]: %w", i, err)
 		}
 		out = append(out, p)
 	}
-	return out, nil
+	l.Prefixes = out
+	return l, nil
+}
+
+// draftVersion reads a formatVersion ("1.0", or a bare number) and refuses
+// a major version this parser does not know.
+func draftVersion(raw json.RawMessage) (string, error) {
+	var v string
+	if err := json.Unmarshal(raw, &v); err != nil {
+		var n json.Number
+		if err := json.Unmarshal(raw, &n); err != nil {
+			return "", fmt.Errorf("JSON formatVersion: %w", err)
+		}
+		v = n.String()
+	}
+	if err := CheckFormatVersion(v); err != nil {
+		return "", err
+	}
+	return v, nil
+}
+
+// CheckFormatVersion checks a version of the IETF draft's format
+// ("major.minor", as in a formatVersion member or the version parameter of
+// application/jafar+json): a major version above the one this package
+// understands is an error, since the draft says such a file must not be
+// parsed. An empty version is accepted.
+func CheckFormatVersion(v string) error {
+	if v == "" {
+		return nil
+	}
+	majorText, _, _ := strings.Cut(v, ".")
+	major, err := strconv.Atoi(majorText)
+	if err != nil || major < 0 {
+		return fmt.Errorf("JSON formatVersion %q is not major.minor", v)
+	}
+	if major > maxDraftMajor {
+		return fmt.Errorf("JSON formatVersion %q: major version above %d is not understood", v, maxDraftMajor)
+	}
+	return nil
+}
+
+// parseCreationTime reads the creationTime forms operators use: RFC 3339
+// (the IETF draft) or Google's "2006-01-02T15:04:05.999999" without a zone,
+// which is UTC. Anything else gives the zero time.
+func parseCreationTime(s string) time.Time {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return time.Time{}
+	}
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05.999999999", "2006-01-02 15:04:05.999999999", "2006-01-02"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t.UTC()
+		}
+	}
+	return time.Time{}
 }
 
 func parseCSVRanges(data []byte) ([]netip.Prefix, error) {

@@ -128,7 +128,9 @@ type VerifierConfig struct {
 // The embedded lists are a dated snapshot (see VerificationMethods): they
 // keep proving Verified, but once older than MaxListAge they no longer
 // prove Spoofed. To get Spoofed verdicts for the list-only methods, give
-// current lists through VerifierConfig.Ranges or SetRanges.
+// current lists through VerifierConfig.Ranges or SetRanges; a RangesFetcher
+// downloads them from the operators and does that. StaleLists names the
+// methods whose list is too old to prove a spoof.
 //
 // Results of reverse DNS are cached per method and address (PositiveTTL,
 // NegativeTTL, ErrorTTL); concurrent verifications of one address share
@@ -331,6 +333,41 @@ func (v *Verifier) SetRanges(key string, prefixes []netip.Prefix, asOf time.Time
 	}
 	m.ranges.Store(&rangeList{set: set, asOf: asOf})
 	return nil
+}
+
+// ListAsOf returns the date of the IP list the method key uses now (the
+// embedded snapshot's, or the one last given to SetRanges) and whether the
+// method has a list at all.
+func (v *Verifier) ListAsOf(key string) (time.Time, bool) {
+	m := v.methods.get(key)
+	if m == nil {
+		return time.Time{}, false
+	}
+	rl := m.ranges.Load()
+	if rl.set.Len() == 0 {
+		return time.Time{}, false
+	}
+	return rl.asOf, true
+}
+
+// StaleLists returns, sorted, the methods whose IP list would prove a spoof
+// while fresh (the list-only methods: OpenAI, Perplexity, Anthropic,
+// DuckDuckGo) but is older than MaxListAge now, so that a claim from an
+// address outside it is Unverified instead of Spoofed. With the embedded
+// snapshot alone these are all of them once the snapshot is a month old;
+// SetRanges (see RangesFetcher) keeps them fresh.
+func (v *Verifier) StaleLists() []string {
+	var out []string
+	for _, m := range v.methods.slots {
+		if m == nil || !m.spoofIfUnlisted || len(m.suffixes) > 0 {
+			continue
+		}
+		if rl := m.ranges.Load(); rl.set.Len() > 0 && !v.fresh(rl.asOf) {
+			out = append(out, m.key)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // Verify tells whether ip belongs to the crawler a claims to be, using the
