@@ -2,14 +2,17 @@ package caddyrobots
 
 import (
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/dustin/go-humanize"
-	"strings"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/caddyrobots/caddy-robots/enforce/state"
 )
 
 func init() {
@@ -29,11 +32,12 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //
 //	robots [<matcher>] {
 //		source site | file <path> | inline <robots.txt text>
-//		refresh       <duration>             # default 1h, at most 24h
-//		fetch_timeout <duration>             # default 5s
+//		refresh       <duration>             # 1s..24h, default 1h
+//		fetch_timeout <duration>             # 100ms..1m, default 5s
 //		mode          enforce | log          # log never refuses
-//		grace         <duration>             # default 24h
+//		grace         <duration>             # 0..7d, default 24h
 //		crawl_delay   on | off | all         # default on
+//		crawl_burst   <n>                    # requests back to back before Crawl-delay applies; default 4
 //		spoofed       block | wildcard       # default block
 //		libraries     crawler | ignore       # default crawler
 //		exempt        <cidr|ip>...
@@ -42,12 +46,12 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //		store memory [<max_entries>]
 //		store redis <url> {
 //			prefix      <prefix>             # default caddy-robots
-//			timeout     <duration>           # default 50ms
+//			timeout     <duration>           # 1ms..10s, default 50ms
 //			max_entries <n>                  # local fallback store
 //		}
 //		verify {
-//			timeout  <duration>              # default 2s
-//			resolver <host:port>
+//			timeout  <duration>              # 100ms..30s, default 2s
+//			resolver <ip[:port]>             # port default 53
 //			ranges   <method> <file>         # e.g. ranges openai-gptbot /etc/caddy/gptbot.json
 //		}
 //		robots_txt    serve | pass           # source file/inline: who answers /robots.txt; default serve
@@ -56,6 +60,13 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	}
 //
 // A bare `robots` uses every default: the site's own /robots.txt.
+//
+// A duration outside its bounds is an error naming the option and the
+// line; so is an explicit 0 for refresh, fetch_timeout and the timeouts
+// (omit the option to get the default; grace 0 is a real value). Paths and
+// addresses (source file, resolver, ranges, the Redis URL, exempt) may use
+// placeholders such as {env.ROBOTS_FILE}: they are replaced at provision
+// and checked then, and the file of source file must exist at that time.
 func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // directive name
 	if d.NextArg() {
@@ -73,12 +84,12 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "source":
 			err = h.parseSource(d)
 		case "refresh":
-			err = parseDuration(d, opt, &h.Refresh)
+			err = parseDurationIn(d, opt, &h.Refresh, MinRefresh, MaxRefresh, false)
 		case "fetch_timeout":
-			err = parseDuration(d, opt, &h.FetchTimeout)
+			err = parseDurationIn(d, opt, &h.FetchTimeout, MinFetchTimeout, MaxFetchTimeout, false)
 		case "grace":
 			var g caddy.Duration
-			err = parseDuration(d, opt, &g)
+			err = parseDurationIn(d, opt, &g, 0, MaxGrace, true)
 			h.Grace = &g
 		case "mode":
 			err = parseEnum(d, opt, &h.Mode, "enforce", "log")
@@ -96,6 +107,9 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Errf("robots: exempt needs at least one network")
 			}
 			for _, a := range args {
+				if hasPlaceholder(a) {
+					continue // checked at provision, once replaced
+				}
 				if _, perr := parsePrefix(a); perr != nil {
 					return d.Errf("robots: exempt: %v", perr)
 				}
@@ -107,6 +121,18 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			err = h.parseStore(d)
 		case "verify":
 			err = h.parseVerify(d)
+		case "crawl_burst":
+			if !d.NextArg() {
+				return d.Errf("robots: crawl_burst needs a number of requests")
+			}
+			n, perr := strconv.Atoi(d.Val())
+			if perr != nil || n < 1 || n > state.MaxBurst {
+				return d.Errf("robots: crawl_burst: %q is not a number of requests in 1..%d", d.Val(), state.MaxBurst)
+			}
+			if d.NextArg() {
+				return d.Errf("robots: crawl_burst takes one number")
+			}
+			h.CrawlBurst = n
 		case "robots_txt":
 			err = parseEnum(d, opt, &h.RobotsTxt, "serve", "pass")
 		case "max_rule_memory":
@@ -215,6 +241,11 @@ func (h *Handler) parseStore(d *caddyfile.Dispenser) error {
 			return d.Errf("robots: store redis needs a URL")
 		}
 		s.URL = d.Val()
+		if !hasPlaceholder(s.URL) {
+			if _, err := state.ParseRedisURL(s.URL); err != nil {
+				return d.Errf("robots: store redis: %v", err)
+			}
+		}
 		if d.NextArg() {
 			return d.Errf("robots: store redis takes one URL; options go in a block")
 		}
@@ -235,7 +266,7 @@ func (h *Handler) parseStore(d *caddyfile.Dispenser) error {
 					return d.Errf("robots: store redis: prefix takes one value")
 				}
 			case "timeout":
-				if err := parseDuration(d, "store redis timeout", &s.Timeout); err != nil {
+				if err := parseDurationIn(d, "store redis timeout", &s.Timeout, MinRedisTimeout, MaxRedisTimeout, false); err != nil {
 					return err
 				}
 			case "max_entries":
@@ -266,21 +297,26 @@ func (h *Handler) parseVerify(d *caddyfile.Dispenser) error {
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		switch opt := d.Val(); opt {
 		case "timeout":
-			if err := parseDuration(d, "verify timeout", &v.Timeout); err != nil {
+			if err := parseDurationIn(d, "verify timeout", &v.Timeout, MinVerifyTimeout, MaxVerifyTimeout, false); err != nil {
 				return err
 			}
 		case "resolver":
 			if !d.NextArg() {
-				return d.Errf("robots: verify: resolver needs host:port")
+				return d.Errf("robots: verify: resolver needs an address (ip[:port])")
 			}
 			v.Resolver = d.Val()
+			if !hasPlaceholder(v.Resolver) {
+				if _, err := checkResolver(v.Resolver); err != nil {
+					return d.Errf("robots: %v", err)
+				}
+			}
 			if d.NextArg() {
 				return d.Errf("robots: verify: resolver takes one address")
 			}
 		case "ranges":
 			args := d.RemainingArgs()
 			if len(args) != 2 {
-				return d.Errf("robots: verify: ranges needs <method> <file>")
+				return d.Errf("robots: verify: ranges needs <method> <file> or <method> <https-url>")
 			}
 			if v.Ranges == nil {
 				v.Ranges = map[string]string{}
@@ -289,6 +325,19 @@ func (h *Handler) parseVerify(d *caddyfile.Dispenser) error {
 				return d.Errf("robots: verify: ranges for %q given twice", args[0])
 			}
 			v.Ranges[args[0]] = args[1]
+		case "ranges_refresh":
+			args := d.RemainingArgs()
+			if len(args) != 1 {
+				return d.Errf("robots: verify: ranges_refresh needs a duration or off")
+			}
+			if _, err := parseRangesRefresh(args[0]); err != nil {
+				return d.Errf("robots: verify: ranges_refresh: %v", err)
+			}
+			v.RangesRefresh = args[0]
+		case "ranges_operators":
+			if err := parseEnum(d, "verify ranges_operators", &v.RangesOperators, "on", "off"); err != nil {
+				return err
+			}
 		default:
 			return d.Errf("robots: verify: unrecognized option %q", opt)
 		}
@@ -312,6 +361,25 @@ func parseDuration(d *caddyfile.Dispenser, opt string, dst *caddy.Duration) erro
 		return d.Errf("robots: %s takes one duration", opt)
 	}
 	*dst = caddy.Duration(dur)
+	return nil
+}
+
+// parseDurationIn reads one duration for opt into dst and checks it is
+// within lo..hi, so that a value out of range is reported with the
+// Caddyfile line. 0 is an error unless zeroOK: writing an option sets it,
+// and omitting it gives the default.
+func parseDurationIn(d *caddyfile.Dispenser, opt string, dst *caddy.Duration, lo, hi time.Duration, zeroOK bool) error {
+	var v caddy.Duration
+	if err := parseDuration(d, opt, &v); err != nil {
+		return err
+	}
+	if v == 0 && !zeroOK {
+		return d.Errf("robots: %s 0 is not allowed: omit %s for the default, or give %s..%s", opt, opt, fmtBound(lo), fmtBound(hi))
+	}
+	if time.Duration(v) < lo || time.Duration(v) > hi {
+		return d.Errf("robots: %s: %s is outside %s..%s", opt, d.Val(), fmtBound(lo), fmtBound(hi))
+	}
+	*dst = v
 	return nil
 }
 

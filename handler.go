@@ -174,6 +174,9 @@ type outcome struct {
 	// form is the normalised form of the target that a rule refused, when
 	// it differs from the target as sent.
 	form string
+	// noStrike, for a refusal by rule, says why it carried no strike; ""
+	// when it did.
+	noStrike string
 }
 
 // The values of outcome.token that are not an index into the agent's tokens.
@@ -278,7 +281,7 @@ func (h *Handler) judgeBot(r *http.Request, a *agents.Shared) *outcome {
 		vars["robots_token"] = o.tokenValue()
 	}
 
-	countDecision(o.action, a.Category, !h.enforce)
+	countDecision(o.action, o.reason, a.Category, !h.enforce)
 	if o.action != actAllow {
 		h.logRefusal(r, &o, &a.Agent, forms.raw)
 	}
@@ -305,6 +308,9 @@ func (h *Handler) logDecision(o *outcome, a *agents.Agent, target string) {
 		}
 		if o.form != "" {
 			fields = append(fields, zap.String("normalised_target", o.form))
+		}
+		if o.noStrike != "" {
+			fields = append(fields, zap.String("no_strike", o.noStrike))
 		}
 		if o.version != nil {
 			fields = append(fields, zap.String("version", o.version.id))
@@ -459,8 +465,12 @@ func (h *Handler) judge(o *outcome, r *http.Request, a *agents.Agent, addr *clie
 	}
 	if refusedByAll {
 		o.action, o.reason = actBlock, reasonRule
+		// A 403 protects the site, so it follows the strictest reading; a
+		// strike punishes the crawler, so it needs a violation under every
+		// reading and every version served within the last 24 hours.
+		o.noStrike = strikeExcuse(snap.versions, tokens, wildcard, forms, now())
 		o.message = refusalText(o, name)
-		if h.strikes.Strikes > 0 && !dry {
+		if h.strikes.Strikes > 0 && !dry && o.noStrike == "" {
 			// The ban, if this strike starts one, is seen from the next
 			// request on; this one is refused by its rule either way.
 			_, _ = h.store.Strike(r.Context(), strikeIdentity(site, name, verified, addr.get()), h.strikes, now())
@@ -482,12 +492,47 @@ func (h *Handler) judge(o *outcome, r *http.Request, a *agents.Agent, addr *clie
 			return
 		}
 		id := throttleIdentity(site, name, verified, starJudged, addr.get())
-		res, err := h.store.Throttle(r.Context(), id, interval, now())
+		pace := state.Pace{Interval: interval, Burst: h.burst, Fetch: state.NewFetch(r.Method, host, t.raw)}
+		res, err := h.store.ThrottlePace(r.Context(), id, pace, now())
 		if err == nil && !res.Allowed {
 			o.action, o.reason, o.retryAfter = actThrottle, reasonRate, res.RetryAfter
 			o.message = throttleText(host, name, interval, rateGroup, res.RetryAfter)
+			if res.Retry {
+				countRetry(h.enforce)
+				h.stats.retried(a.Name)
+			}
 		}
 	}
+}
+
+// strikeWindow is how far back a robots.txt version still excuses a
+// request: RFC 9309 §2.4 lets a crawler keep its copy for 24 hours, and a
+// crawler running several processes updates them one by one.
+const strikeWindow = 24 * time.Hour
+
+// strikeExcuse says why a refused request is no strike, or "" when it is
+// one: it must be disallowed by every version served within strikeWindow
+// (whether or not the crawler fetched a newer one since), and under every
+// reading real crawlers use (RFC 9309, the 1994 standard, Google's).
+func strikeExcuse(versions []*version, tokens []string, wildcard bool, forms []string, now time.Time) string {
+	for i, v := range versions {
+		if i > 0 && now.Sub(v.until) > strikeWindow {
+			break
+		}
+		g, _ := v.robots.SelectIndex(tokens, wildcard)
+		d, form := decideAll(g, forms)
+		if d.Allowed {
+			if i == 0 {
+				return ""
+			}
+			return fmt.Sprintf("robots.txt version %s, served until %s, allows this path, and a crawler may hold it for 24 hours",
+				v.id, v.until.UTC().Format(time.RFC3339))
+		}
+		if rd := v.robots.Readings(tokens, wildcard, form); !rd.Unambiguous {
+			return rd.Why
+		}
+	}
+	return ""
 }
 
 // decideAll decides every form of a target against g: the target is allowed
@@ -602,6 +647,11 @@ func refusalText(o *outcome, name string) string {
 		b.WriteString("Judged as: ")
 		b.WriteString(o.form)
 		b.WriteString(" (the path the server acts on)\n")
+	}
+	if o.noStrike != "" {
+		b.WriteString("No strike: ")
+		b.WriteString(o.noStrike)
+		b.WriteString(".\n")
 	}
 	if o.version != nil {
 		b.WriteString("Version: ")

@@ -3,6 +3,7 @@ package caddyrobots
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -62,7 +63,9 @@ var okNext = caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) 
 var nopNext = caddyhttp.HandlerFunc(func(http.ResponseWriter, *http.Request) error { return nil })
 
 func TestServeHTTPDecisions(t *testing.T) {
-	h, done := newTestHandler(t, &Handler{})
+	// Burst 1: every gap judged on its own; TestCrawlBurst covers the
+	// default.
+	h, done := newTestHandler(t, &Handler{CrawlBurst: 1})
 	defer done()
 	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 	h.now = func() time.Time { return now }
@@ -356,4 +359,26 @@ func benchServeCold(b *testing.B, h caddyhttp.MiddlewareHandler, target, ua, rem
 		spent += time.Since(start)
 	}
 	b.ReportMetric(float64(spent.Nanoseconds())/float64(b.N), "handler-ns/op")
+}
+
+// TestCrawlBurst: by default a crawler may send four requests back to back;
+// the fifth waits for the Crawl-delay, and the refusal carries no strike.
+func TestCrawlBurst(t *testing.T) {
+	h, done := newTestHandler(t, &Handler{})
+	defer done()
+	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	h.now = func() time.Time { return now }
+	for i := range 5 {
+		req, w := prepared("GET", fmt.Sprintf("/page%d", i), benchBotUA, "203.0.113.9:4000")
+		if err := h.ServeHTTP(w, req, okNext); err != nil {
+			t.Fatal(err)
+		}
+		want := 200
+		if i == 4 {
+			want = 503
+		}
+		if w.Code != want {
+			t.Errorf("request %d: %d, want %d", i+1, w.Code, want)
+		}
+	}
 }

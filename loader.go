@@ -470,6 +470,7 @@ func (s *ruleSource) publish(hr *hostRules, body []byte) error {
 		return errRuleMemory
 	}
 	nv := &version{robots: pv.robots, pv: pv, id: id, from: now}
+	warnSuspicious(s.h, hr, body, pv.robots) // loadwarn.go: too large, or no readable line
 	vs := []*version{nv}
 	var dropped []*version
 	horizon := now.Add(-MaxGrace)
@@ -633,7 +634,7 @@ func (s *ruleSource) watchFile(hr *hostRules) {
 		case <-s.ctx.Done():
 			return
 		case <-tick.C:
-			_ = s.loadFile(hr)
+			countFileLoad(s.loadFile(hr)) // metrics.go: a failed read counts in fetch_total
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -27,17 +28,19 @@ var metrics struct {
 	ruleMemoryRefused prometheus.Counter
 	// tableFull counts requests for a site that found no room in the table.
 	tableFull prometheus.Counter
+	// rulesAge is the age of the current robots.txt, by source.
+	rulesAge *rulesAgeCollector
 }
 
 func initMetrics() {
 	metrics.once.Do(func() {
 		metrics.decisions = &decisionCollector{desc: prometheus.NewDesc(
 			"caddy_robots_decisions_total",
-			"Decisions on requests from bots, by action (allow, block, throttle, ban), crawler category and mode.",
-			[]string{"action", "category", "mode"}, nil)}
+			"Decisions on requests from bots, by action (allow, block, throttle, ban), reason (none, rule, spoofed, unavailable, unverified, target, length, rate, ban), crawler category and mode.",
+			[]string{"action", "reason", "category", "mode"}, nil)}
 		metrics.fetches = prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "caddy", Subsystem: "robots", Name: "fetch_total",
-			Help: "Loads of the site's robots.txt, by result (ok, client_error, server_error, error).",
+			Help: "Loads of the site's robots.txt, by result (ok, client_error, server_error, error); for source file, every failed read of the file (it is polled every 2s) counts as error.",
 		}, []string{"result"})
 		metrics.stateErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "caddy", Subsystem: "robots", Name: "state_errors_total",
@@ -55,6 +58,10 @@ func initMetrics() {
 			Namespace: "caddy", Subsystem: "robots", Name: "sites_full_total",
 			Help: "Bot requests for a site that found the site table full of sites in active use; answered as unavailable (503).",
 		})
+		metrics.rulesAge = &rulesAgeCollector{desc: prometheus.NewDesc(
+			"caddy_robots_rules_age_seconds",
+			"Age of the current robots.txt version (time since it was first loaded), the oldest among the sites of each source (site, file, inline).",
+			[]string{"source"}, nil)}
 	})
 }
 
@@ -64,7 +71,7 @@ func registerMetrics(reg prometheus.Registerer) error {
 		return nil
 	}
 	for _, c := range []prometheus.Collector{metrics.decisions, metrics.fetches, metrics.stateErrors,
-		metrics.ruleMemory, metrics.ruleMemoryRefused, metrics.tableFull} {
+		metrics.ruleMemory, metrics.ruleMemoryRefused, metrics.tableFull, metrics.rulesAge} {
 		if err := reg.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError
 			if !errors.As(err, &are) {
@@ -75,11 +82,60 @@ func registerMetrics(reg prometheus.Registerer) error {
 	return nil
 }
 
-// decisionCounts holds the decision counters, one per series, each split
+// decisionCounts holds the decision counters, one per series (kind of
+// decision, see decisionKinds; category; mode), each split
 // into shards on cache lines of their own: with one shared counter, every
 // bot request on one core took the line from the others (the counter is
 // written ~10,000 times a second per core under load).
-var decisionCounts [len(actionNames)][len(categoryNames)][2]shardedCount
+var decisionCounts [len(decisionKinds) + len(actionNames)][len(categoryNames)][2]shardedCount
+
+// decisionKinds are the pairs of action and reason the handler decides;
+// each has its row of counters. A pair not listed (none exists today)
+// counts in its action's row after them, with reason "other".
+var decisionKinds = [...]struct {
+	action action
+	reason reason
+}{
+	{actAllow, reasonNone},
+	{actBlock, reasonRule},
+	{actBlock, reasonSpoofed},
+	{actBlock, reasonUnavailable},
+	{actBlock, reasonUnverified},
+	{actBlock, reasonTarget},
+	{actBlock, reasonLength},
+	{actThrottle, reasonRate},
+	{actBan, reasonBan},
+}
+
+// kindIndex maps an action and a reason to their row of decisionCounts.
+var kindIndex = func() (t [len(actionNames)][len(reasonNames)]uint8) {
+	for a := range t {
+		for r := range t[a] {
+			t[a][r] = uint8(len(decisionKinds) + a)
+		}
+	}
+	for i, k := range decisionKinds {
+		t[k.action][k.reason] = uint8(i)
+	}
+	return t
+}()
+
+// kindLabels returns the action and reason labels of row ki.
+func kindLabels(ki int) (string, string) {
+	if ki < len(decisionKinds) {
+		k := decisionKinds[ki]
+		return actionNames[k.action], reasonLabel(k.reason)
+	}
+	return actionNames[ki-len(decisionKinds)], "other"
+}
+
+// reasonLabel is the reason label value: "none" for an allowed request.
+func reasonLabel(r reason) string {
+	if r == reasonNone {
+		return "none"
+	}
+	return r.String()
+}
 
 const countShards = 8
 
@@ -116,16 +172,17 @@ func (d *decisionCollector) Describe(ch chan<- *prometheus.Desc) { ch <- d.desc 
 
 // Collect implements prometheus.Collector.
 func (d *decisionCollector) Collect(ch chan<- prometheus.Metric) {
-	for ai := range decisionCounts {
-		for ci := range decisionCounts[ai] {
-			for mi := range decisionCounts[ai][ci] {
-				if n := decisionCounts[ai][ci][mi].load(); n > 0 {
+	for ki := range decisionCounts {
+		act, why := kindLabels(ki)
+		for ci := range decisionCounts[ki] {
+			for mi := range decisionCounts[ki][ci] {
+				if n := decisionCounts[ki][ci][mi].load(); n > 0 {
 					mode := "enforce"
 					if mi == 1 {
 						mode = "log"
 					}
 					ch <- prometheus.MustNewConstMetric(d.desc, prometheus.CounterValue, float64(n),
-						actionNames[ai], string(categoryNames[ci]), mode)
+						act, why, string(categoryNames[ci]), mode)
 				}
 			}
 		}
@@ -142,13 +199,14 @@ var (
 	}
 )
 
-// countDecision counts one decision; logMode is true for mode log.
-func countDecision(a action, cat agents.Category, logMode bool) {
+// countDecision counts one decision and its reason; logMode is true for
+// mode log.
+func countDecision(a action, r reason, cat agents.Category, logMode bool) {
 	mi := 0
 	if logMode {
 		mi = 1
 	}
-	decisionCounts[a][categoryIndex(cat)][mi].add()
+	decisionCounts[kindIndex[a][r]][categoryIndex(cat)][mi].add()
 }
 
 // categoryIndex is cat's index in categoryNames; unknown categories count
@@ -181,4 +239,59 @@ func categoryIndex(cat agents.Category) int {
 
 func fetchCounter(result string) {
 	metrics.fetches.WithLabelValues(result).Inc()
+}
+
+// countFileLoad counts a failed read of a source file in
+// caddy_robots_fetch_total (result "error"); the loader's file watcher
+// calls it with the result of each poll.
+func countFileLoad(err error) {
+	if err != nil {
+		fetchCounter("error")
+	}
+}
+
+// rulesAgeCollector exports caddy_robots_rules_age_seconds: for each source
+// (site, file, inline), the age of the oldest current robots.txt version
+// among the sites of the registered handlers. One series per source, never
+// per host; a source with no loaded version has no series.
+type rulesAgeCollector struct{ desc *prometheus.Desc }
+
+// Describe implements prometheus.Collector.
+func (c *rulesAgeCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+// Collect implements prometheus.Collector.
+func (c *rulesAgeCollector) Collect(ch chan<- prometheus.Metric) {
+	for source, age := range rulesAges(time.Now()) {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, age.Seconds(), source)
+	}
+}
+
+// rulesAges returns, by source, the age at now of the oldest current
+// robots.txt version of the registered handlers' sites.
+func rulesAges(now time.Time) map[string]time.Duration {
+	ages := map[string]time.Duration{}
+	for _, h := range handlers() {
+		s := h.rules
+		if s == nil {
+			continue
+		}
+		sites := []*hostRules{s.fixed}
+		if s.site {
+			sites = s.allHosts()
+		}
+		for _, hr := range sites {
+			if hr == nil {
+				continue
+			}
+			snap := hr.snap.Load()
+			if snap == nil || len(snap.versions) == 0 {
+				continue
+			}
+			age := max(now.Sub(snap.versions[0].from), 0)
+			if old, ok := ages[h.Source]; !ok || age > old {
+				ages[h.Source] = age
+			}
+		}
+	}
+	return ages
 }

@@ -44,7 +44,7 @@ func TestDecisionCollector(t *testing.T) {
 	if err := reg.Register(metrics.decisions); err != nil {
 		t.Fatal(err)
 	}
-	value := func(action, category, mode string) float64 {
+	value := func(action, reason, category, mode string) float64 {
 		mfs, err := reg.Gather()
 		if err != nil {
 			t.Fatal(err)
@@ -58,27 +58,27 @@ func TestDecisionCollector(t *testing.T) {
 				for _, p := range m.GetLabel() {
 					l[p.GetName()] = p.GetValue()
 				}
-				if l["action"] == action && l["category"] == category && l["mode"] == mode {
+				if l["action"] == action && l["reason"] == reason && l["category"] == category && l["mode"] == mode {
 					return m.GetCounter().GetValue()
 				}
 			}
 		}
 		return 0
 	}
-	before := value("throttle", "seo", "log")
+	before := value("throttle", "rate", "seo", "log")
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {
 			for range 1000 {
-				countDecision(actThrottle, agents.CategorySEO, true)
+				countDecision(actThrottle, reasonRate, agents.CategorySEO, true)
 			}
 		})
 	}
 	wg.Wait()
-	if got := value("throttle", "seo", "log") - before; got != 8000 {
+	if got := value("throttle", "rate", "seo", "log") - before; got != 8000 {
 		t.Errorf("counted %v decisions, want 8000", got)
 	}
-	if got := value("throttle", "seo", "enforce"); got != 0 {
+	if got := value("throttle", "rate", "seo", "enforce"); got != 0 {
 		t.Errorf("log-mode decisions counted as enforce: %v", got)
 	}
 }

@@ -67,16 +67,21 @@ type Handler struct {
 	// "file" reads File; "inline" uses Inline.
 	Source string `json:"source,omitempty"`
 	// File is the robots.txt path for source "file". Changes are noticed
-	// without a restart.
+	// without a restart. Placeholders ({env.ROBOTS_FILE}) are replaced at
+	// provision. The file must exist and be readable when the config
+	// loads; if it disappears or breaks later, the last good copy stays.
 	File string `json:"file,omitempty"`
 	// Inline is the robots.txt text for source "inline".
 	Inline string `json:"inline,omitempty"`
 
-	// Refresh is how often the rules are reloaded. Default 1h, at most 24h.
-	// A 200 response for /robots.txt passing through the handler refreshes
+	// Refresh is how often the rules are reloaded: 1s..24h, default 1h
+	// (omitted or 0 in JSON; in the Caddyfile `refresh 0` is an error). A
+	// 200 response for /robots.txt passing through the handler refreshes
 	// them early.
 	Refresh caddy.Duration `json:"refresh,omitempty"`
-	// FetchTimeout bounds one load of the site's robots.txt. Default 5s.
+	// FetchTimeout bounds one load of the site's robots.txt: 100ms..1m,
+	// default 5s (omitted or 0 in JSON; in the Caddyfile `fetch_timeout 0`
+	// is an error).
 	FetchTimeout caddy.Duration `json:"fetch_timeout,omitempty"`
 
 	// Mode is "enforce" (default) or "log": log decides, logs and counts
@@ -91,6 +96,15 @@ type Handler struct {
 	// window. Default 24h, at most 7 days; 0 judges every crawler by the
 	// current version only.
 	Grace *caddy.Duration `json:"grace,omitempty"`
+
+	// CrawlBurst is how many requests a crawler may send back to back
+	// before Crawl-delay applies; after them its average gap must be at
+	// least 7/8 of the delay, so crawlers that randomise their waits
+	// (Scrapy, wget --random-wait: 0.5-1.5x) are never slowed, while one
+	// that ignores the delay is throttled from request CrawlBurst+1.
+	// Default 4; 1 judges every gap on its own (with a small jitter
+	// tolerance).
+	CrawlBurst int `json:"crawl_burst,omitempty"`
 
 	// CrawlDelay controls Crawl-delay and Request-rate enforcement: "on"
 	// (default) throttles crawlers that honour them or whose habits are
@@ -110,7 +124,9 @@ type Handler struct {
 	Libraries string `json:"libraries,omitempty"`
 
 	// Exempt lists client networks (CIDR or single addresses) that are
-	// never judged, such as your own monitoring.
+	// never judged, such as your own monitoring. An entry may be a
+	// placeholder ({env.ROBOTS_EXEMPT}) holding a list separated by commas
+	// or spaces, replaced at provision.
 	Exempt []string `json:"exempt,omitempty"`
 
 	// Unavailable is what crawlers get while no copy of robots.txt has ever
@@ -171,6 +187,8 @@ type Handler struct {
 	// privateClaims limits the warning about crawler claims from private
 	// addresses.
 	privateClaims *logLimiter
+	releaseRanges func() error // from startRanges; called by Cleanup
+	burst         int          // CrawlBurst with its default
 	// stats counts decisions per crawler name for the admin API.
 	stats *crawlerStats
 }
@@ -199,27 +217,53 @@ type StoreConfig struct {
 	// URL is the Redis address, e.g. redis://user:pass@host:6379/0,
 	// rediss://... for TLS, redis-sentinel://host:26379/master or
 	// redis-cluster://h1:6379,h2:6379. Placeholders such as
-	// {env.REDIS_URL} are resolved at provision time.
+	// {env.REDIS_URL} are resolved at provision time; a URL that is empty
+	// once they are replaced fails when the config loads.
 	URL string `json:"url,omitempty"`
 	// Prefix starts every Redis key. Default "caddy-robots".
 	Prefix string `json:"prefix,omitempty"`
 	// Timeout bounds each Redis call; on error or timeout the request is
-	// decided from local state (fail open). Default 50ms.
+	// decided from local state (fail open). 1ms..10s, default 50ms
+	// (omitted or 0 in JSON; in the Caddyfile `timeout 0` is an error).
 	Timeout caddy.Duration `json:"timeout,omitempty"`
 }
 
 // VerifyConfig tunes crawler verification.
 type VerifyConfig struct {
-	// Timeout bounds one reverse-DNS verification. Default 2s.
+	// Timeout bounds one reverse-DNS verification: 100ms..30s, default 2s
+	// (omitted or 0 in JSON; in the Caddyfile `timeout 0` is an error).
 	Timeout caddy.Duration `json:"timeout,omitempty"`
-	// Resolver is a DNS server address (host:port) to use instead of the
-	// system resolver.
+	// Resolver is a DNS server to use instead of the system resolver: an
+	// IP address with an optional port (default 53), e.g. 127.0.0.1:5353
+	// or [2001:db8::53]. Anything else fails when the config loads.
+	// Placeholders are replaced at provision.
 	Resolver string `json:"resolver,omitempty"`
 	// Ranges maps a verification method (google-common, bingbot,
 	// openai-gptbot, ...) to a file of fresher IP ranges, in Google's JSON
-	// format, a CSV or a plain CIDR list; it replaces the embedded snapshot
-	// for that method.
+	// format, the IETF draft's JSON format, a CSV or a plain CIDR list, or
+	// to an https URL to download such a list from instead of the
+	// operator's own URL (http is accepted only for loopback hosts). A file
+	// replaces the embedded snapshot for that method and is not refreshed;
+	// a URL is downloaded every RangesRefresh. Placeholders in the file or
+	// URL are replaced at provision.
 	Ranges map[string]string `json:"ranges,omitempty"`
+	// RangesRefresh is how often the IP lists the operators publish
+	// (Google, Bing, OpenAI, Perplexity, Anthropic, Apple, DuckDuckGo,
+	// Common Crawl) are downloaded again, conditionally (an unchanged list
+	// costs a 304): a duration of at least 1s, default 12h, or "off" to use
+	// only the embedded snapshot and files. Downloads run in the
+	// background and are kept in Caddy's storage, so a restart while
+	// offline starts from the last good lists. Without current lists, a
+	// claim of GPTBot, ClaudeBot, PerplexityBot or DuckDuckBot from an
+	// address outside the embedded (old) list is Unverified, never refused
+	// as spoofed.
+	RangesRefresh string `json:"ranges_refresh,omitempty"`
+	// RangesOperators is "off" to download only the URLs given in Ranges,
+	// never the operators' own URLs (for a server that must not reach the
+	// internet, fed from a local mirror). Default "on". The environment
+	// variable CADDY_ROBOTS_RANGES_OPERATORS=off does the same for every
+	// handler of the process (for test suites).
+	RangesOperators string `json:"ranges_operators,omitempty"`
 }
 
 // CaddyModule returns the Caddy module information.
@@ -263,6 +307,10 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if h.CrawlDelay == "" {
 		h.CrawlDelay = "on"
 	}
+	h.burst = h.CrawlBurst
+	if h.burst == 0 {
+		h.burst = state.DefaultBurst
+	}
 	if h.Spoofed == "" {
 		h.Spoofed = "block"
 	}
@@ -282,6 +330,9 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	h.maxRuleMemory = h.MaxRuleMemory
 	if h.maxRuleMemory == 0 {
 		h.maxRuleMemory = DefaultMaxRuleMemory
+	}
+	if err := h.checkConfig(); err != nil {
+		return err
 	}
 	for _, s := range h.Exempt {
 		p, err := parsePrefix(s)
@@ -311,6 +362,9 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if err := registerMetrics(ctx.GetMetricsRegistry()); err != nil {
 		return fmt.Errorf("robots: registering metrics: %w", err)
 	}
+	if err := registerRetryMetric(ctx.GetMetricsRegistry()); err != nil {
+		return fmt.Errorf("robots: registering metrics: %w", err)
+	}
 
 	h.ident = sharedIdentifier()
 
@@ -320,22 +374,23 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		if v.Resolver != "" {
 			vcfg.Resolver = resolverFor(v.Resolver)
 		}
-		for method, file := range v.Ranges {
-			prefixes, err := agents.LoadRangesFile(file)
-			if err != nil {
-				return fmt.Errorf("robots: verify ranges for %s: %w", method, err)
-			}
-			if vcfg.Ranges == nil {
-				vcfg.Ranges = map[string][]netip.Prefix{}
-			}
-			vcfg.Ranges[method] = prefixes
-		}
+	}
+	rcfg, err := newRangesConfig(h.Verify)
+	if err != nil {
+		return fmt.Errorf("robots: verify: %w", err)
+	}
+	if vcfg.Ranges, err = rcfg.loadFiles(); err != nil {
+		return err
 	}
 	verifier, err := agents.NewVerifier(vcfg)
 	if err != nil {
 		return fmt.Errorf("robots: building verifier: %w", err)
 	}
 	h.verifier = verifier
+	if h.releaseRanges, err = startRanges(ctx, verifier, rcfg, h.logger); err != nil {
+		return err
+	}
+	warnStaleRanges(h.logger, verifier, rcfg)
 
 	if err := h.provisionStore(); err != nil {
 		return err
@@ -363,11 +418,31 @@ func (h *Handler) Validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("source: unknown source %q (want site, file or inline)", h.Source))
 	}
-	if d := time.Duration(h.Refresh); d < time.Second || d > MaxRefresh {
-		errs = append(errs, fmt.Errorf("refresh: %s is outside 1s..24h", d))
+	// In JSON an omitted (zero) duration means the default (see config.go).
+	if d := time.Duration(h.Refresh); d != 0 {
+		if err := checkDuration("refresh", d, MinRefresh, MaxRefresh); err != nil {
+			errs = append(errs, err)
+		}
 	}
-	if d := time.Duration(*h.Grace); d < 0 || d > MaxGrace {
-		errs = append(errs, fmt.Errorf("grace: %s is outside 0..7d", d))
+	if d := time.Duration(h.FetchTimeout); d != 0 {
+		if err := checkDuration("fetch_timeout", d, MinFetchTimeout, MaxFetchTimeout); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if h.Grace != nil {
+		if err := checkDuration("grace", time.Duration(*h.Grace), 0, MaxGrace); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if v := h.Verify; v != nil && v.Timeout != 0 {
+		if err := checkDuration("verify timeout", time.Duration(v.Timeout), MinVerifyTimeout, MaxVerifyTimeout); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if s := h.Store; s != nil && s.Timeout != 0 {
+		if err := checkDuration("store redis timeout", time.Duration(s.Timeout), MinRedisTimeout, MaxRedisTimeout); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	checkEnum := func(name, val string, allowed ...string) {
 		for _, a := range allowed {
@@ -379,6 +454,9 @@ func (h *Handler) Validate() error {
 	}
 	checkEnum("mode", h.Mode, "enforce", "log")
 	checkEnum("crawl_delay", h.CrawlDelay, "on", "off", "all")
+	if h.CrawlBurst < 0 || h.CrawlBurst > state.MaxBurst {
+		errs = append(errs, fmt.Errorf("crawl_burst: %d is outside 1..%d", h.CrawlBurst, state.MaxBurst))
+	}
 	checkEnum("spoofed", h.Spoofed, "block", "wildcard")
 	checkEnum("libraries", h.Libraries, "crawler", "ignore")
 	checkEnum("unavailable", h.Unavailable, "disallow", "allow")
@@ -411,6 +489,12 @@ func (h *Handler) Cleanup() error {
 	var errs []error
 	if err := h.rules.release(); err != nil {
 		errs = append(errs, err)
+	}
+	if h.releaseRanges != nil {
+		if err := h.releaseRanges(); err != nil {
+			errs = append(errs, err)
+		}
+		h.releaseRanges = nil
 	}
 	if h.storeKey != "" {
 		_, err := storePool.Delete(h.storeKey)

@@ -23,6 +23,7 @@ type statsSlot struct {
 	name    atomic.Pointer[string]
 	allowed atomic.Uint64
 	refused atomic.Uint64
+	retries atomic.Uint64
 }
 
 func newCrawlerStats() *crawlerStats { return &crawlerStats{seed: maphash.MakeSeed()} }
@@ -44,11 +45,22 @@ func (s *crawlerStats) seen(name string, act action) {
 	}
 }
 
+// retried counts an immediate retry: a request that came back inside the
+// Retry-After it was given.
+func (s *crawlerStats) retried(name string) {
+	if s == nil {
+		return
+	}
+	s.slots[maphash.String(s.seed, name)%statsSlots].retries.Add(1)
+}
+
 // crawlerCount is one crawler's counts.
 type crawlerCount struct {
 	Name    string `json:"crawler"`
 	Allowed uint64 `json:"allowed"`
 	Refused uint64 `json:"refused"`
+	// Retries are requests that came back inside their Retry-After.
+	Retries uint64 `json:"immediate_retries"`
 }
 
 // top returns the n crawlers with the most requests (by refused when
@@ -64,7 +76,7 @@ func (s *crawlerStats) top(n int, offenders bool) []crawlerCount {
 		if name == nil {
 			continue
 		}
-		c := crawlerCount{Name: *name, Allowed: sl.allowed.Load(), Refused: sl.refused.Load()}
+		c := crawlerCount{Name: *name, Allowed: sl.allowed.Load(), Refused: sl.refused.Load(), Retries: sl.retries.Load()}
 		if offenders && c.Refused == 0 {
 			continue
 		}

@@ -153,7 +153,7 @@ func TestRealCrawlers(t *testing.T) {
 			logPath := filepath.Join(t.TempDir(), "access.log")
 			// A store of its own (the pool keys stores by their config), so
 			// that no throttle, strike or ban leaks into another test.
-			newClient(t, globals+`http://localhost:9080 {
+			newClient(t, globals+`http://localhost:9085 {
 	root * `+site+`
 	robots {
 		store memory `+strconv.Itoa(20001+i)+`
@@ -167,7 +167,7 @@ func TestRealCrawlers(t *testing.T) {
 `)
 			out := t.TempDir()
 			start := time.Now()
-			cmd := exec.Command(bin, cr.args(out, "http://localhost:9080/")...)
+			cmd := exec.Command(bin, cr.args(out, "http://localhost:9085/")...)
 			home := t.TempDir() // no user configuration reaches the crawler
 			rc := filepath.Join(home, "wgetrc")
 			if err := os.WriteFile(rc, nil, 0o644); err != nil {
@@ -280,7 +280,7 @@ func TestRealCrawlersTwoProcessesOneRobotsVersionApart(t *testing.T) {
 	const v1 = "User-agent: *\nDisallow: /private/\n"
 	const v2 = "User-agent: *\nDisallow: /private/\nDisallow: /old/\n"
 	write("robots.txt", v1)
-	c := newClient(t, globals+`http://localhost:9080 {
+	c := newClient(t, globals+`http://localhost:9085 {
 	root * `+site+`
 	robots {
 		strikes 3 1m 1h
@@ -291,7 +291,7 @@ func TestRealCrawlersTwoProcessesOneRobotsVersionApart(t *testing.T) {
 }
 `)
 	const ua = "VersionBot/1.0 (+https://version.example/bot)"
-	base := "http://localhost:9080"
+	base := "http://localhost:9085"
 	// Both processes start from v1.
 	c.expect(base+"/robots.txt", ua, 200, "Disallow: /private/")
 	c.expect(base+"/old/0.html", ua, 200, "old page")

@@ -36,7 +36,12 @@ func TestDemo(t *testing.T) {
 	c.expect(base+"/", gptbotUA, 403, "GPTBot", "Disallow: /", "/robots.txt")
 	c.expect(base+"/robots.txt", gptbotUA, 200, "User-agent: GPTBot")
 
+	// Crawl-delay 2 with the default burst of 4: four requests back to
+	// back pass, the fifth is throttled.
 	c.expect(base+"/", exampleUA, 200, "caddy-robots demo")
+	for range 3 {
+		c.expect(base+"/about.html", exampleUA, 200)
+	}
 	res := c.expect(base+"/about.html", exampleUA, 503, "Retry-After", "Crawl-delay")
 	ra, err := strconv.Atoi(res.header.Get("Retry-After"))
 	if err != nil || ra < 1 || ra > 2 {
