@@ -32,7 +32,10 @@ import (
 // strings.Index searches that only accept matches starting on a unit (an
 // octet or a "%XY" escape), which is exact for '*'-only globs (the last
 // segment of a '$' rule must be a suffix that starts after the previous
-// segments): no backtracking, no regexp.
+// segments): no backtracking, no regexp. Each verification can read the
+// rest of the target, so a decision counts what its verifications and index
+// scans read; past acBudget, the sets not yet settled go to acRun (ac.go),
+// which matches all their rules in one pass over the target.
 //
 // Memory layout, for few cache misses per decision: trie nodes are 64
 // octets (one cache line) in one slice, children contiguous, with the keys
@@ -108,6 +111,7 @@ type wset struct {
 	lin   uint32 // the rules tried one by one are wr[lin:lin+nlin], by descending rank
 	nlin  uint32
 	idx   uint32 // 1 + index in idx of the indexes of the other rules; 0: none
+	end   uint32 // the rules of the set are wr[lin:end]
 }
 
 // windex holds the indexes of the rules of a large set.
@@ -140,6 +144,8 @@ type matcher struct {
 	wr      []wrule  // the wildcard rules, set by set
 	tab     []uint32 // filters, bucket bounds and keys of the indexes
 	idx     []windex
+	ac      *acm       // the one-pass fallback (ac.go); nil without wildcard rules
+	rests   [][]string // while compiling: the segments after the prefix of each rule of wr
 }
 
 // Sets of more rules than smallSet are indexed. When more than bloomLin
@@ -268,6 +274,11 @@ func compile(m *matcher, rules []Rule) {
 	}
 	blob = append(blob, make([]byte, 8)...)
 	m.blob = string(blob)
+	if len(m.wr) > 0 {
+		m.ac = buildAC(m.wr, m.rests)
+		m.ac.group(m)
+	}
+	m.rests = nil
 	if r := &m.nodes[0]; r.pre == 0 && r.ws == 0 && r.nk == 1 && m.blob[r.keys] != '%' {
 		m.start = r.kid0
 	}
@@ -391,6 +402,7 @@ func (m *matcher) addSet(wild []wbuild, exact uint64, blob []byte) []byte {
 		m.idx = append(m.idx, x)
 		s.idx = uint32(len(m.idx))
 	}
+	s.end = uint32(len(m.wr))
 	m.sets = append(m.sets, s)
 	return blob
 }
@@ -408,6 +420,7 @@ func (m *matcher) addRules(rules []wbuild, blob []byte) []byte {
 			blob = appendSeg(blob, sg)
 		}
 		m.wr = append(m.wr, w.w)
+		m.rests = append(m.rests, w.rest)
 	}
 	return blob
 }
@@ -519,10 +532,13 @@ const (
 	msb = 0x8080808080808080
 )
 
-// tbloom is the octet set and 2-gram set of a target, computed on demand.
+// tbloom is the octet set and 2-gram set of a target, computed on demand,
+// and the budget of one-by-one verification left to the decision (see
+// acBudget).
 type tbloom struct {
 	b, g uint64
 	ok   bool
+	work int
 }
 
 func (f *tbloom) fill(t string) {
@@ -551,7 +567,11 @@ func (f *tbloom) covers(w *wrule) bool { return w.needB&^f.b|w.needG&^f.g == 0 }
 // every '%' starts an escape, so offset i starts a unit unless t[i-1] or
 // t[i-2] is '%'; segments are whole units, so a match that starts on a
 // unit also ends on one.
-func (w *wrule) match(blob, t string, pos int) bool {
+//
+// The octets it searches (and a constant per search) are charged to *work;
+// when *work drops below 0 while it retries past occurrences inside escapes,
+// match gives up (false): its caller then hands the whole set over to acRun.
+func (w *wrule) match(blob, t string, pos int, work *int) bool {
 	p := int(w.off)
 	n := int(w.nseg)
 	end := len(t)
@@ -571,12 +591,17 @@ func (w *wrule) match(blob, t string, pos int) bool {
 		i := strings.Index(t[pos:end], seg)
 		for i >= 0 && !unitStart(t, pos+i) {
 			// Inside an escape: look further.
+			if *work -= 32 + i; *work < 0 {
+				return false
+			}
 			pos += i + 1
 			i = strings.Index(t[pos:end], seg)
 		}
 		if i < 0 {
+			*work -= 32 + end - pos
 			return false
 		}
+		*work -= 32 + i + l
 		p += 4 + l
 		pos += i + l
 	}
@@ -610,12 +635,16 @@ func (m *matcher) match(t string, raw bool) (uint64, bool) {
 	if raw && !cleanPrefix(t, len(t)) {
 		return 0, false
 	}
-	var tb tbloom
+	tb := tbloom{work: acBudget}
 	for {
 		// The deepest sets first: their rules tend to be the longest.
 		for k := ns - 1; k >= 0; k-- {
 			if s := &m.sets[uint32(stk[k])&wsIndex-1]; s.max > best {
 				best = m.try(s, t, int(stk[k]>>32), best, &tb)
+				if tb.work < 0 {
+					// Over budget: the sets left (this one included) in one pass.
+					return m.acRun(t, best, stk[:k+1], ni, pos), true
+				}
 			}
 		}
 		if ni == 0 {
@@ -801,9 +830,14 @@ func (m *matcher) try(s *wset, t string, pos int, best uint64, tb *tbloom) uint6
 			if w.rank <= best {
 				break
 			}
-			if (!filter || tb.covers(w)) && w.match(m.blob, t, pos) {
-				best = w.rank
-				break
+			if !filter || tb.covers(w) {
+				if w.match(m.blob, t, pos, &tb.work) {
+					best = w.rank
+					break
+				}
+				if tb.work < 0 {
+					return best
+				}
 			}
 		}
 	}
@@ -820,14 +854,21 @@ func (m *matcher) try(s *wset, t string, pos int, best uint64, tb *tbloom) uint6
 			if w.rank <= best {
 				break
 			}
-			if m.tab[a.keys+i] == k && w.match(m.blob, t, pos) {
-				best = w.rank
-				break
+			if m.tab[a.keys+i] == k {
+				if w.match(m.blob, t, pos, &tb.work) {
+					best = w.rank
+					break
+				}
+				if tb.work < 0 {
+					return best
+				}
 			}
 		}
 	}
 	if x.g4.max > best {
-		best = m.scan(&x.g4, t, pos, 4, best, tb)
+		if best = m.scan(&x.g4, t, pos, 4, best, tb); tb.work < 0 {
+			return best
+		}
 	}
 	if x.g2.max > best {
 		best = m.scan(&x.g2, t, pos, 2, best, tb)
@@ -839,6 +880,9 @@ func (m *matcher) try(s *wset, t string, pos int, best uint64, tb *tbloom) uint6
 // n-gram of the target is looked up once: the first distinct n-grams found
 // are remembered in a short list; past them, scanAll takes over.
 func (m *matcher) scan(x *gindex, t string, pos, n int, best uint64, tb *tbloom) uint64 {
+	if tb.work -= 2 * (len(t) - pos); tb.work < 0 {
+		return best
+	}
 	var few [4]uint32
 	nfew := 0
 	tab := m.tab
@@ -884,12 +928,17 @@ func (m *matcher) scan(x *gindex, t string, pos, n int, best uint64, tb *tbloom)
 			if w.rank <= best {
 				break
 			}
-			if tab[x.keys+j] == k && (n == 4 || tb.covers(w)) && w.match(m.blob, t, pos) {
-				best = w.rank
-				if best >= x.max {
+			if tab[x.keys+j] == k && (n == 4 || tb.covers(w)) {
+				if w.match(m.blob, t, pos, &tb.work) {
+					best = w.rank
+					if best >= x.max {
+						return best
+					}
+					break
+				}
+				if tb.work < 0 {
 					return best
 				}
-				break
 			}
 		}
 	}
@@ -900,6 +949,9 @@ func (m *matcher) scan(x *gindex, t string, pos, n int, best uint64, tb *tbloom)
 // visits each bucket once and tries every rule of it whose n-gram occurs
 // in t[pos:], so that each rule is verified at most once.
 func (m *matcher) scanAll(x *gindex, t string, pos, n int, best uint64, tb *tbloom) uint64 {
+	if tb.work -= 2 * (len(t) - pos); tb.work < 0 {
+		return best
+	}
 	var seen [1 << 12 / 64]uint64
 	if !tb.ok {
 		tb.fill(t)
@@ -922,9 +974,24 @@ func (m *matcher) scanAll(x *gindex, t string, pos, n int, best uint64, tb *tblo
 			if w.rank <= best {
 				break
 			}
-			if tb.covers(w) && (m.tab[x.keys+j] == k || hasKey(t[pos:], m.tab[x.keys+j], n)) && w.match(m.blob, t, pos) {
+			if !tb.covers(w) {
+				continue
+			}
+			if m.tab[x.keys+j] != k {
+				// hasKey reads t[pos:].
+				if tb.work -= len(t) - pos + 32; tb.work < 0 {
+					return best
+				}
+				if !hasKey(t[pos:], m.tab[x.keys+j], n) {
+					continue
+				}
+			}
+			if w.match(m.blob, t, pos, &tb.work) {
 				best = w.rank
 				break
+			}
+			if tb.work < 0 {
+				return best
 			}
 		}
 	}

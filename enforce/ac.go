@@ -1,0 +1,951 @@
+package enforce
+
+import (
+	"math/bits"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// The one-pass fallback of the wildcard matcher.
+//
+// Wildcard rules are normally verified one by one (match.go), which is fast
+// when few rules are candidates but costs up to one scan of the target per
+// candidate. match counts the octets those verifications may read; past
+// acBudget it hands every wildcard set it has not finished over to acRun,
+// whose cost is linear in the target plus the number of segments of the
+// rules it tracks, whatever the target holds:
+//
+//   - at compile time, an Aho–Corasick automaton is built over the distinct
+//     "middle" segments of the matcher's wildcard rules (every segment after
+//     the prefix, except the last segment of a '$' rule, which is checked as
+//     a suffix). It reads units, not octets: a "%XY" escape is one symbol, so
+//     every occurrence it reports starts on a unit, as the rules require;
+//   - at decision time, every candidate rule (rank above the best match so
+//     far) gets an entry that waits for its next segment. Greedy leftmost
+//     matching is exact for '*' globs, so an entry only needs the first
+//     occurrence of that segment that starts at or after the end of the
+//     previous one (q): the entry is "armed" at offset q+len(seg), the first
+//     end an acceptable occurrence can have, and from then on the next
+//     occurrence the automaton reports advances it;
+//   - the automaton reports, at each offset, the segments that end there: a
+//     chain of nested suffixes in the "output tree" (a segment's parent is
+//     its longest proper suffix that is a segment). Only segments with
+//     armed entries are wanted; they are marked in a bitmap laid out by a
+//     heavy-path decomposition of that tree, so the marked segments of a
+//     chain are found with a few bit scans (one per light edge, at most
+//     log2 of the number of segments) rather than one step per segment.
+//
+// A segment found this way advances all its entries and is unmarked, so
+// the work of a decision is one automaton step per unit of the target (the
+// failure links add at most as many), a few bit scans per unit, and a
+// constant per entry per segment.
+
+// acBudget is the work that one-by-one verification may do for one decision
+// before acRun takes over, in octets read: each octet a substring search
+// reads counts one, plus 32 per search; each octet an index scan reads
+// counts two. A variable only so that tests can force the fallback.
+var acBudget = 32 << 10
+
+// acm is the automaton of a matcher, nil when it has no wildcard rule.
+type acm struct {
+	w      uint32      // bitmap words per node
+	cls    [384]uint16 // class of each symbol: octets < 128, then 128+v for the escape of v; 0: in no segment
+	bm     []uint64    // children bitmaps, w words per node
+	base   []uint32    // per bitmap word, the node of the first child it counts
+	fail   []uint32
+	out    []int64  // the longest segment that is a suffix of the node's string (low half; -1: none) and the head of its heavy path (high half)
+	spare  bool     // rows end with two cells holding upo of the head of out's path
+	stride uint32   // cells of a row of dfa: out, the head of its path, then one per class (0 included); 16 or 32 (a row in a cache line) when that is enough
+	dfa    []uint16 // rows of the first len(dfa)/stride nodes (the shallowest); a cell from 0x8000 up to acBig is a step into leaf cell-0x8000; see acBig
+	leaves []uint64 // per leaf: the nearest node on its failure chain that is not a leaf (high half), its out as two cells (low half)
+
+	// Segments are numbered by their bit: the heavy paths of the output
+	// tree are contiguous, head first.
+	slen []uint32 // octets of each segment
+	par  []int32  // output tree: the longest segment that is a proper suffix; -1: none
+	upo  []int64  // par as out holds it: the parent and the head of its heavy path; -1: none
+	head []int32  // the head of the heavy path of each segment
+
+	rseg  []uint32 // the middle segments of wr[i] are slots[rseg[i]:], up to a 0
+	fin   []uint16 // the first and last octets of the last middle segment of wr[i]
+	suf   []uint32 // the last (up to) two octets of the suffix of '$' rule wr[i], and its length
+	slots []uint64 // segment<<32 | its length
+
+	// Sets of many rules are also kept grouped by their first middle
+	// segment, so that the rules whose first segment does not occur cost
+	// nothing (see acRun).
+	sgroup []uint32 // per set: 1 + index in groups; 0: none
+	groups []acGroups
+}
+
+// acGroups holds the rules of a set with at least one middle segment,
+// grouped by the first one, and those without.
+type acGroups struct {
+	seg   []int32  // the first middle segment of each group, ascending
+	bits  []uint64 // the segments of seg as a bitmap, when that is not much larger
+	rank  []uint32 // rank[j]: the set bits of bits before word j
+	start []uint32 // group g is recs[start[g]:start[g+1]]
+	recs  []acRec
+	solo  []uint32 // indexes in wr of the '$' rules without middle segments
+	n     int      // rules in groups
+}
+
+// acRec is what expanding a group reads of one of its rules, in one place.
+type acRec struct {
+	rank uint64
+	sl   uint64 // slots[k]
+	rule uint32 // index in wr
+	k    uint32 // the slot of the second middle segment
+	suf  uint32 // suf[rule] of a '$' rule; 0: not one
+	fin  uint16 // fin[rule]
+}
+
+// acEnt is a rule tracked by acRun: it waits for the segment of slot k.
+type acEnt struct {
+	k    uint32 // index in slots of the awaited segment
+	next int32  // next entry in the same list, 1-based; 0: none
+	lim  int32  // offset the middle segments must end by
+	rule uint32 // index in wr
+}
+
+type acScratch struct {
+	ent  []acEnt
+	arm  []int32  // arm[f]: entries armed at offset f (1-based list heads)
+	wait []int32  // wait[s]: entries waiting for segment s, valid when dyn has s
+	dyn  []uint64 // segments with waiting entries
+	bits []uint64 // marks: segments with waiting entries or a pending group (dyn | stat)
+	stat []uint64 // segments with a pending group
+	sets []uint64 // the sets to match, as walk stores them
+	last [256]int32
+}
+
+// acFree keeps a few scratch buffers for acRun. Unlike a sync.Pool, it is
+// not emptied by garbage collections, so that decisions do not allocate;
+// it keeps at most acFreeMax buffers, none larger than acKeepMax elements.
+var acFree struct {
+	sync.Mutex
+	list []*acScratch
+}
+
+const (
+	acFreeMax = 16
+	acKeepMax = 1 << 20
+)
+
+func getScratch() *acScratch {
+	acFree.Lock()
+	var sc *acScratch
+	if n := len(acFree.list); n > 0 {
+		sc = acFree.list[n-1]
+		acFree.list = acFree.list[:n-1]
+	}
+	acFree.Unlock()
+	if sc == nil {
+		sc = new(acScratch)
+	}
+	return sc
+}
+
+func putScratch(sc *acScratch) {
+	if cap(sc.ent) > acKeepMax || cap(sc.arm) > acKeepMax || cap(sc.wait) > acKeepMax {
+		return
+	}
+	acFree.Lock()
+	if len(acFree.list) < acFreeMax {
+		acFree.list = append(acFree.list, sc)
+	}
+	acFree.Unlock()
+}
+
+var hexVal = func() (t [256]uint8) {
+	for c := 0; c < 256; c++ {
+		if v, ok := unhex(byte(c)); ok {
+			t[c] = v
+		}
+	}
+	return t
+}()
+
+// units calls f with the symbol of each unit of the normal form s.
+func units(s string, f func(sym int)) {
+	for i := 0; i < len(s); {
+		if s[i] == '%' && i+2 < len(s) {
+			f(128 + int(hexVal[s[i+1]])<<4 | int(hexVal[s[i+2]]))
+			i += 3
+			continue
+		}
+		f(int(s[i] & 127))
+		i++
+	}
+}
+
+// buildAC builds the automaton of the wildcard rules wr, whose segments
+// after the prefix are rests.
+func buildAC(wr []wrule, rests [][]string) *acm {
+	a := &acm{rseg: make([]uint32, len(wr)), fin: make([]uint16, len(wr)), suf: make([]uint32, len(wr))}
+	ids := map[string]int32{}
+	var distinct []string
+	var nsegs int
+	for i := range wr {
+		mid := rests[i]
+		if wr[i].anchored {
+			mid = mid[:len(mid)-1]
+		}
+		nsegs += len(mid) + 1
+	}
+	segs := make([]int32, 0, nsegs)
+	for i := range wr {
+		mid := rests[i]
+		if wr[i].anchored {
+			mid = mid[:len(mid)-1]
+		}
+		a.rseg[i] = uint32(len(segs))
+		if len(mid) > 0 {
+			f := mid[len(mid)-1]
+			a.fin[i] = uint16(f[0]) | uint16(f[len(f)-1])<<8
+		}
+		if wr[i].anchored {
+			l := rests[i][len(rests[i])-1]
+			a.suf[i] = sufKey(l)
+		}
+		for _, s := range mid {
+			id, ok := ids[s]
+			if !ok {
+				id = int32(len(distinct))
+				ids[s] = id
+				distinct = append(distinct, s)
+			}
+			segs = append(segs, id)
+		}
+		segs = append(segs, -1)
+	}
+	ids = nil
+	// Classes, in symbol order, so that children sorted by class are sorted
+	// by symbol.
+	var used [384]bool
+	for _, s := range distinct {
+		units(s, func(sym int) { used[sym] = true })
+	}
+	nc := 0
+	for sym, u := range used {
+		if u {
+			nc++
+			a.cls[sym] = uint16(nc)
+		}
+	}
+	a.w = uint32(nc+1+63) / 64
+	// Keys: two octets per unit (its class, big-endian), sorted.
+	type item struct {
+		key string
+		seg int32 // index in distinct
+	}
+	items := make([]item, len(distinct))
+	var kb []byte
+	for i, s := range distinct {
+		kb = kb[:0]
+		units(s, func(sym int) { c := a.cls[sym]; kb = append(kb, byte(c>>8), byte(c)) })
+		items[i] = item{string(kb), int32(i)}
+	}
+	slices.SortFunc(items, func(x, y item) int { return strings.Compare(x.key, y.key) })
+	// The trie, breadth first: the children of a node are contiguous.
+	w := int(a.w)
+	type rng struct {
+		node   uint32
+		lo, hi int32
+		d      int // depth in units
+	}
+	remap := make([]int32, len(distinct)) // index in distinct -> segment id
+	a.bm = make([]uint64, w, w*(len(distinct)+1))
+	a.base = make([]uint32, w, w*(len(distinct)+1))
+	a.fail = []uint32{0}
+	out := []int32{-1}
+	units := 1
+	for _, it := range items {
+		units += len(it.key) / 2
+	}
+	q := make([]rng, 1, units) // at most one node per unit
+	q[0] = rng{0, 0, int32(len(items)), 0}
+	for qi := 0; qi < len(q); qi++ {
+		r := q[qi]
+		v := r.node
+		lo := r.lo
+		o := int32(-1)
+		if v != 0 {
+			o = out[a.fail[v]]
+		}
+		if lo < r.hi && len(items[lo].key) == 2*r.d {
+			id := int32(len(a.slen))
+			remap[items[lo].seg] = id
+			a.slen = append(a.slen, uint32(len(distinct[items[lo].seg])))
+			a.par = append(a.par, o)
+			o = id
+			lo++
+		}
+		out[v] = o
+		// Children, grouped by the class at depth d.
+		first := uint32(len(a.fail))
+		for i := lo; i < r.hi; {
+			c := uint16(items[i].key[2*r.d])<<8 | uint16(items[i].key[2*r.d+1])
+			j := i + 1
+			for j < r.hi && items[j].key[2*r.d] == items[i].key[2*r.d] && items[j].key[2*r.d+1] == items[i].key[2*r.d+1] {
+				j++
+			}
+			child := uint32(len(a.fail))
+			a.bm[int(v)*w+int(c>>6)] |= 1 << (c & 63)
+			a.bm = append(a.bm, make([]uint64, w)...)
+			a.base = append(a.base, make([]uint32, w)...)
+			// The failure link: the longest proper suffix that is a node.
+			f := uint32(0)
+			if v != 0 {
+				for g := a.fail[v]; ; g = a.fail[g] {
+					if k, ok := a.child(g, c); ok {
+						f = k
+						break
+					}
+					if g == 0 {
+						break
+					}
+				}
+			}
+			a.fail = append(a.fail, f)
+			out = append(out, -1)
+			q = append(q, rng{child, i, j, r.d + 1})
+			i = j
+		}
+		n := first
+		for k := 0; k < w; k++ {
+			a.base[int(v)*w+k] = n
+			n += uint32(bits.OnesCount64(a.bm[int(v)*w+k]))
+		}
+	}
+	q, items = nil, nil
+	bit := a.layout()
+	a.out = make([]int64, len(out))
+	for v, o := range out {
+		a.out[v] = -1
+		if o >= 0 {
+			b := bit[o]
+			a.out[v] = int64(a.head[b])<<32 | int64(b)
+		}
+	}
+	// Rows for the shallowest nodes, which most steps visit: the node's out
+	// and its transitions, one per class, in 16 bits (acBig when a number
+	// does not fit), a row in a cache line when there are few classes. A
+	// step is then one load, and reading the out of the new node brings in
+	// the row the next step reads.
+	a.stride = uint32(nc + 3)
+	if a.stride <= 32 {
+		a.stride = max(16, uint32(1)<<bits.Len32(a.stride-1))
+	}
+	st := int(a.stride)
+	k := min(len(a.fail), acDFACells/st, 0x8000)
+	a.dfa = make([]uint16, k*st)
+	// A step into a leaf goes to the nearest node on its failure chain that
+	// is not a leaf (the same transitions follow), and reports the leaf's
+	// out: leaves then need no row, and the rows steps read are fewer.
+	leafOf := make([]int32, len(a.fail))
+	cell := func(x uint32) uint16 {
+		if int(x) < len(leafOf) && leafOf[x] > 0 {
+			return uint16(0x8000 + leafOf[x] - 1)
+		}
+		if x >= 0x8000 {
+			return acBig
+		}
+		return uint16(x)
+	}
+	for x := range a.fail {
+		if len(a.leaves) >= acBig-0x8000 {
+			break
+		}
+		leaf := true
+		for k := 0; k < w; k++ {
+			leaf = leaf && a.bm[x*w+k] == 0
+		}
+		lo, hi := cells(a.out[x])
+		if !leaf || x == 0 || lo >= acBig {
+			continue
+		}
+		f := a.fail[x]
+		for f != 0 && leafOf[f] > 0 {
+			f = a.fail[f]
+		}
+		a.leaves = append(a.leaves, uint64(f)<<32|uint64(hi)<<16|uint64(lo))
+		leafOf[x] = int32(len(a.leaves))
+	}
+	for v := range k {
+		row := a.dfa[v*st : (v+1)*st]
+		row[0], row[1] = cells(a.out[v])
+		if a.spare = st >= nc+5; a.spare {
+			// Spare cells: the parent of the head of out's heavy path,
+			// where the walk of the chain goes when nothing on that path
+			// is marked.
+			row[st-2], row[st-1] = acNone, 0
+			if o := a.out[v]; o >= 0 {
+				row[st-2], row[st-1] = cells(a.upo[o>>32])
+			}
+		}
+		for c := 0; c <= nc; c++ {
+			if x, ok := a.child(uint32(v), uint16(c)); ok && c > 0 {
+				row[2+c] = cell(x)
+			} else if v > 0 {
+				row[2+c] = a.dfa[int(a.fail[v])*st+2+c] // fail[v] is shallower: done
+			}
+		}
+	}
+	a.slots = make([]uint64, len(segs))
+	for i, sg := range segs {
+		if sg >= 0 {
+			b := bit[remap[sg]]
+			a.slots[i] = uint64(b)<<32 | uint64(a.slen[b])
+		}
+	}
+	return a
+}
+
+// child returns the child of node v for class c.
+func (a *acm) child(v uint32, c uint16) (uint32, bool) {
+	i := v*a.w + uint32(c>>6)
+	x := a.bm[i]
+	b := uint64(1) << (c & 63)
+	if x&b == 0 {
+		return 0, false
+	}
+	return a.base[i] + uint32(bits.OnesCount64(x&(b-1))), true
+}
+
+// layout decomposes the output tree into heavy paths, renumbers the
+// segments by their bit (slen, par and head), and returns the bit of each
+// former segment number. Segment numbers are in breadth-first order, so a
+// parent's number is smaller than its children's.
+func (a *acm) layout() []uint32 {
+	n := len(a.par)
+	size := make([]int32, n)
+	heavy := make([]int32, n)
+	for i := range heavy {
+		heavy[i] = -1
+	}
+	// size[s] is final when s is reached: its children have larger numbers.
+	for s := int32(n - 1); s >= 0; s-- {
+		size[s]++
+		if p := a.par[s]; p >= 0 {
+			size[p] += size[s]
+			if heavy[p] < 0 || size[s] > size[heavy[p]] {
+				heavy[p] = s
+			}
+		}
+	}
+	size = nil
+	bit := make([]uint32, n)
+	head := make([]int32, n)
+	pos := uint32(0)
+	for s := int32(0); s < int32(n); s++ {
+		// s heads a path when it is a root or a light child.
+		if p := a.par[s]; p >= 0 && heavy[p] == s {
+			continue
+		}
+		for u := s; u >= 0; u = heavy[u] {
+			head[u] = s
+			bit[u] = pos
+			pos++
+		}
+	}
+	par, slen := make([]int32, n), make([]uint32, n)
+	a.head = make([]int32, n)
+	for s := range n {
+		b := bit[s]
+		a.head[b] = int32(bit[head[s]])
+		par[b] = -1
+		if p := a.par[s]; p >= 0 {
+			par[b] = int32(bit[p])
+		}
+		slen[b] = a.slen[s]
+	}
+	a.par, a.slen = par, slen
+	a.upo = make([]int64, n)
+	for b := range n {
+		a.upo[b] = a.up(par[b])
+	}
+	return bit
+}
+
+// group builds the groups of the sets of m with at least acGroupMin rules.
+func (a *acm) group(m *matcher) {
+	a.sgroup = make([]uint32, len(m.sets))
+	for si, s := range m.sets {
+		if s.end-s.lin < acGroupMin {
+			continue
+		}
+		var g acGroups
+		idx := make([]uint32, 0, s.end-s.lin)
+		for i := s.lin; i < s.end; i++ {
+			if a.slots[a.rseg[i]] == 0 {
+				g.solo = append(g.solo, i)
+			} else {
+				idx = append(idx, i)
+			}
+		}
+		first := func(i uint32) int32 { return int32(a.slots[a.rseg[i]] >> 32) }
+		slices.SortStableFunc(idx, func(x, y uint32) int { return int(first(x)) - int(first(y)) })
+		g.n = len(idx)
+		g.recs = make([]acRec, len(idx))
+		for j, i := range idx {
+			k := a.rseg[i] + 1
+			g.recs[j] = acRec{rank: m.wr[i].rank, sl: a.slots[k], rule: i, k: k, suf: a.suf[i], fin: a.fin[i]}
+		}
+		for j := range idx {
+			if j == 0 || first(idx[j]) != first(idx[j-1]) {
+				g.seg = append(g.seg, first(idx[j]))
+				g.start = append(g.start, uint32(j))
+			}
+		}
+		g.start = append(g.start, uint32(len(idx)))
+		if nb := (len(a.par) + 63) / 64; nb <= 4*len(g.seg) {
+			g.bits = make([]uint64, nb)
+			for _, b := range g.seg {
+				g.bits[b>>6] |= 1 << (b & 63)
+			}
+			g.rank = make([]uint32, nb)
+			n := uint32(0)
+			for j, x := range g.bits {
+				g.rank[j] = n
+				n += uint32(bits.OnesCount64(x))
+			}
+		}
+		a.groups = append(a.groups, g)
+		a.sgroup[si] = uint32(len(a.groups))
+	}
+}
+
+// cells returns o (as out holds it) in two cells of dfa.
+func cells(o int64) (uint16, uint16) {
+	switch {
+	case o < 0:
+		return acNone, 0
+	case uint32(o) >= acBig || o>>32 >= acBig:
+		return acBig, 0
+	}
+	return uint16(o), uint16(o >> 32)
+}
+
+// acGroupMin is the number of rules from which a set is grouped.
+const acGroupMin = 8
+
+// acDFACells bounds the transition rows of an automaton (2 octets each).
+const acDFACells = 1 << 19
+
+// In dfa, acBig stands for a node or segment number that does not fit in 16
+// bits (the step or the out is then looked up in bm or out), and acNone in
+// the out cell for "no segment".
+const (
+	acBig  = 0xFFFE
+	acNone = 0xFFFF
+)
+
+// sufKey packs the last two octets of s (the last one in bits 8-15) with
+// its length (from bit 16), to reject most '$' rules whose suffix the
+// target does not end with without comparing strings.
+func sufKey(s string) uint32 {
+	return uint32(s[len(s)-1])<<8 | uint32(s[max(len(s)-2, 0)]) | uint32(min(len(s), 1<<15))<<16
+}
+
+// up returns segment s with the head of its heavy path as out does, or -1.
+func (a *acm) up(s int32) int64 {
+	if s < 0 {
+		return -1
+	}
+	return int64(a.head[s])<<32 | int64(s)
+}
+
+// highestSet returns the highest set bit of bits in [lo, hi], or -1.
+func highestSet(bs []uint64, lo, hi uint32) int {
+	wi := hi >> 6
+	x := bs[wi] & (2<<(hi&63) - 1)
+	lw := lo >> 6
+	for {
+		if wi == lw {
+			x &= ^uint64(0) << (lo & 63)
+			if x == 0 {
+				return -1
+			}
+			return int(wi)<<6 + 63 - bits.LeadingZeros64(x)
+		}
+		if x != 0 {
+			return int(wi)<<6 + 63 - bits.LeadingZeros64(x)
+		}
+		wi--
+		x = bs[wi]
+	}
+}
+
+// acRun returns the better of best and the best rule of the wildcard sets
+// in stk (entries pos<<32 | ws, as walk stores them) and of the sets the
+// walk meets when resumed from node ni at offset pos (when ni is not 0)
+// that matches the normalised target t.
+//
+// Every rule of those sets that could beat best is tracked, except in the
+// grouped set (the one with the most rules, when it has groups): there,
+// the rules whose first middle segment is the same wait together, and are
+// tracked one by one only from the first occurrence of that segment on.
+func (m *matcher) acRun(t string, best uint64, stk []uint64, ni uint32, pos int) uint64 {
+	a := m.ac
+	sc := getScratch()
+	sets := append(sc.sets[:0], stk...)
+	var more [stackSets]uint64
+	for ni != 0 {
+		var ns int
+		best, ns, ni, pos = m.walk(t, false, &m.nodes[ni], ni, pos, &more, best, 0)
+		sets = append(sets, more[:ns]...)
+	}
+	sc.sets = sets
+	var gs *acGroups
+	gk := -1
+	for k, x := range sets {
+		si := uint32(x)&wsIndex - 1
+		if g := a.sgroup[si]; g != 0 && m.sets[si].max > best && (gs == nil || a.groups[g-1].n > gs.n) {
+			gs, gk = &a.groups[g-1], k
+		}
+	}
+	sc.prepare(len(t)+1, len(m.wr)+1, len(a.par))
+	st := acState{m: m, a: a, t: t, ent: sc.ent, arm: sc.arm, ne: 1, best: best, best0: best, last: &sc.last}
+	st.tsuf = sufKey(t) & 0xFFFF
+	for c := range sc.last {
+		sc.last[c] = -1
+	}
+	for i := range len(t) {
+		sc.last[t[i]] = int32(i)
+	}
+	start, gp := len(t), len(t)
+	for k, x := range sets {
+		s := &m.sets[uint32(x)&wsIndex-1]
+		p := int(x >> 32)
+		if s.max <= st.best {
+			continue
+		}
+		start = min(start, p)
+		if k == gk {
+			gp = p
+			for _, i := range gs.solo {
+				st.track(i, a.rseg[i], p)
+			}
+			continue
+		}
+		for i := s.lin; i < s.end; i++ {
+			st.track(i, a.rseg[i], p)
+		}
+	}
+	if st.live > 0 || gs != nil {
+		st.scan(start, gs, gp, sc)
+	}
+	putScratch(sc)
+	return st.best
+}
+
+// prepare sizes the scratch for a target of n-1 octets, ne-1 entries and
+// nseg segments, and clears the arm lists and the marks.
+func (sc *acScratch) prepare(n, ne, nseg int) {
+	if cap(sc.arm) < n {
+		sc.arm = make([]int32, n)
+	} else {
+		sc.arm = sc.arm[:n]
+		clear(sc.arm)
+	}
+	if cap(sc.ent) < ne {
+		sc.ent = make([]acEnt, ne)
+	}
+	sc.ent = sc.ent[:ne]
+	nb := (nseg + 63) / 64
+	if cap(sc.bits) < nb {
+		sc.bits = make([]uint64, nb)
+		sc.stat = make([]uint64, nb)
+		sc.dyn = make([]uint64, nb)
+	} else {
+		sc.bits = sc.bits[:nb]
+		clear(sc.bits)
+		sc.dyn = sc.dyn[:nb]
+		clear(sc.dyn)
+		sc.stat = sc.stat[:nb]
+		clear(sc.stat)
+	}
+	if cap(sc.wait) < nseg {
+		sc.wait = make([]int32, nseg)
+	}
+	sc.wait = sc.wait[:nseg]
+}
+
+// acState is the state of one acRun.
+type acState struct {
+	m     *matcher
+	a     *acm
+	t     string
+	ent   []acEnt
+	arm   []int32
+	ne    int32
+	live  int
+	best  uint64
+	best0 uint64      // best when the first entry was made
+	tsuf  uint32      // the last two octets of the target, as sufKey packs them
+	last  *[256]int32 // the offset of the last occurrence of each octet in the target; -1: none
+}
+
+// track starts tracking rule i of wr, whose part before slot k ends at
+// offset e of the target: it waits for the segment of slot k, or matches
+// when there is none.
+func (st *acState) track(i, k uint32, e int) {
+	m := st.m
+	w := &m.wr[i]
+	if w.rank <= st.best {
+		return
+	}
+	t := st.t
+	lim := len(t)
+	if f := st.a.fin[i]; f != 0 && (int(st.last[f&0xFF]) < e || int(st.last[f>>8]) < e) {
+		return // the last middle segment cannot start at e or later
+	}
+	if w.anchored {
+		if k := st.a.suf[i]; int(k>>16) > len(t)-e || k&0xFF00 != st.tsuf&0xFF00 || k>>16 > 1 && k&0xFF != st.tsuf&0xFF {
+			return
+		}
+		o := int(w.off)
+		l := int(load32(m.blob, o))
+		lim -= l
+		if lim < e || t[lim:] != m.blob[o+4:o+4+l] || !unitStart(t, lim) {
+			return
+		}
+	}
+	sl := st.a.slots[k]
+	if sl == 0 {
+		st.best = w.rank
+		return
+	}
+	f := e + int(uint32(sl))
+	if f > lim {
+		return
+	}
+	st.ent[st.ne] = acEnt{k: k, next: st.arm[f], lim: int32(lim), rule: i}
+	st.arm[f] = st.ne
+	st.ne++
+	st.live++
+}
+
+// expand tracks the rules of a group whose first middle segment ends at e.
+func (st *acState) expand(recs []acRec, e int) {
+	t, last := st.t, st.last
+	for j := range recs {
+		r := &recs[j]
+		if r.rank <= st.best {
+			continue
+		}
+		if f := r.fin; r.sl != 0 && (int(last[f&0xFF]) < e || int(last[f>>8]) < e) {
+			continue // the last middle segment, still to come, cannot start at e or later
+		}
+		lim := len(t)
+		if k := r.suf; k != 0 {
+			if int(k>>16) > len(t)-e || k&0xFF00 != st.tsuf&0xFF00 || k>>16 > 1 && k&0xFF != st.tsuf&0xFF {
+				continue
+			}
+			m := st.m
+			o := int(m.wr[r.rule].off)
+			l := int(load32(m.blob, o))
+			lim -= l
+			if lim < e || t[lim:] != m.blob[o+4:o+4+l] || !unitStart(t, lim) {
+				continue
+			}
+		}
+		if r.sl == 0 {
+			st.best = r.rank
+			continue
+		}
+		f := e + int(uint32(r.sl))
+		if f > lim {
+			continue
+		}
+		st.ent[st.ne] = acEnt{k: r.k, next: st.arm[f], lim: int32(lim), rule: r.rule}
+		st.arm[f] = st.ne
+		st.ne++
+		st.live++
+	}
+}
+
+// scan runs the automaton along the target from offset start, advancing
+// the entries, until none is left. The groups of gs are marked when the
+// scan reaches gp, the offset where the prefix of their set ends.
+func (st *acState) scan(start int, gs *acGroups, gp int, sc *acScratch) {
+	a, t, wr := st.a, st.t, st.m.wr
+	ent, arm, wait, dyn, bs, stat := st.ent, st.arm, sc.wait, sc.dyn, sc.bits, sc.stat
+	slots, slen, fin, last := a.slots, a.slen, a.fin, st.last
+	bm, base, fail, out := a.bm, a.base, a.fail, a.out
+	upo := a.upo
+	cls := &a.cls
+	w := a.w
+	dfa, stride, spare, leaves := a.dfa, a.stride, a.spare, a.leaves
+	nd := uint32(len(dfa)) / stride
+	v := uint32(0)
+	pending := 0 // groups not yet expanded
+	if gs == nil {
+		gp = -1
+	}
+	done := start // the arm lists of offsets up to done are processed
+	for i := start; i < len(t); {
+		if i == gp {
+			// Mark the first segments of the grouped set.
+			if gs.bits != nil {
+				for j, x := range gs.bits {
+					bs[j] |= x
+					stat[j] = x
+				}
+			} else {
+				for _, b := range gs.seg {
+					bs[b>>6] |= 1 << (b & 63)
+					stat[b>>6] |= 1 << (b & 63)
+				}
+			}
+			pending = len(gs.seg)
+		}
+		if st.live == 0 && pending == 0 && i >= gp {
+			break
+		}
+		var sym int
+		if c := t[i]; c == '%' && i+2 < len(t) {
+			sym = 128 + int(hexVal[t[i+1]])<<4 | int(hexVal[t[i+2]])
+			i += 3
+		} else {
+			sym = int(c & 127)
+			i++
+		}
+		// Arm the entries whose first acceptable end is at or before i.
+		for ; done < i; done++ {
+			for x := arm[done+1]; x != 0; {
+				en := &ent[x]
+				nx := en.next
+				b := uint32(slots[en.k] >> 32)
+				if dyn[b>>6]&(1<<(b&63)) == 0 {
+					dyn[b>>6] |= 1 << (b & 63)
+					bs[b>>6] |= 1 << (b & 63)
+					en.next = 0
+				} else {
+					en.next = wait[b]
+				}
+				wait[b] = x
+				x = nx
+			}
+		}
+		// Step.
+		c := uint32(cls[sym])
+		leaf, inLeaf := uint64(0), false
+		for {
+			if v < nd {
+				if n := dfa[v*stride+2+c]; n < 0x8000 {
+					v = uint32(n)
+					break
+				} else if n != acBig {
+					leaf, inLeaf = leaves[n-0x8000], true
+					v = uint32(leaf >> 32)
+					break
+				}
+			}
+			j := v*w + c>>6
+			x := bm[j]
+			b := uint64(1) << (c & 63)
+			if x&b != 0 {
+				v = base[j] + uint32(bits.OnesCount64(x&(b-1)))
+				break
+			}
+			v = fail[v] // not the root: the root's row is complete
+		}
+		var o int64
+		up := int64(-2) // the parent of the head of o's path, when the row has it
+		if inLeaf {
+			o = int64(leaf>>16&0xFFFF)<<32 | int64(leaf&0xFFFF)
+		} else if v < nd {
+			r := dfa[v*stride : v*stride+stride]
+			switch x := r[0]; x {
+			case acNone:
+				o = -1
+			case acBig:
+				o = out[v]
+			default:
+				o = int64(r[1])<<32 | int64(x)
+				if spare {
+					switch y := r[stride-2]; y {
+					case acNone:
+						up = -1
+					case acBig:
+					default:
+						up = int64(r[stride-1])<<32 | int64(y)
+					}
+				}
+			}
+		} else {
+			o = out[v]
+		}
+		// The marked segments that end here, deepest first.
+		for o >= 0 {
+			lo, hi := uint32(o>>32), uint32(o)
+			var b uint32
+			if x := bs[hi>>6] & (2<<(hi&63) - 1) &^ (1<<(lo&63) - 1); lo>>6 == hi>>6 {
+				if x == 0 {
+					if up != -2 {
+						o, up = up, -2
+					} else {
+						o = upo[lo]
+					}
+					continue
+				}
+				b = hi&^63 + 63 - uint32(bits.LeadingZeros64(x))
+			} else if h := highestSet(bs, lo, hi); h >= 0 {
+				b = uint32(h)
+			} else {
+				if up != -2 {
+					o, up = up, -2
+				} else {
+					o = upo[lo]
+				}
+				continue
+			}
+			var x int32
+			if dyn[b>>6]&(1<<(b&63)) != 0 {
+				dyn[b>>6] &^= 1 << (b & 63)
+				x = wait[b]
+			}
+			for x != 0 {
+				en := &ent[x]
+				nx := en.next
+				st.live--
+				if st.best == st.best0 || wr[en.rule].rank > st.best {
+					if i > int(en.lim) {
+						// too late
+					} else if sl := slots[en.k+1]; sl == 0 {
+						st.best = max(st.best, wr[en.rule].rank)
+					} else if f := i + int(uint32(sl)); f <= int(en.lim) && int(last[fin[en.rule]&0xFF]) >= i && int(last[fin[en.rule]>>8]) >= i {
+						en.k++
+						en.next = arm[f]
+						arm[f] = x
+						st.live++
+					}
+				}
+				x = nx
+			}
+			keep := false
+			if stat[b>>6]&(1<<(b&63)) != 0 {
+				if i-int(slen[b]) >= gp {
+					stat[b>>6] &^= 1 << (b & 63)
+					pending--
+					var g int
+					if gs.bits != nil {
+						g = int(gs.rank[b>>6]) + bits.OnesCount64(gs.bits[b>>6]&(1<<(b&63)-1))
+					} else {
+						g, _ = slices.BinarySearch(gs.seg, int32(b))
+					}
+					st.expand(gs.recs[gs.start[g]:gs.start[g+1]], i)
+				} else {
+					keep = true // an occurrence that starts before the prefix ends
+				}
+			}
+			if !keep {
+				bs[b>>6] &^= 1 << (b & 63)
+			}
+			o, up = upo[b], -2
+		}
+	}
+}
