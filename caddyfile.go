@@ -52,8 +52,11 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //		verify {
 //			timeout  <duration>              # 100ms..30s, default 2s
 //			resolver <ip[:port]>             # port default 53
+//			signature_agent <url> [token <t>]  # a Web Bot Auth agent to verify
+//			signature_skew  <duration>         # default 60s
 //			ranges   <method> <file>         # e.g. ranges openai-gptbot /etc/caddy/gptbot.json
 //		}
+//		preferences   expose | header | enforce   # AI usage preferences; default expose
 //		robots_txt    serve | pass           # source file/inline: who answers /robots.txt; default serve
 //		max_rule_memory <size>               # default 64MiB: parsed robots.txt versions kept
 //		use_error_routes                     # refusals go to handle_errors
@@ -133,6 +136,8 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Errf("robots: crawl_burst takes one number")
 			}
 			h.CrawlBurst = n
+		case "preferences":
+			err = parseEnum(d, opt, &h.Preferences, "expose", "header", "enforce")
 		case "robots_txt":
 			err = parseEnum(d, opt, &h.RobotsTxt, "serve", "pass")
 		case "max_rule_memory":
@@ -298,6 +303,20 @@ func (h *Handler) parseVerify(d *caddyfile.Dispenser) error {
 		switch opt := d.Val(); opt {
 		case "timeout":
 			if err := parseDurationIn(d, "verify timeout", &v.Timeout, MinVerifyTimeout, MaxVerifyTimeout, false); err != nil {
+				return err
+			}
+		case "signature_agent":
+			args := d.RemainingArgs()
+			if len(args) != 1 && !(len(args) == 3 && args[1] == "token") {
+				return d.Errf("robots: verify: signature_agent needs <url> [token <robots.txt token>]")
+			}
+			sa := SignatureAgentConfig{URL: args[0]}
+			if len(args) == 3 {
+				sa.Token = args[2]
+			}
+			v.SignatureAgents = append(v.SignatureAgents, sa)
+		case "signature_skew":
+			if err := parseDuration(d, "verify signature_skew", &v.SignatureSkew); err != nil {
 				return err
 			}
 		case "resolver":

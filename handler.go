@@ -33,6 +33,9 @@ import (
 // every handler after this one) stays small.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	o := h.examine(r)
+	if h.rules.hasPrefs.Load() && o != robotsTxtOutcome {
+		w = h.withPreferences(w, r)
+	}
 	if o == nil {
 		return next.ServeHTTP(w, r)
 	}
@@ -55,6 +58,17 @@ func (h *Handler) examine(r *http.Request) *outcome {
 		}
 		return robotsTxtOutcome
 	}
+	// A signed agent is verified by its signature (one map lookup for
+	// everyone else).
+	if _, signed := r.Header["Signature-Input"]; signed && h.sig != nil && !isSubrequest(r) {
+		a, signer, invalid := h.signedAgent(r)
+		if invalid != nil {
+			return h.invalidSignature(r, invalid)
+		}
+		if a != nil {
+			return h.judgeBot(r, a, signer)
+		}
+	}
 	a := h.identifyRequest(r)
 	if a == nil {
 		return nil
@@ -65,7 +79,7 @@ func (h *Handler) examine(r *http.Request) *outcome {
 	if isSubrequest(r) {
 		return nil
 	}
-	return h.judgeBot(r, a)
+	return h.judgeBot(r, a, "")
 }
 
 // identifyRequest returns the bot the request comes from, or nil for a
@@ -150,9 +164,10 @@ const (
 	reasonTarget     // a request target that is not origin- or absolute-form: 400
 	reasonLength     // a request target longer than maxTargetLength: 414
 	reasonUnverified // a claim that could not be verified, refused only by "*": 503
+	reasonPreference // an AI usage preference excludes the crawler's purpose: 403
 )
 
-var reasonNames = [...]string{"", "rule", "spoofed", "unavailable", "ban", "rate", "target", "length", "unverified"}
+var reasonNames = [...]string{"", "rule", "spoofed", "unavailable", "ban", "rate", "target", "length", "unverified", "preference"}
 
 func (r reason) String() string { return reasonNames[r] }
 
@@ -217,6 +232,8 @@ func (o outcome) placeholder(key string) (any, bool) {
 		return o.agent.Name, true
 	case "category":
 		return string(o.agent.Category), true
+	case "purpose":
+		return o.agent.PurposeValue, true
 	case "verdict":
 		return o.verdict.String(), true
 	case "token":
@@ -252,10 +269,10 @@ func (o outcome) placeholder(key string) (any, bool) {
 // judgeBot judges a bot's request and publishes the outcome as placeholders,
 // vars, a metric and a debug line. It returns the outcome only when the
 // request is to be refused: nil for exempt clients, allowed requests and in
-// log mode.
-func (h *Handler) judgeBot(r *http.Request, a *agents.Shared) *outcome {
-	ctx := r.Context()
-	vars, _ := ctx.Value(caddyhttp.VarsCtxKey).(map[string]any)
+// log mode. signer is the Web Bot Auth agent that signed the request, ""
+// for a crawler known by its User-Agent.
+func (h *Handler) judgeBot(r *http.Request, a *agents.Shared, signer string) *outcome {
+	vars, _ := r.Context().Value(caddyhttp.VarsCtxKey).(map[string]any)
 	addr := clientAddr{r: r, vars: vars}
 	for _, p := range h.exempt {
 		if p.Contains(addr.get()) {
@@ -265,15 +282,23 @@ func (h *Handler) judgeBot(r *http.Request, a *agents.Shared) *outcome {
 	host := hostOf(r)
 	forms := formsOf(r)
 	o := outcome{agent: a}
-	h.judge(&o, r, &a.Agent, &addr, host, &forms, false)
-	h.stats.seen(a.Name, o.action)
+	h.judge(&o, r, &a.Agent, &addr, host, &forms, false, signer)
+	return h.publishOutcome(r, &o, forms.raw)
+}
 
+// publishOutcome publishes a judged request's outcome (placeholders, vars,
+// the decision metric, the INFO line of a refusal, the debug line) and
+// returns it when the request is to be refused.
+func (h *Handler) publishOutcome(r *http.Request, o *outcome, target string) *outcome {
+	ctx := r.Context()
+	a := o.agent
+	h.stats.seen(a.Name, o.action)
 	if repl, ok := ctx.Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
 		// One lazy provider instead of ten values: the strings are only
 		// built when a log line or handle_errors asks for them.
 		repl.Map(o.placeholder)
 	}
-	if vars != nil {
+	if vars, _ := ctx.Value(caddyhttp.VarsCtxKey).(map[string]any); vars != nil {
 		// What caddyhttp.SetVar does, without looking the map up three times.
 		// The values come boxed from the Identifier's cache: no allocation.
 		vars["robots_agent"] = a.NameValue
@@ -283,15 +308,15 @@ func (h *Handler) judgeBot(r *http.Request, a *agents.Shared) *outcome {
 
 	countDecision(o.action, o.reason, a.Category, !h.enforce)
 	if o.action != actAllow {
-		h.logRefusal(r, &o, &a.Agent, forms.raw)
+		h.logRefusal(r, o, &a.Agent, target)
 	}
 	if h.debug {
-		h.logDecision(&o, &a.Agent, forms.raw)
+		h.logDecision(o, &a.Agent, target)
 	}
 	if o.action == actAllow || !h.enforce {
 		return nil
 	}
-	refused := o
+	refused := *o
 	return &refused
 }
 
@@ -325,7 +350,7 @@ func (h *Handler) logDecision(o *outcome, a *agents.Agent, target string) {
 // With dry set (the admin API's check) nothing is counted: no strike, no
 // throttle budget spent; a throttle is reported as the interval that would
 // apply, in o.retryAfter with action allow.
-func (h *Handler) judge(o *outcome, r *http.Request, a *agents.Agent, addr *clientAddr, host string, t *targetForms, dry bool) {
+func (h *Handler) judge(o *outcome, r *http.Request, a *agents.Agent, addr *clientAddr, host string, t *targetForms, dry bool, signer string) {
 	o.action, o.token = actAllow, tokenNone
 	// The clock (~70 ns on a VM) and the identities are read only when a
 	// decision needs them: an allowed request with no Crawl-delay, one
@@ -354,7 +379,9 @@ func (h *Handler) judge(o *outcome, r *http.Request, a *agents.Agent, addr *clie
 	// verified (private address, DNS failure or timeout, stale list): it
 	// gets nothing more lenient than "*" gives.
 	claim := false
-	if a.Profile.Verify != "" {
+	if signer != "" {
+		o.verdict = agents.Verified
+	} else if a.Profile.Verify != "" {
 		ip := addr.get()
 		if ip.IsValid() {
 			o.verdict = h.verifier.Verify(r.Context(), *a, ip)
@@ -375,6 +402,11 @@ func (h *Handler) judge(o *outcome, r *http.Request, a *agents.Agent, addr *clie
 		tokens, wildcard = nil, true
 	}
 	name := crawlerName(a.Name, tokens)
+	if signer != "" {
+		// A signing agent's budget and bans are its own, apart from any
+		// crawler that shares its token.
+		name = "sig:" + signer
+	}
 	verified := o.verdict == agents.Verified
 	site := host
 	if !h.enforce {
@@ -418,6 +450,7 @@ func (h *Handler) judge(o *outcome, r *http.Request, a *agents.Agent, addr *clie
 	starJudged := true
 	interval := time.Duration(math.MaxInt64)
 	var rateGroup *enforce.Group // the group the interval comes from
+	var g0 *enforce.Group        // the current version's group
 	for i, v := range snap.versions {
 		if i > 0 && (now().Sub(v.until) > grace || !v.until.After(fetchedAt)) {
 			break
@@ -425,6 +458,7 @@ func (h *Handler) judge(o *outcome, r *http.Request, a *agents.Agent, addr *clie
 		g, ti := v.robots.SelectIndex(tokens, wildcard)
 		d, form := decideAll(g, forms)
 		if i == 0 {
+			g0 = g
 			o.decision, o.version = d, v
 			if !d.Allowed && form != t.raw {
 				o.form = form
@@ -476,6 +510,13 @@ func (h *Handler) judge(o *outcome, r *http.Request, a *agents.Agent, addr *clie
 			_, _ = h.store.Strike(r.Context(), strikeIdentity(site, name, verified, addr.get()), h.strikes, now())
 		}
 		return
+	}
+	if h.prefsEnforce && o.version.robots.HasPreferences() {
+		if ref, ok := preferenceRefusal(g0, t.raw, string(a.Purpose)); ok {
+			o.action, o.reason = actBlock, reasonPreference
+			o.message = preferenceText(name, string(a.Purpose), ref, o)
+			return
+		}
 	}
 	if starRefusedByAll {
 		// Only "*" refuses: a real crawler whose verification is pending
@@ -838,7 +879,7 @@ type writerOnly struct{ io.Writer }
 // maxTargetLength is the longest request target judged for a bot; longer
 // ones are refused with 414. The engine's decision time is bounded for
 // targets up to this length (see enforce.MaxTargetLength).
-const maxTargetLength = 8 << 10
+const maxTargetLength = enforce.MaxTargetLength
 
 // clientAddr is the client address of a request, read (and parsed) on first
 // use: most allowed bot requests never need it.

@@ -95,6 +95,9 @@ type hostTable struct {
 	content    map[string]*parsedVersion
 	ruleBytes  int64 // estimated memory of the distinct parsed versions
 	overBudget atomic.Bool
+	// hasPrefs is set once any version of the table states AI usage
+	// preferences; until then requests skip them at the cost of one load.
+	hasPrefs atomic.Bool
 }
 
 // parsedVersion is one parsed robots.txt body, shared by every site and
@@ -235,6 +238,9 @@ func (t *hostTable) parsed(id string, body []byte, limit int64) *parsedVersion {
 		return nil
 	}
 	pv := &parsedVersion{robots: robots, body: append([]byte(nil), body...), size: size, refs: 1}
+	if robots.HasPreferences() {
+		t.hasPrefs.Store(true)
+	}
 	t.content[id] = pv
 	t.ruleBytes += size
 	metrics.ruleMemory.Set(float64(t.ruleBytes))

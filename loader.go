@@ -544,8 +544,36 @@ func (s *ruleSource) prompt(r *http.Request) {
 	hr.next = now
 }
 
-// current returns the id of the current version of the request's site, or
-// "" when there is none.
+// currentOrLoad is current, but for a site not loaded yet (source site) it
+// starts a load in the background, never holding up the request: for the
+// preference placeholders and header, which people's requests carry too.
+func (s *ruleSource) currentOrLoad(r *http.Request) *version {
+	if v := s.current(r); v != nil || !s.site {
+		return v
+	}
+	hr, added := s.getOrAdd(siteKey{server: s.serverKey(r), host: siteHost(r.Host)})
+	if hr == nil {
+		return nil
+	}
+	if added {
+		s.restore(hr)
+	}
+	if hr.snap.Load().pending {
+		hr.mu.Lock()
+		start := hr.loading == nil
+		if start {
+			hr.hostHeader, hr.https = r.Host, requestIsHTTPS(r)
+		}
+		hr.mu.Unlock()
+		if start {
+			go s.load(hr, nil)
+		}
+	}
+	return nil
+}
+
+// current returns the current version of the request's site, or nil when
+// there is none.
 func (s *ruleSource) current(r *http.Request) *version {
 	hr := s.fixed
 	if s.site {

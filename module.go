@@ -24,6 +24,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/caddyrobots/caddy-robots/agents"
+	"github.com/caddyrobots/caddy-robots/agents/webbotauth"
 	"github.com/caddyrobots/caddy-robots/enforce/state"
 )
 
@@ -49,6 +50,7 @@ const (
 //
 //	{http.robots.agent}       crawler name (catalogue name or the UA's product token)
 //	{http.robots.category}    catalogue category (search, ai-training, ...)
+//	{http.robots.purpose}     documented purpose (search, ai-training, ai-answers, user-triggered, ...)
 //	{http.robots.verdict}     verified | unverified | spoofed
 //	{http.robots.token}       the robots.txt token whose group was selected ("*" for the wildcard group)
 //	{http.robots.decision}    allow | block | throttle | ban
@@ -57,6 +59,12 @@ const (
 //	{http.robots.group}       the selected group, e.g. "User-agent: GPTBot (line 5)"
 //	{http.robots.version}     short hash of the robots.txt version that decided
 //	{http.robots.retry_after} seconds to wait (throttle) or until the ban ends
+//
+// For every request, people included, when the site's robots.txt states AI
+// usage preferences (see Preferences):
+//
+//	{http.robots.content_usage}  the Content-Usage preference for the path, e.g. "train-ai=n"
+//	{http.robots.content_signal} the Content-Signal pairs, e.g. "search=yes, ai-train=no"
 //
 // The same facts are published as request variables robots_agent,
 // robots_decision and robots_token for the vars matcher and expressions.
@@ -147,6 +155,19 @@ type Handler struct {
 	// Verify tunes crawler verification (IP ranges and reverse DNS).
 	Verify *VerifyConfig `json:"verify,omitempty"`
 
+	// Preferences says what is done with the AI usage preferences a
+	// robots.txt states (IETF aipref Content-Usage, Cloudflare's
+	// Content-Signal): "expose" (default) parses them and sets the
+	// {http.robots.content_usage} and {http.robots.content_signal}
+	// placeholders for every request, people included; "header" also adds
+	// the applicable Content-Usage header to responses (never replacing one
+	// the backend set); "enforce" also refuses (403, no strike) a crawler
+	// whose documented purpose the preference for the path excludes:
+	// AI-training crawlers on train-ai=n / ai-train=no, AI-answer crawlers on
+	// ai-input=no, search crawlers on search=n / search=no. Crawlers with no
+	// known purpose, and people, are never refused for a preference.
+	Preferences string `json:"preferences,omitempty"`
+
 	// RobotsTxt says who answers /robots.txt for source file and inline:
 	// "serve" (default) answers with the text the rules come from, so
 	// crawlers read exactly what is enforced; "pass" leaves it to the site
@@ -189,6 +210,10 @@ type Handler struct {
 	privateClaims *logLimiter
 	releaseRanges func() error // from startRanges; called by Cleanup
 	burst         int          // CrawlBurst with its default
+	sig           *webbotauth.Verifier
+	sigKey        string // sigPool key of sig
+	prefsEnforce  bool   // Preferences == "enforce"
+	prefsHeader   bool   // Preferences is "header" or "enforce"
 	// stats counts decisions per crawler name for the admin API.
 	stats *crawlerStats
 }
@@ -258,6 +283,14 @@ type VerifyConfig struct {
 	// address outside the embedded (old) list is Unverified, never refused
 	// as spoofed.
 	RangesRefresh string `json:"ranges_refresh,omitempty"`
+	// SignatureAgents are Web Bot Auth agents to verify with their own key
+	// directory, and the robots.txt token each is judged by. Agents in the
+	// built-in catalogue (OpenAI's https://chatgpt.com, Google's
+	// https://agent.bot.goog) need no entry.
+	SignatureAgents []SignatureAgentConfig `json:"signature_agents,omitempty"`
+	// SignatureSkew is the clock skew tolerated on a signature's created and
+	// expires times. Default 60s.
+	SignatureSkew caddy.Duration `json:"signature_skew,omitempty"`
 	// RangesOperators is "off" to download only the URLs given in Ranges,
 	// never the operators' own URLs (for a server that must not reach the
 	// internet, fed from a local mirror). Default "on". The environment
@@ -323,6 +356,11 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if h.RobotsTxt == "" {
 		h.RobotsTxt = "serve"
 	}
+	if h.Preferences == "" {
+		h.Preferences = "expose"
+	}
+	h.prefsEnforce = h.Preferences == "enforce"
+	h.prefsHeader = h.Preferences == "header" || h.prefsEnforce
 	h.serveEnforced = h.Source != "site" && h.RobotsTxt == "serve"
 	if h.Source != "site" && h.RobotsTxt == "pass" {
 		h.logger.Warn("robots: robots_txt pass: crawlers read the site's own /robots.txt while the rules come from " + h.Source + "; if the two differ, compliant crawlers may be refused")
@@ -391,6 +429,10 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		return err
 	}
 	warnStaleRanges(h.logger, verifier, rcfg)
+
+	if err := h.provisionSignatures(h.Verify); err != nil {
+		return err
+	}
 
 	if err := h.provisionStore(); err != nil {
 		return err
@@ -461,6 +503,7 @@ func (h *Handler) Validate() error {
 	checkEnum("libraries", h.Libraries, "crawler", "ignore")
 	checkEnum("unavailable", h.Unavailable, "disallow", "allow")
 	checkEnum("robots_txt", h.RobotsTxt, "serve", "pass")
+	checkEnum("preferences", h.Preferences, "expose", "header", "enforce")
 	if h.MaxRuleMemory < 0 {
 		errs = append(errs, errors.New("max_rule_memory must not be negative"))
 	}
@@ -488,6 +531,9 @@ func (h *Handler) Cleanup() error {
 	unregisterHandler(h)
 	var errs []error
 	if err := h.rules.release(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := h.releaseSignatures(); err != nil {
 		errs = append(errs, err)
 	}
 	if h.releaseRanges != nil {

@@ -62,6 +62,14 @@ type Shared struct {
 	TokenValues []any
 }
 
+// NewShared returns a's Shared form, with its name, purpose and tokens
+// boxed once: for callers that build an Agent of their own (a crawler
+// verified by its signature rather than its User-Agent).
+func NewShared(a Agent) *Shared {
+	s := newShared(a)
+	return &s
+}
+
 func newShared(a Agent) Shared {
 	s := Shared{Agent: a, NameValue: a.Name, PurposeValue: string(a.Purpose)}
 	if len(a.Tokens) > 0 {

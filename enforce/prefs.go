@@ -733,6 +733,11 @@ func (gp *groupPrefs) at(t string) Preferences {
 	return p
 }
 
+// HasPreferences reports whether the file has any Content-Usage or
+// Content-Signal line, so callers can skip preference lookups at no cost
+// for the files (most of them) that state none.
+func (r *Robots) HasPreferences() bool { return r != nil && r.prefs != nil }
+
 // Preferences returns the AI usage preferences of the group for target (a
 // path with an optional query, read as [Group.Decide] reads it): the
 // Content-Usage rule with the longest matching path pattern (equally long
