@@ -5,18 +5,24 @@ SHELL := /bin/bash
 #   make bench   the Go benchmarks (engine, agents, state)
 #   make fuzz    a short fuzzing pass over the parser and matcher
 #   make wrk     the end-to-end throughput comparison (bench/wrk.sh)
+#   make mixed   a mixed 60 s load with and without the directive (bench/mixed.sh)
 
 GO        ?= go
 STATICCHECK_VERSION ?= v0.8.2
 export GOFLAGS := $(filter-out -trimpath,$(GOFLAGS))
 
-.PHONY: test deps vet staticcheck unit bench fuzz wrk build
+.PHONY: test deps vet staticcheck unit bench fuzz wrk mixed build
 
 test: deps vet staticcheck unit
 
-# deps makes sure redis-server is there: the state tests run a real one on loopback.
+# deps installs what the tests run for real: redis-server (state and
+# integration tests, on loopback), wget, wget2 and httrack (real crawlers
+# against a real Caddy) and chromium (the HTML report and the status page,
+# rendered headless).
 deps:
 	@./scripts/need-redis.sh
+	@./scripts/need-crawlers.sh
+	@./scripts/need-chromium.sh
 
 vet:
 	$(GO) vet ./...
@@ -35,9 +41,14 @@ bench:
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 30s ./enforce
 	$(GO) test -run '^$$' -fuzz FuzzMatch -fuzztime 30s ./enforce
+	$(GO) test -run '^$$' -fuzz FuzzOnePass -fuzztime 30s ./enforce
+	$(GO) test -run '^$$' -fuzz FuzzPreferences -fuzztime 30s ./enforce
 
 wrk:
 	./bench/wrk.sh
+
+mixed:
+	./bench/mixed.sh
 
 build:
 	$(GO) build -o caddy ./cmd/caddy
