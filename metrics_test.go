@@ -1,8 +1,11 @@
 package caddyrobots
 
 import (
+	"errors"
+	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -80,5 +83,144 @@ func TestDecisionCollector(t *testing.T) {
 	}
 	if got := value("throttle", "rate", "seo", "enforce"); got != 0 {
 		t.Errorf("log-mode decisions counted as enforce: %v", got)
+	}
+}
+
+// gatherLabels returns the series of family name in reg, each as its label
+// map with the value under "value".
+func gatherLabels(t *testing.T, reg *prometheus.Registry, name string) []map[string]string {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []map[string]string
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			l := map[string]string{}
+			for _, p := range m.GetLabel() {
+				l[p.GetName()] = p.GetValue()
+			}
+			v := m.GetCounter().GetValue()
+			if g := m.GetGauge(); g != nil {
+				v = g.GetValue()
+			}
+			l["value"] = strconv.FormatFloat(v, 'f', -1, 64)
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// TestMetricReasonLabels: every decision the handler makes is counted
+// under its own action and reason; allow is reason "none", throttle
+// "rate"; a pair the handler never makes falls back to reason "other".
+func TestMetricReasonLabels(t *testing.T) {
+	initMetrics()
+	reg := prometheus.NewRegistry()
+	if err := reg.Register(metrics.decisions); err != nil {
+		t.Fatal(err)
+	}
+	want := map[[2]string]bool{}
+	rows := map[uint8]bool{}
+	for _, k := range decisionKinds {
+		countDecision(k.action, k.reason, agents.CategoryArchive, false)
+		act, why := kindLabels(int(kindIndex[k.action][k.reason]))
+		want[[2]string{act, why}] = true
+		if rows[kindIndex[k.action][k.reason]] {
+			t.Errorf("%v/%v shares a row", k.action, k.reason)
+		}
+		rows[kindIndex[k.action][k.reason]] = true
+	}
+	countDecision(actAllow, reasonRule, agents.CategoryArchive, false) // never made
+	want[[2]string{"allow", "other"}] = true
+	for _, pair := range [][2]string{{"allow", "none"}, {"block", "rule"}, {"block", "spoofed"}, {"block", "unavailable"},
+		{"block", "unverified"}, {"block", "target"}, {"block", "length"}, {"throttle", "rate"}, {"ban", "ban"}} {
+		if !want[pair] {
+			t.Errorf("no series for action %s reason %s", pair[0], pair[1])
+		}
+	}
+	got := map[[2]string]bool{}
+	for _, l := range gatherLabels(t, reg, "caddy_robots_decisions_total") {
+		if l["category"] == "archive" && l["mode"] == "enforce" {
+			got[[2]string{l["action"], l["reason"]}] = true
+		}
+	}
+	for pair := range want {
+		if !got[pair] {
+			t.Errorf("series action=%s reason=%s not exported; got %v", pair[0], pair[1], got)
+		}
+	}
+}
+
+// TestMetricRulesAge: one series per source with the oldest current
+// version's age, whatever the number of hosts.
+func TestMetricRulesAge(t *testing.T) {
+	initMetrics()
+	reg := prometheus.NewRegistry()
+	if err := reg.Register(metrics.rulesAge); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	withVersion := func(hr *hostRules, age time.Duration) {
+		hr.snap.Store(&snapshot{versions: []*version{{id: "v", from: now.Add(-age)}}})
+	}
+	file := &hostRules{}
+	withVersion(file, 90*time.Second)
+	fh := &Handler{Source: "file", rules: &ruleSource{fixed: file}}
+	table := newHostTable()
+	for i, age := range []time.Duration{time.Minute, 3 * time.Hour, 0} {
+		hr, _ := table.getOrAdd(siteKey{host: "h" + strconv.Itoa(i)})
+		withVersion(hr, age)
+	}
+	empty, _ := table.getOrAdd(siteKey{host: "pending"})
+	empty.snap.Store(&snapshot{pending: true})
+	sh := &Handler{Source: "site", rules: &ruleSource{site: true, hostTable: table}}
+	registerHandler(fh)
+	registerHandler(sh)
+	defer unregisterHandler(fh)
+	defer unregisterHandler(sh)
+
+	got := map[string]float64{}
+	for _, l := range gatherLabels(t, reg, "caddy_robots_rules_age_seconds") {
+		v, _ := strconv.ParseFloat(l["value"], 64)
+		got[l["source"]] = v
+	}
+	if v := got["file"]; v < 90 || v > 100 {
+		t.Errorf("file age %v, want ~90", v)
+	}
+	if v := got["site"]; v < 3*3600 || v > 3*3600+10 {
+		t.Errorf("site age %v, want ~10800 (the oldest host)", v)
+	}
+	if _, ok := got["inline"]; ok || len(got) != 2 {
+		t.Errorf("series %v, want file and site only", got)
+	}
+}
+
+// TestMetricFileErrors: a failed read of a source file counts as a fetch
+// error.
+func TestMetricFileErrors(t *testing.T) {
+	initMetrics()
+	reg := prometheus.NewRegistry()
+	if err := reg.Register(metrics.fetches); err != nil {
+		t.Fatal(err)
+	}
+	errorsCounted := func() float64 {
+		for _, l := range gatherLabels(t, reg, "caddy_robots_fetch_total") {
+			if l["result"] == "error" {
+				v, _ := strconv.ParseFloat(l["value"], 64)
+				return v
+			}
+		}
+		return 0
+	}
+	before := errorsCounted()
+	countFileLoad(nil)
+	countFileLoad(errors.New("gone"))
+	if got := errorsCounted() - before; got != 1 {
+		t.Errorf("counted %v errors, want 1", got)
 	}
 }

@@ -1,0 +1,197 @@
+package caddyrobots
+
+// Configuration checks that make a bad configuration fail when it is loaded
+// (caddy adapt, caddy validate, a reload) instead of misbehaving later.
+//
+// Zero values have one meaning throughout: in the JSON config, an omitted
+// field (or 0, which JSON cannot tell apart from omitted) means the
+// default; in the Caddyfile, writing an option means setting it, so an
+// explicit `refresh 0`, `fetch_timeout 0`, `timeout 0` (store redis,
+// verify) is an error that names the option. The one duration where 0 is
+// a real value is grace (judge every crawler by the current version only).
+//
+// Placeholders: every path or address (source file, verify resolver,
+// verify ranges, store redis URL, exempt) may use Caddy's global
+// placeholders ({env.NAME}, {system.hostname}, {file.PATH}, ...); they are
+// replaced at provision, as Caddy's own modules do, so secrets stay out of
+// the JSON. The Caddyfile parser checks a value only when it holds no
+// placeholder; provision checks the replaced value.
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+)
+
+// Bounds of the durations. A value outside them is refused when the config
+// loads: by the Caddyfile parser (with the file and line) and by Validate
+// (JSON).
+const (
+	// MinRefresh is the shortest refresh; MaxRefresh the longest.
+	MinRefresh = time.Second
+	// MinFetchTimeout and MaxFetchTimeout bound fetch_timeout: below
+	// 100ms no load of a real site can finish; past a minute a stalled
+	// backend holds a load for longer than any crawler waits.
+	MinFetchTimeout = 100 * time.Millisecond
+	MaxFetchTimeout = time.Minute
+	// MinRedisTimeout and MaxRedisTimeout bound store redis { timeout }:
+	// each Redis call is made while a request waits.
+	MinRedisTimeout = time.Millisecond
+	MaxRedisTimeout = 10 * time.Second
+	// MinVerifyTimeout and MaxVerifyTimeout bound verify { timeout }, the
+	// time one reverse-DNS verification may take.
+	MinVerifyTimeout = 100 * time.Millisecond
+	MaxVerifyTimeout = 30 * time.Second
+	// defaultDNSPort is the port of a verify resolver given without one.
+	defaultDNSPort = "53"
+)
+
+// checkDuration reports d outside lo..hi as an error naming opt.
+func checkDuration(opt string, d, lo, hi time.Duration) error {
+	if d < lo || d > hi {
+		return fmt.Errorf("%s: %s is outside %s..%s", opt, fmtBound(d), fmtBound(lo), fmtBound(hi))
+	}
+	return nil
+}
+
+// fmtBound formats a duration as people write it: 7d, 24h, 1m, 100ms.
+func fmtBound(d time.Duration) string {
+	switch {
+	case d == 0:
+		return "0"
+	case d > 24*time.Hour && d%(24*time.Hour) == 0:
+		return strconv.FormatInt(int64(d/(24*time.Hour)), 10) + "d"
+	case d%time.Hour == 0:
+		return strconv.FormatInt(int64(d/time.Hour), 10) + "h"
+	case d%time.Minute == 0:
+		return strconv.FormatInt(int64(d/time.Minute), 10) + "m"
+	}
+	return d.String()
+}
+
+// hasPlaceholder reports whether s holds a {placeholder}; such a value is
+// checked only once it is replaced, at provision.
+func hasPlaceholder(s string) bool {
+	return strings.Contains(s, "{") && strings.Contains(s, "}")
+}
+
+// checkResolver checks a verify resolver address and returns it as
+// host:port. The host must be an IP address (a resolver named by a host
+// name would need DNS to find DNS); a missing port means 53, as in Caddy's
+// own resolver options.
+func checkResolver(addr string) (string, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		// No port: "192.0.2.1", "2001:db8::1" or "[2001:db8::1]".
+		host, port = strings.TrimSuffix(strings.TrimPrefix(addr, "["), "]"), defaultDNSPort
+	}
+	ip, perr := netip.ParseAddr(host)
+	if perr != nil {
+		return "", fmt.Errorf("verify resolver: %q is not an IP address with an optional port (e.g. 127.0.0.1:53 or [::1]:53)", addr)
+	}
+	n, perr := strconv.Atoi(port)
+	if perr != nil || n < 1 || n > 65535 {
+		return "", fmt.Errorf("verify resolver: %q has no valid port (1-65535)", addr)
+	}
+	return net.JoinHostPort(ip.String(), port), nil
+}
+
+// checkConfig runs at provision, after the defaults: it replaces the
+// placeholders of every path and address, checks the bounds (Validate) and
+// that a source file can be read, so that a configuration that cannot work
+// fails now, naming the option, instead of misbehaving once it runs.
+func (h *Handler) checkConfig() error {
+	if err := h.replacePlaceholders(); err != nil {
+		return fmt.Errorf("robots: %w", err)
+	}
+	if err := h.Validate(); err != nil {
+		return err
+	}
+	if h.Source == "file" {
+		if err := checkReadable(h.File); err != nil {
+			return fmt.Errorf("robots: source file: %w", err)
+		}
+	}
+	return nil
+}
+
+// replacePlaceholders replaces the global placeholders in the paths and
+// addresses of the config, in place, and normalises the verify resolver.
+// A value that is empty once replaced is an error naming the option and the
+// value as written. The Redis URL is only checked here: it may hold a
+// password, so provisionStore replaces it again rather than keeping it in
+// the config.
+func (h *Handler) replacePlaceholders() error {
+	repl := caddy.NewReplacer()
+	replace := func(opt, raw string) (string, error) {
+		if !hasPlaceholder(raw) {
+			return raw, nil
+		}
+		out := strings.TrimSpace(repl.ReplaceKnown(raw, ""))
+		if out == "" {
+			return "", fmt.Errorf("%s: the value is empty after replacing placeholders (%s)", opt, raw)
+		}
+		return out, nil
+	}
+	var err error
+	if h.File, err = replace("source file", h.File); err != nil {
+		return err
+	}
+	var exempt []string
+	for _, e := range h.Exempt {
+		if !hasPlaceholder(e) {
+			exempt = append(exempt, e)
+			continue
+		}
+		out, err := replace("exempt", e)
+		if err != nil {
+			return err
+		}
+		// One placeholder may hold a list: "10.0.0.0/8, 192.0.2.7".
+		exempt = append(exempt, strings.FieldsFunc(out, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == '\n' })...)
+	}
+	h.Exempt = exempt
+	if v := h.Verify; v != nil {
+		if v.Resolver != "" {
+			if v.Resolver, err = replace("verify resolver", v.Resolver); err != nil {
+				return err
+			}
+			if v.Resolver, err = checkResolver(v.Resolver); err != nil {
+				return err
+			}
+		}
+		for method, src := range v.Ranges {
+			if v.Ranges[method], err = replace("verify ranges for "+method, src); err != nil {
+				return err
+			}
+		}
+	}
+	if s := h.Store; s != nil && s.Type == "redis" && s.URL != "" &&
+		strings.TrimSpace(repl.ReplaceAll(s.URL, "")) == "" {
+		return fmt.Errorf("store redis: the URL is empty after replacing placeholders (%s)", s.URL)
+	}
+	return nil
+}
+
+// checkReadable fails when path cannot be opened and read: a robots.txt
+// file that is missing when Caddy starts is a mistake, not a file that
+// will appear later (one that disappears later keeps the last good copy).
+func checkReadable(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("cannot read %s: %w (the file must exist and be readable when the config loads)", path, err)
+	}
+	defer f.Close()
+	if _, err := f.Read(make([]byte, 1)); err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("cannot read %s: %w (the file must exist and be readable when the config loads)", path, err)
+	}
+	return nil
+}

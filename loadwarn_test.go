@@ -1,0 +1,62 @@
+package caddyrobots
+
+import (
+	"strings"
+	"testing"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/caddyrobots/caddy-robots/enforce"
+)
+
+// TestLogSuspiciousRobots: a robots.txt cut by the 500 KiB cap, or with no
+// line that could be read, is warned about, once per site.
+func TestLogSuspiciousRobots(t *testing.T) {
+	core, logs := observer.New(zapcore.WarnLevel)
+	h := &Handler{Source: "site", logger: zap.New(core)}
+	sites := map[string]*hostRules{}
+	warn := func(host, body string) []observer.LoggedEntry {
+		hr := sites[host]
+		if hr == nil {
+			hr = &hostRules{key: siteKey{server: "test-suspicious", host: host}}
+			sites[host] = hr
+		}
+		b := []byte(body)
+		if len(b) > enforce.MaxSize+1 {
+			b = b[:enforce.MaxSize+1] // as publish does
+		}
+		warnSuspicious(h, hr, b, enforce.Parse(b))
+		return logs.TakeAll()
+	}
+
+	big := "User-agent: *\nDisallow: /a\n" + strings.Repeat("Disallow: /filler\n", enforce.MaxSize/18+10)
+	got := warn("big.example", big)
+	if len(got) != 1 || !strings.Contains(got[0].Message, "larger than 500 KiB") {
+		t.Fatalf("big file: %v", got)
+	}
+	if f := got[0].ContextMap(); f["host"] != "big.example" || f["source"] != "site" {
+		t.Errorf("fields %v", f)
+	}
+	if got := warn("big.example", big+"# changed\n"); len(got) != 0 {
+		t.Errorf("warned again within %s: %v", suspiciousEvery, got)
+	}
+
+	got = warn("html.example", "<!doctype html>\n<html><head><title>Not found</title></head></html>\n")
+	if len(got) != 1 || !strings.Contains(got[0].Message, "no user-agent group or sitemap") {
+		t.Fatalf("HTML page: %v", got)
+	}
+	if f := got[0].ContextMap(); f["looks_like_html"] != true || f["first_line"] != "<!doctype html>" {
+		t.Errorf("fields %v", f)
+	}
+	if got := warn("garbage.example", "\xff\xfe garbage\nmore garbage\n"); len(got) != 1 {
+		t.Errorf("garbage: %v", got)
+	}
+
+	for _, ok := range []string{"", "# nothing to say\n\n", "User-agent: *\nDisallow:\n", "Sitemap: https://example.com/s.xml\n"} {
+		if got := warn("ok.example", ok); len(got) != 0 {
+			t.Errorf("%q: unexpected warning %v", ok, got)
+		}
+	}
+}
