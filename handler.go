@@ -307,6 +307,7 @@ func (h *Handler) publishOutcome(r *http.Request, o *outcome, target string) *ou
 	}
 
 	countDecision(o.action, o.reason, a.Category, !h.enforce)
+	countPurpose(a.Purpose, o.action)
 	if o.action != actAllow {
 		h.logRefusal(r, o, &a.Agent, target)
 	}

@@ -91,10 +91,9 @@ type hostTable struct {
 
 	// content shares parsed versions by content hash across all sites of
 	// the table, with a reference count per site version holding it.
-	contentMu  sync.Mutex
-	content    map[string]*parsedVersion
-	ruleBytes  int64 // estimated memory of the distinct parsed versions
-	overBudget atomic.Bool
+	contentMu sync.Mutex
+	content   map[string]*parsedVersion
+	ruleBytes int64 // estimated memory of the distinct parsed versions
 	// hasPrefs is set once any version of the table states AI usage
 	// preferences; until then requests skip them at the cost of one load.
 	hasPrefs atomic.Bool
@@ -245,17 +244,6 @@ func (t *hostTable) parsed(id string, body []byte, limit int64) *parsedVersion {
 	t.ruleBytes += size
 	metrics.ruleMemory.Set(float64(t.ruleBytes))
 	return pv
-}
-
-// retain takes another reference on the parsed versions of vs.
-func (t *hostTable) retain(vs []*version) {
-	t.contentMu.Lock()
-	defer t.contentMu.Unlock()
-	for _, v := range vs {
-		if pv, ok := t.content[v.id]; ok {
-			pv.refs++
-		}
-	}
 }
 
 // releaseVersions drops a reference on the parsed versions of vs, freeing
