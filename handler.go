@@ -326,6 +326,7 @@ func (h *Handler) logDecision(o *outcome, a *agents.Agent, target string) {
 	if c := h.logger.Check(zapcore.DebugLevel, "robots decision"); c != nil {
 		fields := []zap.Field{
 			zap.String("action", o.action.String()), zap.String("reason", o.reason.String()), zap.String("agent", a.Name),
+			zap.String("purpose", string(a.Purpose)),
 			zap.String("verdict", o.verdict.String()), zap.String("token", o.tokenName()), zap.String("target", target),
 			zap.String("mode", h.Mode),
 		}

@@ -177,6 +177,7 @@ func (h *Handler) logRefusal(r *http.Request, o *outcome, a *agents.Agent, targe
 		zap.String("user_agent", truncateUTF8(userAgent(r), maxLoggedUA)),
 		zap.String("crawler", a.Name),
 		zap.String("category", string(a.Category)),
+		zap.String("purpose", string(a.Purpose)),
 		zap.String("verdict", o.verdict.String()),
 		zap.String("decision", o.action.String()),
 		zap.String("reason", o.reason.String()),
