@@ -54,7 +54,9 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //			resolver <ip[:port]>             # port default 53
 //			signature_agent <url> [token <t>]  # a Web Bot Auth agent to verify
 //			signature_skew  <duration>         # default 60s
-//			ranges   <method> <file>         # e.g. ranges openai-gptbot /etc/caddy/gptbot.json
+//			ranges   <method> <file|url>     # e.g. ranges openai-gptbot /etc/caddy/gptbot.json
+//			ranges_refresh   <duration> | off  # operators' IP lists re-fetched; default 12h
+//			ranges_operators on | off          # off: only the URLs given with ranges
 //		}
 //		preferences   expose | header | enforce   # AI usage preferences; default expose
 //		robots_txt    serve | pass           # source file/inline: who answers /robots.txt; default serve
