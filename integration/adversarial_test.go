@@ -589,3 +589,66 @@ func randHex(n int) string {
 	_, _ = rand.Read(b)
 	return fmt.Sprintf("%x", b)
 }
+
+// TestAdversarialHostileInputs: a 64 KiB User-Agent, control characters,
+// a binary robots.txt and one of 100,000 groups: no panic, bounded time,
+// bounded memory.
+func TestAdversarialHostileInputs(t *testing.T) {
+	bin := make([]byte, 300<<10)
+	_, _ = rand.Read(bin)
+	var groups strings.Builder
+	for i := range 100000 {
+		fmt.Fprintf(&groups, "User-agent: b%d\nDisallow: /x%d\n", i, i)
+	}
+	groups.WriteString("User-agent: *\nDisallow: /private/\n") // past the cap: never seen
+	binDir := advSite(t, string(bin))
+	groupsDir := advSite(t, groups.String())
+	newClient(t, globals+`
+http://binary.localhost:9080 {
+	root * `+binDir+`
+	robots {
+		crawl_delay off
+	}
+	file_server
+}
+http://groups.localhost:9080 {
+	root * `+groupsDir+`
+	robots {
+		crawl_delay off
+	}
+	file_server
+}
+`)
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	start := time.Now()
+	hugeUA := "Bot/1.0 " + strings.Repeat("x", 64<<10)
+	for _, host := range []string{"binary.localhost:9080", "groups.localhost:9080"} {
+		for _, ua := range []string{exampleUA, hugeUA, "Bot\x01/1.0", "Mozilla/5.0 \x7f", "ExampleCrawler/1.0\tx"} {
+			for _, path := range []string{"/public/", "/private/secret.html", "/x5/"} {
+				status, body := rawGet(t, "127.0.0.1:9080", "GET", path, host, "User-Agent: "+ua)
+				if status >= 500 && status != 503 {
+					t.Errorf("%s %s UA %.20q: status %d %q", host, path, ua, status, body)
+				}
+			}
+		}
+	}
+	// The file of 100,000 groups is read up to its 500 KiB cap: group
+	// b5 is in it, "*" past the cap is not.
+	if s, _ := rawGet(t, "127.0.0.1:9080", "GET", "/x5/a", "groups.localhost:9080", "User-Agent: b5/1.0"); s != 403 {
+		t.Errorf("group b5 of 100,000: %d, want 403", s)
+	}
+	if s, _ := rawGet(t, "127.0.0.1:9080", "GET", "/private/secret.html", "groups.localhost:9080", "User-Agent: "+exampleUA); s == 403 {
+		t.Error("a rule past the 500 KiB cap was enforced")
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	t.Logf("hostile inputs: %s, heap %+d KiB", time.Since(start), (int64(after.HeapAlloc)-int64(before.HeapAlloc))>>10)
+	if took := time.Since(start); took > 20*time.Second {
+		t.Errorf("hostile inputs took %s", took)
+	}
+	if grew := int64(after.HeapAlloc) - int64(before.HeapAlloc); grew > 128<<20 {
+		t.Errorf("heap grew by %d MiB", grew>>20)
+	}
+}
