@@ -1,0 +1,870 @@
+package caddyrobots
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/caddyrobots/caddy-robots/enforce"
+	"github.com/caddyrobots/caddy-robots/enforce/state"
+)
+
+func init() {
+	caddy.RegisterModule(adminAPI{})
+}
+
+// adminAPI is the admin API of the robots handlers running in this Caddy.
+// Module ID: admin.api.robots. It is registered with the plugin and needs
+// no configuration; like every admin route it is served only where the
+// admin endpoint listens (localhost:2019 by default) and obeys its Host and
+// Origin checks:
+//
+//	GET    /robots/                 an HTML status page (read only)
+//	GET    /robots/status           the same facts as JSON
+//	POST   /robots/check            {"user_agent", "ip", "url"}: the decision a
+//	                                request would get now, without counting it
+//	GET    /robots/bans             the bans in force
+//	DELETE /robots/bans/<identity>  lift one ban (identity path-escaped, as listed)
+//	POST   /robots/reload           load every site's robots.txt now
+//
+// For example:
+//
+//	curl localhost:2019/robots/status
+//	curl -X POST localhost:2019/robots/check \
+//	  -d '{"user_agent":"GPTBot/1.2","ip":"203.0.113.7","url":"https://example.com/private/x"}'
+//
+// Browsers send Sec-Fetch-Mode without an Origin header when they open a
+// page by its address, which the admin endpoint of Caddy 2.11 refuses with
+// 403 ("required Origin header is missing or invalid"). To read the status
+// page in a browser, proxy GET /robots/ (and nothing else) from a site only
+// you can reach (behind basic_auth, or on a private address), without
+// those headers:
+//
+//	@robotsStatus {
+//		path /robots/
+//		method GET
+//	}
+//	handle @robotsStatus {
+//		reverse_proxy localhost:2019 {
+//			header_up Host localhost:2019
+//			header_up -Sec-Fetch-*
+//			header_up -Origin
+//		}
+//	}
+//
+// The admin module is a separate instance from the handlers: it reads the
+// handlers of the running configurations from a process-wide registry.
+type adminAPI struct{}
+
+// CaddyModule returns the Caddy module information.
+func (adminAPI) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "admin.api.robots",
+		New: func() caddy.Module { return new(adminAPI) },
+	}
+}
+
+// Routes returns the admin routes under /robots/.
+func (a *adminAPI) Routes() []caddy.AdminRoute {
+	return []caddy.AdminRoute{{Pattern: "/robots/", Handler: caddy.AdminHandlerFunc(a.serve)}}
+}
+
+// Limits of the admin API.
+const (
+	adminTop         = 10                     // crawlers and offenders listed per handler
+	adminPingTimeout = 100 * time.Millisecond // a store's health check
+	adminStoreWait   = 5 * time.Second        // listing or lifting bans
+	adminReloadPar   = 4                      // sites loaded at once by /robots/reload
+	adminMaxBody     = 64 << 10               // request body of /robots/check
+)
+
+func (a *adminAPI) serve(w http.ResponseWriter, r *http.Request) error {
+	path := r.URL.Path
+	switch {
+	case path == "/robots/" || path == "/robots":
+		if err := allowMethods(w, r, http.MethodGet, http.MethodHead); err != nil {
+			return err
+		}
+		return a.servePage(w, r)
+	case path == "/robots/status":
+		if err := allowMethods(w, r, http.MethodGet); err != nil {
+			return err
+		}
+		return writeJSON(w, buildStatus(r.Context(), handlers(), time.Now()))
+	case path == "/robots/check":
+		if err := allowMethods(w, r, http.MethodPost); err != nil {
+			return err
+		}
+		return a.serveCheck(w, r)
+	case path == "/robots/bans":
+		if err := allowMethods(w, r, http.MethodGet); err != nil {
+			return err
+		}
+		return a.serveBans(w, r)
+	case strings.HasPrefix(path, "/robots/bans/"):
+		if err := allowMethods(w, r, http.MethodDelete); err != nil {
+			return err
+		}
+		return a.serveUnban(w, r)
+	case path == "/robots/reload":
+		if err := allowMethods(w, r, http.MethodPost); err != nil {
+			return err
+		}
+		return writeJSON(w, reloadAll(handlers()))
+	}
+	return caddy.APIError{HTTPStatus: http.StatusNotFound, Err: fmt.Errorf("robots: no admin route %s (see /robots/ for the status page)", path)}
+}
+
+// allowMethods refuses a request whose method is not one of methods.
+func allowMethods(w http.ResponseWriter, r *http.Request, methods ...string) error {
+	for _, m := range methods {
+		if r.Method == m {
+			return nil
+		}
+	}
+	w.Header().Set("Allow", strings.Join(methods, ", "))
+	return caddy.APIError{HTTPStatus: http.StatusMethodNotAllowed, Err: fmt.Errorf("robots: method %s not allowed for %s (use %s)", r.Method, r.URL.Path, strings.Join(methods, " or "))}
+}
+
+func writeJSON(w http.ResponseWriter, v any) error {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "\t")
+	if err := enc.Encode(v); err != nil {
+		return fmt.Errorf("robots: writing admin response: %w", err)
+	}
+	return nil
+}
+
+// statusReport is the answer of GET /robots/status.
+type statusReport struct {
+	Time     time.Time       `json:"time"`
+	Handlers []handlerStatus `json:"handlers"`
+}
+
+// handlerStatus describes one robots handler of the running configuration.
+type handlerStatus struct {
+	// Index is the handler's position, for "handler" in /robots/check.
+	Index  int    `json:"index"`
+	Source string `json:"source"`
+	File   string `json:"file,omitempty"`
+	Mode   string `json:"mode"`
+	// Server is the listen addresses of the server the handler serves,
+	// known from its first request.
+	Server       string         `json:"server,omitempty"`
+	GraceSeconds float64        `json:"grace_seconds"`
+	Strikes      string         `json:"strikes"`
+	Sites        []siteStatus   `json:"sites"`
+	TopCrawlers  []crawlerCount `json:"top_crawlers"`
+	TopOffenders []crawlerCount `json:"top_offenders"`
+	Bans         banCount       `json:"bans"`
+	Store        storeStatus    `json:"store"`
+	// moreSites is how many sites the status page leaves out.
+	moreSites int
+}
+
+// siteStatus describes the robots.txt of one site.
+type siteStatus struct {
+	// Host is the site's host name; empty for source file and inline.
+	Host   string `json:"host"`
+	Server string `json:"server,omitempty"`
+	// State is ok (a copy is in force), pending (the first load has not
+	// finished) or unavailable (no copy was ever obtained).
+	State   string `json:"state"`
+	Version string `json:"version,omitempty"`
+	// CurrentSince is when the current version became current.
+	CurrentSince *time.Time `json:"current_since,omitempty"`
+	// AgeSeconds is how old the current copy is: the time since the last
+	// successful load, or, when the last load failed or the source is a
+	// file or inline text, since the version became current.
+	AgeSeconds *float64 `json:"age_seconds,omitempty"`
+	// Versions lists the versions kept, current first; older ones are
+	// still honoured while in_grace.
+	Versions []versionStatus `json:"versions"`
+	Fetch    *fetchStatus    `json:"fetch,omitempty"`
+}
+
+type versionStatus struct {
+	ID      string     `json:"id"`
+	From    time.Time  `json:"from"`
+	Until   *time.Time `json:"until,omitempty"`
+	Current bool       `json:"current,omitempty"`
+	InGrace bool       `json:"in_grace,omitempty"`
+}
+
+type fetchStatus struct {
+	Last   *time.Time `json:"last,omitempty"`
+	Result string     `json:"result,omitempty"`
+	Error  string     `json:"error,omitempty"`
+	Next   *time.Time `json:"next,omitempty"`
+}
+
+type banCount struct {
+	Count int `json:"count"`
+	// Truncated is set when more bans exist than were counted.
+	Truncated bool   `json:"truncated,omitempty"`
+	Error     string `json:"error,omitempty"`
+}
+
+// storeStatus describes the throttle and strike store of a handler.
+type storeStatus struct {
+	Type    string `json:"type"`
+	Healthy bool   `json:"healthy"`
+	// PingMS is how long the Redis PING took (limit 100 ms).
+	PingMS float64 `json:"ping_ms,omitempty"`
+	Error  string  `json:"error,omitempty"`
+	// DecidingLocally is set while Redis failed recently and decisions
+	// come from the local memory store (fail open).
+	DecidingLocally bool `json:"deciding_locally,omitempty"`
+	// Entries and Capacity are the memory store's identities held and cap.
+	Entries  int `json:"entries,omitempty"`
+	Capacity int `json:"capacity,omitempty"`
+}
+
+// storeFacts is what one status request learnt about a store, shared by
+// the handlers that use it.
+type storeFacts struct {
+	status storeStatus
+	bans   banCount
+}
+
+// buildStatus describes hs at now.
+func buildStatus(ctx context.Context, hs []*Handler, now time.Time) statusReport {
+	rep := statusReport{Time: now.UTC(), Handlers: []handlerStatus{}}
+	stores := map[state.Store]*storeFacts{}
+	for i, h := range hs {
+		hs := handlerStatus{
+			Index:        i,
+			Source:       h.Source,
+			File:         h.File,
+			Mode:         h.Mode,
+			Sites:        []siteStatus{},
+			TopCrawlers:  h.stats.top(adminTop, false),
+			TopOffenders: h.stats.top(adminTop, true),
+		}
+		if h.Grace != nil {
+			hs.GraceSeconds = time.Duration(*h.Grace).Seconds()
+		}
+		if p := h.strikes; p.Enabled() {
+			hs.Strikes = fmt.Sprintf("%d in %s, ban %s", p.Strikes, p.Window, p.Ban)
+		} else {
+			hs.Strikes = "off"
+		}
+		if h.rules != nil {
+			if k := h.rules.srvKey.Load(); k != nil {
+				hs.Server = *k
+			}
+		}
+		for _, hr := range adminSites(h) {
+			hs.Sites = append(hs.Sites, siteStatusOf(h, hr, now))
+		}
+		if hs.TopCrawlers == nil {
+			hs.TopCrawlers = []crawlerCount{}
+		}
+		if hs.TopOffenders == nil {
+			hs.TopOffenders = []crawlerCount{}
+		}
+		if h.store != nil {
+			f, ok := stores[h.store]
+			if !ok {
+				f = storeFactsOf(ctx, h, now)
+				stores[h.store] = f
+			}
+			hs.Store, hs.Bans = f.status, f.bans
+		}
+		rep.Handlers = append(rep.Handlers, hs)
+	}
+	return rep
+}
+
+// adminSites returns the sites of h, by host name: for source site, those
+// of the server it serves (handlers of one server share them); for file
+// and inline, the one entry.
+func adminSites(h *Handler) []*hostRules {
+	s := h.rules
+	if s == nil {
+		return nil
+	}
+	if !s.site {
+		if s.fixed == nil {
+			return nil
+		}
+		return []*hostRules{s.fixed}
+	}
+	k := s.srvKey.Load()
+	if k == nil {
+		return nil
+	}
+	var out []*hostRules
+	for _, hr := range s.allHosts() {
+		if hr.key.server == *k {
+			out = append(out, hr)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].key.host < out[j].key.host })
+	return out
+}
+
+func siteStatusOf(h *Handler, hr *hostRules, now time.Time) siteStatus {
+	st := siteStatus{Host: hr.key.host, Server: hr.key.server, Versions: []versionStatus{}}
+	snap := hr.snap.Load()
+	switch {
+	case len(snap.versions) > 0:
+		st.State = "ok"
+	case snap.pending:
+		st.State = "pending"
+	default:
+		st.State = "unavailable"
+	}
+	grace := time.Duration(0)
+	if h.Grace != nil {
+		grace = time.Duration(*h.Grace)
+	}
+	for i, v := range snap.versions {
+		vs := versionStatus{ID: v.id, From: v.from.UTC(), Current: i == 0}
+		if !v.until.IsZero() {
+			u := v.until.UTC()
+			vs.Until = &u
+			vs.InGrace = now.Sub(v.until) <= grace
+		}
+		st.Versions = append(st.Versions, vs)
+	}
+	hr.mu.Lock()
+	lastFetch, lastResult, lastErr, next := hr.lastFetch, hr.lastResult, hr.lastErr, hr.next
+	hr.mu.Unlock()
+	if !lastFetch.IsZero() || lastResult != "" {
+		f := &fetchStatus{Result: lastResult, Error: lastErr}
+		if !lastFetch.IsZero() {
+			t := lastFetch.UTC()
+			f.Last = &t
+		}
+		if !next.IsZero() && h.rules != nil && h.rules.site {
+			t := next.UTC()
+			f.Next = &t
+		}
+		st.Fetch = f
+	}
+	if len(snap.versions) > 0 {
+		cur := snap.versions[0]
+		st.Version = cur.id
+		since := cur.from.UTC()
+		st.CurrentSince = &since
+		ref := cur.from
+		if lastResult == "ok" && lastFetch.After(ref) {
+			ref = lastFetch
+		}
+		age := max(now.Sub(ref), 0).Seconds()
+		st.AgeSeconds = &age
+	}
+	return st
+}
+
+// storeFactsOf checks h's store: its type, a PING within 100 ms for Redis,
+// and the bans in force.
+func storeFactsOf(ctx context.Context, h *Handler, now time.Time) *storeFacts {
+	f := &storeFacts{status: storeStatus{Type: "memory", Healthy: true}}
+	if h.Store != nil && h.Store.Type != "" {
+		f.status.Type = h.Store.Type
+	}
+	if m, ok := h.store.(*state.Memory); ok {
+		f.status.Entries, f.status.Capacity = m.Len(), m.Cap()
+	}
+	if p, ok := h.store.(state.Pinger); ok {
+		pctx, cancel := context.WithTimeout(ctx, adminPingTimeout)
+		start := time.Now()
+		err := p.Ping(pctx)
+		cancel()
+		f.status.PingMS = float64(time.Since(start).Microseconds()) / 1000
+		if err != nil {
+			f.status.Healthy = false
+			f.status.Error = err.Error()
+		}
+	}
+	if fo, ok := h.store.(*state.Failover); ok && fo.DecidingLocally() {
+		f.status.DecidingLocally = true
+	}
+	if l, ok := h.store.(state.BanLister); ok {
+		bctx, cancel := context.WithTimeout(ctx, adminStoreWait)
+		bans, err := l.Bans(bctx, now, state.MaxBansListed)
+		cancel()
+		f.bans.Count = len(bans)
+		f.bans.Truncated = len(bans) >= state.MaxBansListed
+		if err != nil {
+			f.bans.Error = err.Error()
+		}
+	}
+	return f
+}
+
+// checkRequest is the body of POST /robots/check.
+type checkRequest struct {
+	UserAgent string `json:"user_agent"`
+	IP        string `json:"ip"`
+	URL       string `json:"url"`
+	// Handler picks a handler by its index in /robots/status, when the
+	// URL's host does not say which.
+	Handler *int `json:"handler,omitempty"`
+}
+
+// checkResponse is the answer of POST /robots/check.
+type checkResponse struct {
+	Decision string `json:"decision"`
+	Reason   string `json:"reason"`
+	Crawler  string `json:"crawler,omitempty"`
+	Verdict  string `json:"verdict,omitempty"`
+	Token    string `json:"token,omitempty"`
+	Group    string `json:"group,omitempty"`
+	Rule     string `json:"rule,omitempty"`
+	Line     int    `json:"line,omitempty"`
+	Version  string `json:"version,omitempty"`
+	// RetryAfterSeconds is the wait a ban or an unavailable robots.txt
+	// imposes.
+	RetryAfterSeconds float64 `json:"retry_after_seconds,omitempty"`
+	// CrawlDelaySeconds is the interval enforced between this crawler's
+	// requests; whether the next request is throttled depends on its
+	// recent requests, which a check does not spend.
+	CrawlDelaySeconds float64 `json:"crawl_delay_seconds,omitempty"`
+	// Message is the explanation a refused crawler would receive.
+	Message string `json:"message,omitempty"`
+	Mode    string `json:"mode"`
+	Handler int    `json:"handler"`
+}
+
+func (a *adminAPI) serveCheck(w http.ResponseWriter, r *http.Request) error {
+	var req checkRequest
+	dec := json.NewDecoder(io.LimitReader(r.Body, adminMaxBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return caddy.APIError{HTTPStatus: http.StatusBadRequest, Err: fmt.Errorf("robots: check: decoding the request body: %w", err)}
+	}
+	res, err := checkRequestNow(r.Context(), handlers(), req)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, res)
+}
+
+// checkRequestNow judges req with the live configuration and state without
+// counting anything: no strike, no throttle budget spent, no crawler
+// statistics. For source site, a host the handler has not loaded yet is
+// loaded now, as a crawler's first visit would.
+func checkRequestNow(ctx context.Context, hs []*Handler, req checkRequest) (checkResponse, error) {
+	bad := func(format string, args ...any) error {
+		return caddy.APIError{HTTPStatus: http.StatusBadRequest, Err: fmt.Errorf("robots: check: "+format, args...)}
+	}
+	u, err := url.Parse(req.URL)
+	if err != nil {
+		return checkResponse{}, bad("url: %w", err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return checkResponse{}, bad("url %q must be an absolute http or https URL", req.URL)
+	}
+	ipStr := strings.TrimSpace(req.IP)
+	ip, err := netip.ParseAddr(ipStr)
+	if err != nil {
+		return checkResponse{}, bad("ip %q: %w", req.IP, err)
+	}
+	ip = ip.Unmap()
+	h, idx, err := pickHandler(hs, u, req.Handler)
+	if err != nil {
+		return checkResponse{}, err
+	}
+	var srv *caddyhttp.Server
+	if h.rules != nil {
+		srv = h.rules.srv.Load()
+	}
+	if srv == nil && h.Source == "site" {
+		return checkResponse{}, caddy.APIError{HTTPStatus: http.StatusConflict,
+			Err: errors.New("robots: check: this handler has served no request yet, so the server it loads robots.txt through is unknown; send one request to the site first")}
+	}
+
+	vars := map[string]any{caddyhttp.ClientIPVarKey: ip.String()}
+	rctx := context.WithValue(ctx, caddyhttp.VarsCtxKey, vars)
+	if srv != nil {
+		rctx = context.WithValue(rctx, caddyhttp.ServerCtxKey, srv)
+	}
+	r, err := http.NewRequestWithContext(rctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return checkResponse{}, bad("building the request: %w", err)
+	}
+	r.RequestURI = u.RequestURI()
+	r.Host = u.Host
+	r.RemoteAddr = net.JoinHostPort(ip.String(), "0")
+	r.Header.Set("User-Agent", req.UserAgent)
+	if u.Scheme == "https" {
+		r.TLS = &tls.ConnectionState{HandshakeComplete: true, ServerName: u.Hostname()}
+	}
+
+	res := checkResponse{Mode: h.Mode, Handler: idx}
+	a := h.ident.IdentifyShared(req.UserAgent)
+	switch {
+	case !a.Bot:
+		res.Decision, res.Reason = actAllow.String(), "not a crawler"
+		return res, nil
+	case !h.judged(a):
+		res.Decision, res.Reason, res.Crawler = actAllow.String(), "not judged (libraries ignore)", a.Name
+		return res, nil
+	case isRobotsTxtRequest(r):
+		res.Decision, res.Reason, res.Crawler = actAllow.String(), "/robots.txt is always served", a.Name
+		return res, nil
+	}
+	for _, p := range h.exempt {
+		if p.Contains(ip) {
+			res.Decision, res.Reason, res.Crawler = actAllow.String(), "exempt network", a.Name
+			return res, nil
+		}
+	}
+	addr := clientAddr{r: r, vars: vars}
+	forms := formsOf(r)
+	o := outcome{agent: a}
+	h.judge(&o, r, &a.Agent, &addr, hostOf(r), &forms, true, "")
+
+	res.Decision = o.action.String()
+	res.Crawler = a.Name
+	res.Verdict = o.verdict.String()
+	res.Token = o.tokenName()
+	res.Reason = o.reason.String()
+	if o.decision.Group != nil {
+		res.Group = o.decision.Group.String()
+	}
+	if rule := o.decision.Rule; rule != nil {
+		res.Rule = rule.String()
+		res.Line = rule.Line
+	}
+	if o.version != nil {
+		res.Version = o.version.id
+	}
+	if o.action == actAllow {
+		switch {
+		case o.decision.Group == nil:
+			res.Reason = "no group applies"
+		case o.decision.Rule != nil:
+			res.Reason = "allowed by rule"
+		default:
+			res.Reason = "no rule disallows"
+		}
+		if o.retryAfter > 0 {
+			res.CrawlDelaySeconds = o.retryAfter.Seconds()
+		}
+	} else {
+		res.Message = strings.TrimSpace(o.message)
+		if o.retryAfter > 0 {
+			res.RetryAfterSeconds = o.retryAfter.Seconds()
+		}
+	}
+	return res, nil
+}
+
+// pickHandler returns the handler a check of u concerns: the one given by
+// index, else the first whose site (source site) has u's host, else the
+// only handler.
+func pickHandler(hs []*Handler, u *url.URL, index *int) (*Handler, int, error) {
+	if len(hs) == 0 {
+		return nil, 0, caddy.APIError{HTTPStatus: http.StatusNotFound, Err: errors.New("robots: no robots handler is running")}
+	}
+	if index != nil {
+		if *index < 0 || *index >= len(hs) {
+			return nil, 0, caddy.APIError{HTTPStatus: http.StatusNotFound, Err: fmt.Errorf("robots: no handler %d (there are %d; see /robots/status)", *index, len(hs))}
+		}
+		return hs[*index], *index, nil
+	}
+	host := hostname(u.Host)
+	var known []string
+	for i, h := range hs {
+		for _, hr := range adminSites(h) {
+			if hr.key.host == "" {
+				continue
+			}
+			if hostname(hr.key.host) == host {
+				return h, i, nil
+			}
+			known = append(known, hr.key.host)
+		}
+	}
+	if len(hs) == 1 {
+		return hs[0], 0, nil
+	}
+	msg := fmt.Sprintf("robots: no robots handler has a site %q", host)
+	if len(known) > 0 {
+		msg += " (sites known: " + strings.Join(known, ", ") + ")"
+	}
+	msg += `; a site appears once it served a request, or pass "handler": <index from /robots/status>`
+	return nil, 0, caddy.APIError{HTTPStatus: http.StatusNotFound, Err: errors.New(msg)}
+}
+
+// banEntry is one ban of GET /robots/bans.
+type banEntry struct {
+	// Identity is the key DELETE /robots/bans/<identity> takes
+	// (path-escaped).
+	Identity string `json:"identity"`
+	// Crawler is the name the ban is kept under: "*" for a bot judged by
+	// address (any token from that network).
+	Crawler  string    `json:"crawler"`
+	Site     string    `json:"site,omitempty"`
+	Network  string    `json:"network,omitempty"`
+	Verified bool      `json:"verified,omitempty"`
+	Until    time.Time `json:"until"`
+	Reason   string    `json:"reason"`
+	// Store is the type of the store holding the ban.
+	Store string `json:"store"`
+}
+
+// bansReport is the answer of GET /robots/bans.
+type bansReport struct {
+	Bans      []banEntry `json:"bans"`
+	Truncated bool       `json:"truncated,omitempty"`
+	Errors    []string   `json:"errors,omitempty"`
+}
+
+// distinctStores returns the stores of hs, each once, with the first
+// handler that uses it.
+func distinctStores(hs []*Handler) []*Handler {
+	seen := map[state.Store]bool{}
+	var out []*Handler
+	for _, h := range hs {
+		if h.store == nil || seen[h.store] {
+			continue
+		}
+		seen[h.store] = true
+		out = append(out, h)
+	}
+	return out
+}
+
+func (a *adminAPI) serveBans(w http.ResponseWriter, r *http.Request) error {
+	return writeJSON(w, listBans(r.Context(), handlers(), time.Now()))
+}
+
+// listBans lists the bans in force in the stores of hs.
+func listBans(ctx context.Context, hs []*Handler, now time.Time) bansReport {
+	rep := bansReport{Bans: []banEntry{}}
+	for _, h := range distinctStores(hs) {
+		l, ok := h.store.(state.BanLister)
+		if !ok {
+			continue
+		}
+		typ := "memory"
+		if h.Store != nil && h.Store.Type != "" {
+			typ = h.Store.Type
+		}
+		reason := "strikes"
+		if p := h.strikes; p.Enabled() {
+			reason = fmt.Sprintf("strikes: %d refused requests within %s", p.Strikes, p.Window)
+		}
+		bctx, cancel := context.WithTimeout(ctx, adminStoreWait)
+		bans, err := l.Bans(bctx, now, state.MaxBansListed)
+		cancel()
+		if err != nil {
+			rep.Errors = append(rep.Errors, err.Error())
+		}
+		if len(bans) >= state.MaxBansListed {
+			rep.Truncated = true
+		}
+		for _, b := range bans {
+			e := banEntry{
+				Identity: b.Key,
+				Crawler:  b.Identity.Name,
+				Site:     b.Identity.Site,
+				Verified: b.Identity.Verified,
+				Until:    b.Until.UTC(),
+				Reason:   reason,
+				Store:    typ,
+			}
+			if b.Identity.Prefix.IsValid() {
+				e.Network = b.Identity.Prefix.String()
+			}
+			rep.Bans = append(rep.Bans, e)
+		}
+	}
+	return rep
+}
+
+func (a *adminAPI) serveUnban(w http.ResponseWriter, r *http.Request) error {
+	escaped := strings.TrimPrefix(r.URL.EscapedPath(), "/robots/bans/")
+	key, err := url.PathUnescape(escaped)
+	if err != nil || key == "" {
+		return caddy.APIError{HTTPStatus: http.StatusBadRequest, Err: fmt.Errorf("robots: unban: bad identity %q in the path", escaped)}
+	}
+	if _, err := state.ParseIdentity(key); err != nil {
+		return caddy.APIError{HTTPStatus: http.StatusBadRequest, Err: fmt.Errorf("robots: unban: %w (use an identity as GET /robots/bans lists it, path-escaped)", err)}
+	}
+	found, err := unban(r.Context(), handlers(), key, time.Now())
+	if err != nil && !found {
+		return caddy.APIError{HTTPStatus: http.StatusBadGateway, Err: fmt.Errorf("robots: unban %s: %w", key, err)}
+	}
+	if !found {
+		return caddy.APIError{HTTPStatus: http.StatusNotFound, Err: fmt.Errorf("robots: unban: no ban in force for %s", key)}
+	}
+	out := map[string]any{"identity": key, "lifted": true}
+	if err != nil {
+		out["warning"] = err.Error()
+	}
+	return writeJSON(w, out)
+}
+
+// unban lifts the ban of key in every store of hs; it reports whether any
+// store had it.
+func unban(ctx context.Context, hs []*Handler, key string, now time.Time) (bool, error) {
+	found := false
+	var errs []error
+	for _, h := range distinctStores(hs) {
+		l, ok := h.store.(state.BanLister)
+		if !ok {
+			continue
+		}
+		uctx, cancel := context.WithTimeout(ctx, adminStoreWait)
+		ok, err := l.Unban(uctx, key, now)
+		cancel()
+		found = found || ok
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return found, errors.Join(errs...)
+}
+
+// reloadResult reports the reload of one site.
+type reloadResult struct {
+	Handler  int    `json:"handler"`
+	Source   string `json:"source"`
+	Host     string `json:"host,omitempty"`
+	Server   string `json:"server,omitempty"`
+	File     string `json:"file,omitempty"`
+	Result   string `json:"result"`
+	Error    string `json:"error,omitempty"`
+	Previous string `json:"previous,omitempty"`
+	Version  string `json:"version,omitempty"`
+	Changed  bool   `json:"changed"`
+}
+
+// reloadReport is the answer of POST /robots/reload.
+type reloadReport struct {
+	Reloaded []reloadResult `json:"reloaded"`
+}
+
+// reloadAll loads every site's robots.txt now: through the server for
+// source site, from disk for source file; inline text has nothing to load.
+// Sites shared by several handlers are loaded once.
+func reloadAll(hs []*Handler) reloadReport {
+	type job struct {
+		idx int
+		h   *Handler
+		hr  *hostRules
+	}
+	var jobs []job
+	seen := map[*hostRules]bool{}
+	for i, h := range hs {
+		for _, hr := range adminSites(h) {
+			if !seen[hr] {
+				seen[hr] = true
+				jobs = append(jobs, job{i, h, hr})
+			}
+		}
+	}
+	results := make([]reloadResult, len(jobs))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, adminReloadPar)
+	for n, j := range jobs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			results[n] = reloadSite(j.idx, j.h, j.hr)
+		}()
+	}
+	wg.Wait()
+	return reloadReport{Reloaded: results}
+}
+
+func currentID(hr *hostRules) string {
+	if vs := hr.snap.Load().versions; len(vs) > 0 {
+		return vs[0].id
+	}
+	return ""
+}
+
+// reloadSite loads one site's robots.txt now and reports the outcome.
+func reloadSite(idx int, h *Handler, hr *hostRules) reloadResult {
+	res := reloadResult{Handler: idx, Source: h.Source, Host: hr.key.host, Server: hr.key.server, Previous: currentID(hr)}
+	switch h.Source {
+	case "site":
+		h.rules.load(hr, nil)
+		hr.mu.Lock()
+		res.Result, res.Error = hr.lastResult, hr.lastErr
+		hr.mu.Unlock()
+		if res.Result == "" {
+			res.Result = "skipped"
+			res.Error = "the site's server is not known yet"
+		}
+	case "file":
+		res.File = h.File
+		res.Result = "ok"
+		if err := reloadFile(h.rules, hr); err != nil {
+			res.Result, res.Error = "error", err.Error()
+		}
+	default:
+		res.Result = "unchanged"
+	}
+	res.Version = currentID(hr)
+	res.Changed = res.Version != res.Previous
+	return res
+}
+
+// reloadFile reads a file source again and publishes it if it changed. It
+// does not touch the file watcher's own bookkeeping: the watcher, seeing
+// the same content next time, publishes nothing new.
+func reloadFile(s *ruleSource, hr *hostRules) error {
+	body, err := readRobotsFile(s.h.File)
+	now := time.Now()
+	if err == nil {
+		err = s.publish(hr, body)
+	}
+	if err != nil {
+		s.failed(hr, err)
+	}
+	hr.mu.Lock()
+	hr.lastFetch, hr.lastResult, hr.lastErr = now, "ok", ""
+	if err != nil {
+		hr.lastResult, hr.lastErr = "error", err.Error()
+	}
+	hr.mu.Unlock()
+	return err
+}
+
+// readRobotsFile reads at most one byte past the size cap of a robots.txt
+// file, as the loader does.
+func readRobotsFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading robots.txt file: %w", err)
+	}
+	defer f.Close()
+	body, err := io.ReadAll(io.LimitReader(f, enforce.MaxSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading robots.txt file %s: %w", path, err)
+	}
+	return body, nil
+}
+
+// Interface guards.
+var (
+	_ caddy.Module      = (*adminAPI)(nil)
+	_ caddy.AdminRouter = (*adminAPI)(nil)
+)
