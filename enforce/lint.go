@@ -205,6 +205,7 @@ func lintRules(g *Group, once func(string) bool, add func(int, Severity, string,
 					"%s: \"$\" anchors the end only as the last character; here it matches a literal \"$\"", ruleText(ru))
 			}
 		}
+		lint1994(ru, once, add)
 		live = append(live, lintRule{r: ru, glob: globOf(parsePattern(ru.Pattern))})
 	}
 	if len(live) > 3000 {
@@ -358,4 +359,40 @@ func globsIntersect(a, b []int32) bool {
 		}
 	}
 	return false
+}
+
+// classicCrawlers are crawlers known to read robots.txt by the 1994
+// standard: plain prefixes, "*" and "$" as literal characters, no Allow.
+// They were observed doing so against a test site (see the README's
+// fairness rules).
+const classicCrawlers = "GNU Wget, Wget2, HTTrack, LinkChecker and ht://Dig"
+
+// lint1994 warns about a rule that crawlers following the 1994 standard
+// read differently from RFC 9309: such crawlers ask for the URLs the rule
+// means to disallow, are refused, and (by the fairness rules) collect no
+// strike for it.
+func lint1994(ru *Rule, once func(string) bool, add func(int, Severity, string, string, ...any)) {
+	if !ru.Allow && strings.ContainsAny(ru.Pattern, "*$") {
+		if once("1994:" + strconv.Itoa(ru.Line)) {
+			hint := ""
+			if p := plainPrefix(ru.Pattern); p != "/" {
+				hint = fmt.Sprintf("; a plain prefix (for example %q) is read the same by every crawler", p)
+			}
+			add(ru.Line, Warning, "read-literally-1994",
+				"%s: crawlers that follow the 1994 standard (%s) read \"*\" and \"$\" as literal characters, so they will request what this rule disallows, be refused and collect no strike%s",
+				ruleText(ru), classicCrawlers, hint)
+		}
+	}
+}
+
+// plainPrefix is the literal prefix of a pattern, up to its first "*" or
+// "$": what a 1994-standard crawler can match as written.
+func plainPrefix(p string) string {
+	if i := strings.IndexAny(p, "*$"); i >= 0 {
+		p = p[:i]
+	}
+	if p == "" {
+		return "/"
+	}
+	return p
 }

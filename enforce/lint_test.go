@@ -24,7 +24,7 @@ func TestLintFindsWhatSurprises(t *testing.T) {
 		"User-agent: *",               // 5
 		"Disallow: /private",          // 6
 		"Allow: /private*",            // 7 shadows line 6 (longer, always matches)
-		"Disallow: /shop$/cart",       // 8 dollar-mid-pattern
+		"Disallow: /shop$/cart",       // 8 dollar-mid-pattern, read literally by 1994 crawlers
 		"Disallow: secret",            // 9 never-matches
 		"Allow: /docs",                // 10 equal-length conflict with 11
 		"Disallow: /docs",             // 11 shadowed by 10 (same length, allow wins)
@@ -40,7 +40,7 @@ func TestLintFindsWhatSurprises(t *testing.T) {
 	}, "\n")
 	got := strings.Join(lintCodes(Lint([]byte(body))), " ")
 	want := "error:rule-outside-group@01 error:bad-user-agent@02 error:misspelt-key@03 error:misspelt-key@04 " +
-		"warning:shadowed-rule@06 warning:dollar-mid-pattern@08 error:never-matches@09 warning:equal-length-conflict@10 " +
+		"warning:shadowed-rule@06 warning:dollar-mid-pattern@08 warning:read-literally-1994@08 error:never-matches@09 warning:equal-length-conflict@10 " +
 		"warning:shadowed-rule@11 warning:unknown-record@12 warning:unknown-record@13 error:no-colon@14 " +
 		"warning:bad-value@15 warning:shadowed-rule@17"
 	if got != want {
@@ -60,9 +60,22 @@ func TestLintFindsWhatSurprises(t *testing.T) {
 }
 
 func TestLintCleanFileHasNoFindings(t *testing.T) {
-	body := "User-agent: *\nDisallow: /private/\nAllow: /private/public/\nDisallow: /*.pdf$\nCrawl-delay: 2\n\nUser-agent: GPTBot\nDisallow: /\n\nSitemap: https://example.com/sitemap.xml\n"
+	body := "User-agent: *\nDisallow: /private/\nAllow: /private/public/\nDisallow: /search\nCrawl-delay: 2\n\nUser-agent: GPTBot\nDisallow: /\n\nSitemap: https://example.com/sitemap.xml\n"
 	if fs := Lint([]byte(body)); len(fs) != 0 {
 		t.Errorf("want no findings, got %v", fs)
+	}
+}
+
+// TestLint1994: a wildcard or "$" in a Disallow rule is read literally by
+// the crawlers that follow the 1994 standard; lint names them.
+func TestLint1994(t *testing.T) {
+	fs := Lint([]byte("User-agent: *\nDisallow: /*?q=\nDisallow: /search*\nDisallow: /*.pdf$\nAllow: /*.css\n"))
+	want := []string{"warning:read-literally-1994@02", "warning:read-literally-1994@03", "warning:read-literally-1994@04"}
+	if got := lintCodes(fs); strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	if !strings.Contains(fs[0].Message, "Wget") || !strings.Contains(fs[1].Message, `"/search"`) || strings.Contains(fs[0].Message, "for example") {
+		t.Errorf("messages: %v", fs)
 	}
 }
 
