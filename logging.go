@@ -194,6 +194,16 @@ func (h *Handler) logRefusal(r *http.Request, o *outcome, a *agents.Agent, targe
 	if o.version != nil {
 		fields = append(fields, zap.String("version", o.version.id))
 	}
+	if o.form != "" {
+		fields = append(fields, zap.String("normalised_target", truncateUTF8(o.form, maxLoggedTarget)))
+	}
+	if o.reason == reasonRule {
+		// A refusal by rule says whether it was a strike, and if not, why.
+		fields = append(fields, zap.Bool("strike", o.noStrike == ""))
+		if o.noStrike != "" {
+			fields = append(fields, zap.String("no_strike", o.noStrike))
+		}
+	}
 	if o.retryAfter > 0 {
 		fields = append(fields, zap.String("retry_after", retryAfterSeconds(o.retryAfter)))
 	}
