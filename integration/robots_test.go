@@ -300,6 +300,9 @@ func TestStrikesBan(t *testing.T) {
 	// An unverified bot's strikes are its address's: another token from
 	// the same address is banned too (a new token buys no fresh start).
 	c.expect("http://strikes.localhost:9080/fine", "OtherBot/1.0 (+https://other.example)", 403, "banned until")
+	if n := metricValue(t, "http://localhost:2999/metrics", `caddy_robots_bans_in_force{store="memory"}`); n < 1 {
+		t.Errorf("caddy_robots_bans_in_force = %v, want at least the one ban", n)
+	}
 }
 
 // TestTrustedProxiesKeyThrottle: the client address comes from Caddy's

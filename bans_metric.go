@@ -1,0 +1,78 @@
+package caddyrobots
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/caddyrobots/caddy-robots/enforce/state"
+)
+
+// bansCollector reports caddy_robots_bans_in_force{store}: the bans in force
+// in the stores of the running handlers, counted when metrics are read (at
+// most state.MaxBansListed per store; a Redis store is asked with a bounded
+// SCAN and a 1 s deadline).
+type bansCollector struct{ desc *prometheus.Desc }
+
+var bansMetric = struct {
+	once sync.Once
+	c    *bansCollector
+}{}
+
+func bansCollectorOnce() *bansCollector {
+	bansMetric.once.Do(func() {
+		bansMetric.c = &bansCollector{desc: prometheus.NewDesc("caddy_robots_bans_in_force",
+			"Bans in force in the state stores of the running handlers (at most 1000 counted per store), by store type.",
+			[]string{"store"}, nil)}
+	})
+	return bansMetric.c
+}
+
+// Describe implements prometheus.Collector.
+func (c *bansCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+// Collect implements prometheus.Collector.
+func (c *bansCollector) Collect(ch chan<- prometheus.Metric) {
+	counts := map[string]int{"memory": 0}
+	seen := map[state.Store]bool{}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	now := time.Now()
+	for _, h := range handlers() {
+		if h.store == nil || seen[h.store] {
+			continue
+		}
+		seen[h.store] = true
+		kind := "memory"
+		if h.Store != nil && h.Store.Type == "redis" {
+			kind = "redis"
+		}
+		bl, ok := h.store.(state.BanLister)
+		if !ok {
+			continue
+		}
+		bans, err := bl.Bans(ctx, now, state.MaxBansListed)
+		if err != nil {
+			continue
+		}
+		counts[kind] += len(bans)
+	}
+	for kind, n := range counts {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n), kind)
+	}
+}
+
+// registerBansMetric adds the collector to a config's registry.
+func registerBansMetric(reg prometheus.Registerer) error {
+	if reg == nil {
+		return nil
+	}
+	if err := reg.Register(bansCollectorOnce()); err != nil {
+		if _, ok := err.(prometheus.AlreadyRegisteredError); !ok {
+			return err
+		}
+	}
+	return nil
+}
