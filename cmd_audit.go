@@ -26,9 +26,14 @@ disallow (and which rules), Crawl-delay violations (two requests of the same
 crawler and address closer than its group's interval), spoofed claims (an
 address outside the operator's published IP ranges; embedded lists only, no
 DNS), whether it fetched /robots.txt, and when it was first and last seen.
+When the robots.txt states AI usage preferences (Content-Usage,
+Content-Signal), it also counts preference conflicts: allowed requests for
+which the preference of the path refuses the crawler's documented purpose
+(ai-training, ai-answers or search), and which label refused.
 
 With --robots-new, it also previews what a changed robots.txt would newly
-refuse, judged on that real traffic.
+refuse, and which allowed requests would newly conflict with its
+preferences, judged on that real traffic.
 
 Memory stays bounded: only per-crawler aggregates are kept, for at most
 --max-crawlers crawlers (the rest are counted together). Give the logs oldest

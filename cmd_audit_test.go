@@ -22,7 +22,11 @@ func writeFile(t *testing.T, path, content string) {
 	}
 }
 
-const accessLog = "testdata/cli/access.log"
+const (
+	accessLog           = "testdata/cli/access.log"
+	auditPrefsRobots    = "testdata/cli/prefs.robots.txt"
+	auditPrefsRobotsNew = "testdata/cli/prefs.new.robots.txt"
+)
 
 func TestAuditGolden(t *testing.T) {
 	gz := filepath.Join(t.TempDir(), "access.log.1")
@@ -34,6 +38,11 @@ func TestAuditGolden(t *testing.T) {
 		{"audit-table", []string{"--robots", siteRobots, "--robots-new", "testdata/cli/new.robots.txt", accessLog}},
 		{"audit-json", []string{"--robots", siteRobots, "--format", "json", accessLog}},
 		{"audit-html", []string{"--robots", siteRobots, "--robots-new", "testdata/cli/new.robots.txt", "--format", "html", accessLog}},
+		// AI usage preferences: GPTBot and Googlebot fetch paths whose
+		// preferences refuse their purposes (ai-training, search).
+		{"audit-prefs-table", []string{"--robots", auditPrefsRobots, "--robots-new", auditPrefsRobotsNew, accessLog}},
+		{"audit-prefs-json", []string{"--robots", auditPrefsRobots, "--robots-new", auditPrefsRobotsNew, "--format", "json", accessLog}},
+		{"audit-prefs-html", []string{"--robots", auditPrefsRobots, "--robots-new", auditPrefsRobotsNew, "--format", "html", accessLog}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out, _, err := runCLI(t, append([]string{"audit"}, tc.args...)...)

@@ -1,5 +1,6 @@
 // Package audit streams Caddy JSON access logs and reports, per crawler,
 // how it behaved against a robots.txt: requests the rules disallow,
+// requests that conflict with the AI usage preferences it states,
 // Crawl-delay violations, spoofed claims, whether it fetched /robots.txt,
 // and what a changed robots.txt would newly refuse. Memory is bounded
 // whatever the size of the logs: only per-crawler aggregates are kept, for
@@ -64,6 +65,10 @@ type Auditor struct {
 	other    *crawler
 	seed     maphash.Seed
 	delay    []delaySlot
+	// prefs and prefsNew: Robots and RobotsNew state AI usage preferences
+	// (Content-Usage, Content-Signal). Without them no request pays for a
+	// preference lookup.
+	prefs, prefsNew bool
 
 	lines, bad, notAccess, browsers, bots int64
 	first, last                           time.Time
@@ -73,6 +78,9 @@ type Auditor struct {
 type uaEntry struct {
 	sh *agents.Shared
 	c  *crawler
+	// refusable: a preference can refuse the agent's documented purpose
+	// (see purposeRefusable).
+	refusable bool
 }
 
 type delaySlot struct {
@@ -91,6 +99,9 @@ type crawler struct {
 	robotsFetches         int64
 	newlyRefused          int64
 	newlyAllowed          int64
+	conflicts             int64                     // allowed requests a preference refuses
+	newlyConflicting      int64                     // with RobotsNew: allowed by both, refused by its preference only
+	refusals, newRefusals map[enforce.Refusal]int64 // which preference refused, with the counts
 	first, last           time.Time
 	rules                 map[*enforce.Rule]int64
 	samples               []string
@@ -108,6 +119,8 @@ func New(cfg Config) (*Auditor, error) {
 	}
 	a := &Auditor{
 		cfg:      cfg,
+		prefs:    cfg.Robots.HasPreferences(),
+		prefsNew: cfg.RobotsNew.HasPreferences(),
 		ident:    agents.NewIdentifier(4096),
 		uaCache:  map[string]uaEntry{},
 		verdicts: map[string]map[string]agents.Verdict{},
@@ -169,6 +182,7 @@ func (a *Auditor) Line(line []byte) {
 		ue.sh = a.ident.IdentifyShared(ua)
 		if ue.sh.Bot {
 			ue.c = a.crawlerFor(&ue.sh.Agent)
+			ue.refusable = purposeRefusable(ue.sh.Agent.Purpose)
 		}
 		if len(a.uaCache) >= uaCacheMax {
 			clear(a.uaCache)
@@ -180,7 +194,7 @@ func (a *Auditor) Line(line []byte) {
 		return
 	}
 	a.bots++
-	a.judge(ue.c, &ue.sh.Agent, e, t)
+	a.judge(ue.c, &ue.sh.Agent, ue.refusable, e, t)
 }
 
 // crawlerFor returns the aggregate a crawler's requests go to.
@@ -213,8 +227,9 @@ func (a *Auditor) newCrawler(name string, ag agents.Agent) *crawler {
 	}
 }
 
-// judge counts one crawler request.
-func (a *Auditor) judge(c *crawler, ag *agents.Agent, e *Entry, t time.Time) {
+// judge counts one crawler request. refusable tells whether an AI usage
+// preference can refuse ag's purpose.
+func (a *Auditor) judge(c *crawler, ag *agents.Agent, refusable bool, e *Entry, t time.Time) {
 	c.requests++
 	if !t.IsZero() {
 		if c.first.IsZero() || t.Before(c.first) {
@@ -237,7 +252,8 @@ func (a *Auditor) judge(c *crawler, ag *agents.Agent, e *Entry, t time.Time) {
 	// The target is only read during the decisions below, which do not
 	// keep it: no copy of the URI is needed.
 	target := originForm(unsafe.String(unsafe.SliceData(e.URI), len(e.URI)))
-	if isRobotsTxt(target) {
+	robotsTxt := isRobotsTxt(target)
+	if robotsTxt {
 		c.robotsFetches++
 	}
 	g := a.cfg.Robots.Select(tokens, wildcard)
@@ -247,6 +263,19 @@ func (a *Auditor) judge(c *crawler, ag *agents.Agent, e *Entry, t time.Time) {
 		c.disallowed++
 		c.rules[d.Rule]++
 		violation = true
+	}
+	// A preference is looked up only for a crawler whose documented
+	// purpose a preference can refuse, on an allowed path (a disallowed
+	// one has no preference), and never for /robots.txt, which the robots
+	// handler serves to every client: that is where preferences are read.
+	refusable = refusable && !robotsTxt
+	conflict := false
+	if a.prefs && refusable && d.Allowed {
+		var ref enforce.Refusal
+		if ref, conflict = preferences(a.cfg.Robots, d, tokens, wildcard, target).Refuses(string(ag.Purpose)); conflict {
+			c.conflicts++
+			countRefusal(&c.refusals, ref)
+		}
 	}
 	if iv := g.Interval(); iv > 0 && !t.IsZero() && len(addr) > 0 {
 		c.interval = max(c.interval, iv)
@@ -265,6 +294,16 @@ func (a *Auditor) judge(c *crawler, ag *agents.Agent, e *Entry, t time.Time) {
 			}
 		case !d.Allowed && dn.Allowed:
 			c.newlyAllowed++
+		}
+		// Newly conflicting: allowed today without conflict, allowed by
+		// the new file too, but refused by its preference. (A request the
+		// current file disallows is already refused; one the new file
+		// disallows is newly refused.)
+		if a.prefsNew && refusable && d.Allowed && dn.Allowed && !conflict {
+			if ref, ok := preferences(a.cfg.RobotsNew, dn, tokens, wildcard, target).Refuses(string(ag.Purpose)); ok {
+				c.newlyConflicting++
+				countRefusal(&c.newRefusals, ref)
+			}
 		}
 	}
 	if !t.IsZero() {
@@ -336,6 +375,54 @@ func (a *Auditor) allSeries(f func([]int64)) {
 		f(a.other.reqSeries)
 		f(a.other.violSeries)
 	}
+}
+
+// preferences returns the AI usage preferences for target of the group d
+// was decided by, which must be allowed: the group the crawler reads (its
+// own, or "*" unless it ignores "*"), without deciding again. When no group
+// applies, the file-level Content-Signal pairs do, as
+// [enforce.Robots.Preferences] gives them (r has no "*" group then, so it
+// selects none either); a crawler that ignores "*" and finds no group of
+// its own reads no preference.
+func preferences(r *enforce.Robots, d enforce.Decision, tokens []string, wildcard bool, target string) enforce.Preferences {
+	if d.Group != nil {
+		return d.Preferences(target)
+	}
+	if wildcard {
+		return r.Preferences(tokens, target)
+	}
+	return enforce.Preferences{}
+}
+
+// purposeRefusable reports whether an AI usage preference can refuse a
+// crawler with purpose p: whether the vocabulary lists p (or an alias of
+// it) among the purposes [enforce.Preferences.Refuses] knows, compared as
+// Refuses compares them. Search engines and AI crawlers can be refused;
+// SEO tools, monitors, archivers and user-triggered fetches cannot, and
+// cost no preference lookup.
+func purposeRefusable(p agents.Purpose) bool {
+	name := strings.TrimSpace(string(p))
+	if name == "" {
+		return false
+	}
+	for _, vp := range enforce.Vocab().Purposes {
+		if strings.EqualFold(vp.Name, name) {
+			return true
+		}
+		for _, alias := range vp.Aliases {
+			if strings.EqualFold(alias, name) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func countRefusal(m *map[enforce.Refusal]int64, ref enforce.Refusal) {
+	if *m == nil {
+		*m = map[enforce.Refusal]int64{}
+	}
+	(*m)[ref]++
 }
 
 func contains(list []string, s string) bool {
@@ -434,7 +521,8 @@ func (a *Auditor) Report() *Report {
 		Lines: a.lines, Unreadable: a.bad, NotAccess: a.notAccess,
 		Browsers: a.browsers, Crawlers: a.bots,
 		First: a.first, Last: a.last,
-		Preview: a.cfg.RobotsNew != nil,
+		Preview:     a.cfg.RobotsNew != nil,
+		Preferences: a.prefs, PreferencesNew: a.prefsNew,
 	}
 	if a.grid.width > 0 {
 		r.SeriesStart = time.Unix(0, a.grid.start).UTC()
@@ -452,21 +540,26 @@ func (a *Auditor) Report() *Report {
 	}
 	for _, c := range list {
 		cr := CrawlerReport{
-			Name: c.name, Operator: c.agent.Operator, Category: string(c.agent.Category), Known: c.agent.Known,
+			Name: c.name, Operator: c.agent.Operator, Category: string(c.agent.Category), Purpose: string(c.agent.Purpose),
+			Known:    c.agent.Known,
 			Tokens:   c.agent.Tokens,
 			Requests: c.requests, Disallowed: c.disallowed, CrawlDelayViolations: c.delayViolations,
-			Interval:           Seconds(c.interval),
-			IgnoresCrawlDelay:  c.agent.Profile.CrawlDelay == agents.SupportNo && c.name != OtherName,
-			Spoofed:            c.spoofed,
-			FetchedRobotsTxt:   c.robotsFetches > 0,
-			RobotsTxtFetches:   c.robotsFetches,
-			First:              c.first,
-			Last:               c.last,
-			NewlyRefused:       c.newlyRefused,
-			NewlyAllowed:       c.newlyAllowed,
-			NewlyRefusedSample: c.samples,
-			SeriesRequests:     c.reqSeries,
-			SeriesViolations:   c.violSeries,
+			PreferenceConflicts:      c.conflicts,
+			PreferenceRefusals:       refusalCounts(c.refusals),
+			NewlyConflicting:         c.newlyConflicting,
+			NewlyConflictingRefusals: refusalCounts(c.newRefusals),
+			Interval:                 Seconds(c.interval),
+			IgnoresCrawlDelay:        c.agent.Profile.CrawlDelay == agents.SupportNo && c.name != OtherName,
+			Spoofed:                  c.spoofed,
+			FetchedRobotsTxt:         c.robotsFetches > 0,
+			RobotsTxtFetches:         c.robotsFetches,
+			First:                    c.first,
+			Last:                     c.last,
+			NewlyRefused:             c.newlyRefused,
+			NewlyAllowed:             c.newlyAllowed,
+			NewlyRefusedSample:       c.samples,
+			SeriesRequests:           c.reqSeries,
+			SeriesViolations:         c.violSeries,
 		}
 		if cr.Tokens == nil {
 			cr.Tokens = []string{}
@@ -486,4 +579,29 @@ func (a *Auditor) Report() *Report {
 		r.Crawler = append(r.Crawler, cr)
 	}
 	return r
+}
+
+// refusalCounts lists the refusals of m, the most frequent first (then by
+// line), at most five.
+func refusalCounts(m map[enforce.Refusal]int64) []RefusalCount {
+	var out []RefusalCount
+	for ref, n := range m {
+		out = append(out, RefusalCount{
+			Refusal: ref.String(), Purpose: ref.Purpose, Scheme: ref.By.Scheme.String(), Label: ref.By.Label,
+			Value: ref.By.Value, Line: ref.By.Line, Requests: n,
+		})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Requests != out[j].Requests {
+			return out[i].Requests > out[j].Requests
+		}
+		if out[i].Line != out[j].Line {
+			return out[i].Line < out[j].Line
+		}
+		return out[i].Refusal < out[j].Refusal
+	})
+	if len(out) > 5 {
+		out = out[:5]
+	}
+	return out
 }

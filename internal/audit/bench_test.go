@@ -54,14 +54,24 @@ func (c *cycleReader) Read(p []byte) (int, error) {
 // BenchmarkAudit streams a generated log of 2,000,000 lines (60% browsers
 // from testdata/browsers.txt, 40% crawlers, some spoofed) through an
 // Auditor with a --robots-new preview, on one goroutine, and reports lines/s.
-func BenchmarkAudit(b *testing.B) {
+func BenchmarkAudit(b *testing.B) { benchAudit(b, benchRobots) }
+
+// BenchmarkAuditPreferences is BenchmarkAudit with AI usage preferences in
+// the robots.txt: the search crawlers (Googlebot, bingbot) and the AI
+// crawler claims judged by "*" (spoofed GPTBot and ClaudeBot) pay a
+// preference lookup on allowed paths.
+func BenchmarkAuditPreferences(b *testing.B) {
+	benchAudit(b, "Content-Signal: ai-input=no\n"+benchRobots+"Content-Usage: /blog/ search=n\n\nUser-agent: *\nContent-Usage: train-ai=n\n")
+}
+
+func benchAudit(b *testing.B, robotsTxt string) {
 	g := newGenerator(b, 42)
 	pool := make([][]byte, 100000)
 	for i := range pool {
 		pool[i] = append(g.line(i), '\n')
 	}
 	const lines = 2000000
-	robots := enforce.Parse([]byte(benchRobots))
+	robots := enforce.Parse([]byte(robotsTxt))
 	b.ResetTimer()
 	start := time.Now()
 	for range b.N {

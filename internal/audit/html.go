@@ -29,17 +29,18 @@ func (r *Report) WriteHTML(w io.Writer) error {
 		}
 		charts = append(charts, chart{C: c, SVG: template.HTML(r.svg(c))})
 	}
-	var disallowed, delay, spoofed, newly int64
+	var disallowed, delay, spoofed, newly, conflicts int64
 	for _, c := range r.Crawler {
 		disallowed += c.Disallowed
 		delay += c.CrawlDelayViolations
 		spoofed += c.Spoofed
 		newly += c.NewlyRefused
+		conflicts += c.PreferenceConflicts
 	}
 	data := map[string]any{
 		"R": r, "Charts": charts,
-		"Disallowed": disallowed, "Delay": delay, "Spoofed": spoofed, "Newly": newly,
-		"Step": fmtStep(r.SeriesStep),
+		"Disallowed": disallowed, "Delay": delay, "Spoofed": spoofed, "Newly": newly, "Conflicts": conflicts,
+		"NewPrefs": r.Preview && r.PreferencesNew, "Step": fmtStep(r.SeriesStep),
 	}
 	if err := htmlPage.Execute(w, data); err != nil {
 		return fmt.Errorf("writing HTML report: %w", err)
@@ -126,7 +127,7 @@ var htmlPage = template.Must(template.New("report").Funcs(template.FuncMap{
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>robots.txt audit</title>
 <style>
-:root { --fg:#1b1f24; --muted:#5b6570; --line:#d8dee4; --req:#4a78b5; --viol:#d0312d; --bg:#fff; --card:#f6f8fa; }
+:root { --fg:#1b1f24; --muted:#5b6570; --line:#d8dee4; --req:#4a78b5; --viol:#d0312d; --bg:#fff; --card:#f6f8fa; --warn:#b35900; }
 * { box-sizing: border-box; }
 body { margin:0; font:16px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif; color:var(--fg); background:var(--bg); }
 main { max-width:1100px; margin:0 auto; padding:16px; }
@@ -139,12 +140,14 @@ h2 { font-size:1.15rem; margin:28px 0 8px; }
 .card b { display:block; font-size:1.5rem; }
 .card span { color:var(--muted); font-size:.85rem; }
 .card.bad b { color:var(--viol); }
+.card.warn b { color:var(--warn); }
 .scroll { overflow-x:auto; -webkit-overflow-scrolling:touch; }
 table { border-collapse:separate; border-spacing:0; width:100%; font-size:.9rem; }
 th, td { text-align:right; padding:6px 8px; border-bottom:1px solid var(--line); white-space:nowrap; }
 th:first-child, td:first-child { text-align:left; position:sticky; left:0; background:var(--bg); }
 th { font-size:.8rem; color:var(--muted); font-weight:600; }
 td.bad { color:var(--viol); font-weight:600; }
+td.warn { color:var(--warn); font-weight:600; }
 .charts { display:grid; grid-template-columns:1fr; gap:12px; }
 .chart { background:var(--card); border-radius:10px; padding:10px 12px; }
 .chart h3 { font-size:1rem; margin:0 0 2px; }
@@ -161,6 +164,7 @@ li { margin:4px 0; word-break:break-word; }
 code { font-size:.85rem; background:var(--card); padding:1px 4px; border-radius:4px; }
 @media (min-width:700px) {
   .cards { grid-template-columns:repeat(4,1fr); }
+  .cards.five { grid-template-columns:repeat(5,1fr); }
   .charts { grid-template-columns:repeat(2,1fr); }
 }
 </style>
@@ -171,23 +175,24 @@ code { font-size:.85rem; background:var(--card); padding:1px 4px; border-radius:
 <p class="meta">Rules: <code>{{.R.Robots}}</code>{{if .R.RobotsNew}} · preview: <code>{{.R.RobotsNew}}</code>{{end}}</p>
 <p class="meta">Period: {{t .R.First}} to {{t .R.Last}} UTC · {{.R.Lines}} requests in {{len .R.Logs}} log file(s)</p>
 
-<div class="cards">
+<div class="cards{{if .R.Preferences}} five{{end}}">
 <div class="card"><b>{{.R.Crawlers}}</b><span>crawler requests ({{pct .R.Crawlers .R.Lines}} of all)</span></div>
 <div class="card{{if .Disallowed}} bad{{end}}"><b>{{.Disallowed}}</b><span>requests robots.txt disallows</span></div>
 <div class="card{{if .Delay}} bad{{end}}"><b>{{.Delay}}</b><span>Crawl-delay violations</span></div>
 <div class="card{{if .Spoofed}} bad{{end}}"><b>{{.Spoofed}}</b><span>spoofed claims</span></div>
-</div>
+{{if .R.Preferences}}<div class="card{{if .Conflicts}} warn{{end}}"><b>{{.Conflicts}}</b><span>conflicts with AI usage preferences</span></div>
+{{end}}</div>
 
 <h2>Crawlers</h2>
 <div class="scroll">
 <table>
-<thead><tr><th>Crawler</th><th>Requests</th><th>Disallowed</th><th>Crawl-delay</th><th>Spoofed</th><th>robots.txt</th>{{if .R.Preview}}<th>Newly refused</th>{{end}}<th>First seen</th><th>Last seen</th></tr></thead>
+<thead><tr><th>Crawler</th><th>Requests</th><th>Disallowed</th>{{if .R.Preferences}}<th>Pref. conflicts</th>{{end}}<th>Crawl-delay</th><th>Spoofed</th><th>robots.txt</th>{{if .R.Preview}}<th>Newly refused</th>{{end}}{{if .NewPrefs}}<th>Newly conflicting</th>{{end}}<th>First seen</th><th>Last seen</th></tr></thead>
 <tbody>
-{{range .R.Crawler}}<tr><td>{{.Name}}</td><td>{{.Requests}}</td><td{{if .Disallowed}} class="bad"{{end}}>{{.Disallowed}}</td><td{{if .CrawlDelayViolations}} class="bad"{{end}}>{{if .Interval}}{{.CrawlDelayViolations}}{{if .IgnoresCrawlDelay}}*{{end}}{{else}}–{{end}}</td><td{{if .Spoofed}} class="bad"{{end}}>{{.Spoofed}}</td><td>{{if .FetchedRobotsTxt}}yes ({{.RobotsTxtFetches}}){{else}}no{{end}}</td>{{if $.R.Preview}}<td{{if .NewlyRefused}} class="bad"{{end}}>{{.NewlyRefused}}</td>{{end}}<td>{{t .First}}</td><td>{{t .Last}}</td></tr>
+{{range .R.Crawler}}<tr><td>{{.Name}}</td><td>{{.Requests}}</td><td{{if .Disallowed}} class="bad"{{end}}>{{.Disallowed}}</td>{{if $.R.Preferences}}<td{{if .PreferenceConflicts}} class="warn"{{end}}>{{.PreferenceConflicts}}</td>{{end}}<td{{if .CrawlDelayViolations}} class="bad"{{end}}>{{if .Interval}}{{.CrawlDelayViolations}}{{if .IgnoresCrawlDelay}}*{{end}}{{else}}–{{end}}</td><td{{if .Spoofed}} class="bad"{{end}}>{{.Spoofed}}</td><td>{{if .FetchedRobotsTxt}}yes ({{.RobotsTxtFetches}}){{else}}no{{end}}</td>{{if $.R.Preview}}<td{{if .NewlyRefused}} class="bad"{{end}}>{{.NewlyRefused}}</td>{{end}}{{if $.NewPrefs}}<td{{if .NewlyConflicting}} class="warn"{{end}}>{{.NewlyConflicting}}</td>{{end}}<td>{{t .First}}</td><td>{{t .Last}}</td></tr>
 {{end}}</tbody>
 </table>
 </div>
-<p class="meta">* documented to ignore Crawl-delay. – : no Crawl-delay or Request-rate applies.</p>
+<p class="meta">* documented to ignore Crawl-delay. – : no Crawl-delay or Request-rate applies.{{if or .R.Preferences .NewPrefs}} Conflicts: allowed requests for which the AI usage preference (Content-Usage, Content-Signal) refuses the crawler's documented purpose.{{end}}</p>
 
 <h2>Over time</h2>
 <p class="legend"><i style="background:var(--req)"></i>requests<i style="background:var(--viol)"></i>violations (disallowed or too soon) · one bar per {{.Step}}</p>
@@ -201,9 +206,14 @@ code { font-size:.85rem; background:var(--card); padding:1px 4px; border-radius:
 {{range .R.Crawler}}{{$c := .}}{{range .Rules}}<li><b>{{$c.Name}}</b>: {{.Requests}} × <code>{{.Rule}}</code></li>
 {{end}}{{end}}</ul>{{end}}
 
-{{if .R.Preview}}<h2>What the new robots.txt would change</h2>
+{{$prefs := false}}{{range .R.Crawler}}{{if .PreferenceRefusals}}{{$prefs = true}}{{end}}{{end}}{{if $prefs}}<h2>AI usage preferences refused</h2>
 <ul>
-{{range .R.Crawler}}{{if or .NewlyRefused .NewlyAllowed}}<li><b>{{.Name}}</b>: {{.NewlyRefused}} newly refused, {{.NewlyAllowed}} newly allowed{{if .NewlyRefusedSample}}; e.g. {{range .NewlyRefusedSample}}<code>{{.}}</code> {{end}}{{end}}</li>
+{{range .R.Crawler}}{{$c := .}}{{range .PreferenceRefusals}}<li><b>{{$c.Name}}</b>{{if $c.Purpose}} ({{$c.Purpose}}){{end}}: {{.Requests}} × <code>{{.Refusal}}</code></li>
+{{end}}{{end}}</ul>
+
+{{end}}{{if .R.Preview}}<h2>What the new robots.txt would change</h2>
+<ul>
+{{range .R.Crawler}}{{if or .NewlyRefused .NewlyAllowed .NewlyConflicting}}<li><b>{{.Name}}</b>: {{.NewlyRefused}} newly refused, {{.NewlyAllowed}} newly allowed{{if $.NewPrefs}}, {{.NewlyConflicting}} newly conflicting{{end}}{{if .NewlyRefusedSample}}; e.g. {{range .NewlyRefusedSample}}<code>{{.}}</code> {{end}}{{end}}{{range .NewlyConflictingRefusals}}; {{.Requests}} × <code>{{.Refusal}}</code>{{end}}</li>
 {{end}}{{end}}</ul>{{end}}
 
 {{range .R.Notes}}<p class="meta">Note: {{.}}</p>{{end}}
