@@ -20,6 +20,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
+	"github.com/caddyrobots/caddy-robots/agents"
 	"github.com/caddyrobots/caddy-robots/enforce"
 	"github.com/caddyrobots/caddy-robots/enforce/state"
 )
@@ -175,8 +176,56 @@ type handlerStatus struct {
 	TopOffenders []crawlerCount `json:"top_offenders"`
 	Bans         banCount       `json:"bans"`
 	Store        storeStatus    `json:"store"`
+	// IPLists are the published crawler IP lists the handler verifies
+	// claims with: their age and where they come from.
+	IPLists []ipListStatus `json:"ip_lists"`
 	// moreSites is how many sites the status page leaves out.
 	moreSites int
+}
+
+// ipListStatus is one verification method's IP list.
+type ipListStatus struct {
+	Method string `json:"method"`
+	// AsOf is the list's date: the embedded snapshot's, or when its
+	// operator last confirmed the downloaded one.
+	AsOf       time.Time `json:"as_of"`
+	AgeSeconds float64   `json:"age_seconds"`
+	// ProvesSpoofs is false for a list too old to call an address outside
+	// it an impostor.
+	ProvesSpoofs bool `json:"proves_spoofs"`
+	// Sources are the operator URLs the list is downloaded from (or the
+	// URL or file configured with verify ranges).
+	Sources []string `json:"sources,omitempty"`
+}
+
+// ipListsOf describes the IP lists of h's verifier.
+func ipListsOf(h *Handler, now time.Time) []ipListStatus {
+	out := []ipListStatus{}
+	if h.verifier == nil {
+		return out
+	}
+	stale := map[string]bool{}
+	for _, m := range h.verifier.StaleLists() {
+		stale[m] = true
+	}
+	sources := map[string][]string{}
+	for _, pl := range agents.PublishedLists() {
+		sources[pl.Method] = append(sources[pl.Method], pl.URL)
+	}
+	if v := h.Verify; v != nil {
+		for m, src := range v.Ranges {
+			sources[m] = []string{src}
+		}
+	}
+	for _, m := range agents.VerificationMethods() {
+		asOf, ok := h.verifier.ListAsOf(m.Key)
+		if !ok {
+			continue
+		}
+		out = append(out, ipListStatus{Method: m.Key, AsOf: asOf.UTC(), AgeSeconds: now.Sub(asOf).Seconds(),
+			ProvesSpoofs: !stale[m.Key], Sources: sources[m.Key]})
+	}
+	return out
 }
 
 // siteStatus describes the robots.txt of one site.
@@ -257,6 +306,7 @@ func buildStatus(ctx context.Context, hs []*Handler, now time.Time) statusReport
 			Sites:        []siteStatus{},
 			TopCrawlers:  h.stats.top(adminTop, false),
 			TopOffenders: h.stats.top(adminTop, true),
+			IPLists:      ipListsOf(h, now),
 		}
 		if h.Grace != nil {
 			hs.GraceSeconds = time.Duration(*h.Grace).Seconds()

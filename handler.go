@@ -514,7 +514,7 @@ func (h *Handler) judge(o *outcome, r *http.Request, a *agents.Agent, addr *clie
 		return
 	}
 	if h.prefsEnforce && o.version.robots.HasPreferences() {
-		if ref, ok := preferenceRefusal(g0, t.raw, string(a.Purpose)); ok {
+		if ref, ok := preferenceRefusal(o.version.robots, g0, tokens, t.raw, string(a.Purpose)); ok {
 			o.action, o.reason = actBlock, reasonPreference
 			o.message = preferenceText(name, string(a.Purpose), ref, o)
 			return

@@ -71,12 +71,19 @@ func (u *usageHeaderWriter) Write(p []byte) (int, error) {
 }
 
 // preferenceRefusal returns the refusal of a crawler whose purpose the
-// preference for the target excludes, or "" when there is none.
-func preferenceRefusal(g *enforce.Group, target, purpose string) (enforce.Refusal, bool) {
-	if g == nil || purpose == "" {
+// preference for the target excludes, and whether there is one. g is the
+// group selected for the crawler; when none applies, the file-level
+// Content-Signal pairs do.
+func preferenceRefusal(r *enforce.Robots, g *enforce.Group, tokens []string, target, purpose string) (enforce.Refusal, bool) {
+	if purpose == "" {
 		return enforce.Refusal{}, false
 	}
-	p := g.Preferences(target)
+	var p enforce.Preferences
+	if g != nil {
+		p = g.Preferences(target)
+	} else {
+		p = r.Preferences(tokens, target)
+	}
 	if p.IsZero() {
 		return enforce.Refusal{}, false
 	}
