@@ -24,6 +24,7 @@ http://claims.localhost:9080 {
 	root * `+dir+`
 	robots {
 		strikes 3 10m 1h
+		crawl_burst 1
 	}
 	file_server
 }
@@ -64,6 +65,7 @@ http://rotate.localhost:9080 {
 	root * `+dir+`
 	robots {
 		strikes 3 10m 1h
+		crawl_burst 1
 	}
 	file_server
 }

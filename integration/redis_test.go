@@ -168,6 +168,7 @@ const sharedRules = `"User-agent: *\nDisallow: /trap/\nCrawl-delay: 3\n"`
 func sharedSite(port int, redisURL, prefix string) string {
 	return fmt.Sprintf(`http://shared.localhost:%d {
 	robots {
+		crawl_burst 1
 		source inline %s
 		strikes 2 1m 1h
 		store redis %s {

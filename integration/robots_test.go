@@ -254,6 +254,7 @@ http://libs.localhost:9080 {
 func TestErrorRoutesAndPlaceholders(t *testing.T) {
 	c := newClient(t, globals+`http://errors.localhost:9080 {
 	robots {
+		crawl_burst 1
 		source inline "User-agent: *\nDisallow: /no/\nCrawl-delay: 5\n"
 		use_error_routes
 	}
@@ -315,6 +316,7 @@ func TestTrustedProxiesKeyThrottle(t *testing.T) {
 	}`, 1)
 	c := newClient(t, cfg+`http://proxied.localhost:9080 {
 	robots {
+		crawl_burst 1
 		source inline "User-agent: *\nCrawl-delay: 5\n"
 	}
 	respond "ok"
@@ -349,6 +351,7 @@ func TestReloadUnderTrafficKeepsThrottleState(t *testing.T) {
 	cfg := func(body string) string {
 		return globals + `http://reload.localhost:9080 {
 	robots {
+		crawl_burst 1
 		source inline "User-agent: *\nCrawl-delay: 30\n"
 	}
 	respond "` + body + `"
