@@ -247,8 +247,8 @@ func TestRedisTwoInstances(t *testing.T) {
 	if n := metricValue(t, "http://localhost:2999/metrics", `caddy_robots_state_errors_total{store="redis"}`); n < 1 {
 		t.Errorf("state errors counted during the outage: %v, want > 0", n)
 	}
-	for _, action := range []string{"allow", "block", "throttle", "ban"} {
-		series := `caddy_robots_decisions_total{action="` + action + `",category="other",mode="enforce"}`
+	for action, reason := range map[string]string{"allow": "none", "block": "rule", "throttle": "rate", "ban": "ban"} {
+		series := `caddy_robots_decisions_total{action="` + action + `",category="other",mode="enforce",reason="` + reason + `"}`
 		if n := metricValue(t, "http://localhost:2999/metrics", series); n < 1 {
 			t.Errorf("%s = %v, want > 0", series, n)
 		}
