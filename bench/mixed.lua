@@ -19,7 +19,7 @@ local bots = {
 }
 local impostor = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)"
 local paths = { "/", "/about.html", "/index.html", "/about.html?x=1", "/private/", "/private/secret.html" }
-local counts = {}
+counts = {}  -- global: done() reads it from each thread
 local threads = {}
 
 function setup(thread)

@@ -52,6 +52,8 @@ ON_DIRECTIVE=${ON_DIRECTIVE:-'robots {
 		crawl_delay off
 	}'}
 command -v wrk >/dev/null || { echo "wrk not found: apt-get install wrk" >&2; exit 1; }
+# Never download the operators' IP lists during a benchmark: loopback only.
+export CADDY_ROBOTS_RANGES_OPERATORS=off
 
 work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
