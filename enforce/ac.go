@@ -22,12 +22,14 @@ import (
 //     a suffix). It reads units, not octets: a "%XY" escape is one symbol, so
 //     every occurrence it reports starts on a unit, as the rules require;
 //   - at decision time, every candidate rule (rank above the best match so
-//     far) gets an entry that waits for its next segment. Greedy leftmost
-//     matching is exact for '*' globs, so an entry only needs the first
-//     occurrence of that segment that starts at or after the end of the
-//     previous one (q): the entry is "armed" at offset q+len(seg), the first
-//     end an acceptable occurrence can have, and from then on the next
-//     occurrence the automaton reports advances it;
+//     far, and not dominated: a rule of the same set with the same segments
+//     and a higher rank matches whenever it does) gets an entry that waits
+//     for its next segment. Greedy leftmost matching is exact for '*'
+//     globs, so an entry only needs the first occurrence of that segment
+//     that starts at or after the end of the previous one (q): the entry is
+//     "armed" at offset q+len(seg), the first end an acceptable occurrence
+//     can have, and from then on the next occurrence the automaton reports
+//     advances it;
 //   - the automaton reports, at each offset, the segments that end there: a
 //     chain of nested suffixes in the "output tree" (a segment's parent is
 //     its longest proper suffix that is a segment). Only segments with
@@ -39,7 +41,10 @@ import (
 // A segment found this way advances all its entries and is unmarked, so
 // the work of a decision is one automaton step per unit of the target (the
 // failure links add at most as many), a few bit scans per unit, and a
-// constant per entry per segment.
+// constant per entry per segment. A step is usually one 4-octet load from
+// the row of the current state, which gives both the next state and the
+// segment to report (see acSlow): the loads that depend on the previous
+// step, which bound the speed of the scan, are one per unit.
 
 // acBudget is the work that one-by-one verification may do for one decision
 // before acRun takes over, in octets read: each octet a substring search
@@ -55,10 +60,10 @@ type acm struct {
 	base   []uint32    // per bitmap word, the node of the first child it counts
 	fail   []uint32
 	out    []int64  // the longest segment that is a suffix of the node's string (low half; -1: none) and the head of its heavy path (high half)
-	spare  bool     // rows end with two cells holding upo of the head of out's path
-	stride uint32   // cells of a row of dfa: out, the head of its path, then one per class (0 included); 16 or 32 (a row in a cache line) when that is enough
-	dfa    []uint16 // rows of the first len(dfa)/stride nodes (the shallowest); a cell from 0x8000 up to acBig is a step into leaf cell-0x8000; see acBig
-	leaves []uint64 // per leaf: the nearest node on its failure chain that is not a leaf (high half), its out as two cells (low half)
+	stride uint32   // cells of a row of dfa: one per class, 0 included
+	dfa    []uint32 // rows of cells (see acSlow): one per node that is not a leaf, the shallowest first, up to acDFACells cells
+	rowOf  []int32  // the row of each node; -1: none
+	so     []int64  // the out of the segment a cell reports: so[0] = -1, so[b+1] = the out of segment b
 
 	// Segments are numbered by their bit: the heavy paths of the output
 	// tree are contiguous, head first.
@@ -77,6 +82,11 @@ type acm struct {
 	// nothing (see acRun).
 	sgroup []uint32 // per set: 1 + index in groups; 0: none
 	groups []acGroups
+
+	// dom marks (by index in wr) the rules that another rule of the same
+	// set with the same segments and a higher rank dominates: that rule
+	// matches whenever they do, so acRun need not track them.
+	dom []uint64
 }
 
 // acGroups holds the rules of a set with at least one middle segment,
@@ -87,8 +97,10 @@ type acGroups struct {
 	rank  []uint32 // rank[j]: the set bits of bits before word j
 	start []uint32 // group g is recs[start[g]:start[g+1]]
 	recs  []acRec
-	solo  []uint32 // indexes in wr of the '$' rules without middle segments
-	n     int      // rules in groups
+	fin   []uint16  // per rec, fin of its rule when it has a second middle segment; 0: none
+	fins  [4]uint64 // the octets of fin
+	solo  []uint32  // indexes in wr of the '$' rules without middle segments
+	n     int       // rules in groups
 }
 
 // acRec is what expanding a group reads of one of its rules, in one place.
@@ -107,6 +119,7 @@ type acEnt struct {
 	next int32  // next entry in the same list, 1-based; 0: none
 	lim  int32  // offset the middle segments must end by
 	rule uint32 // index in wr
+	b    uint32 // the awaited segment (slots[k]>>32)
 }
 
 type acScratch struct {
@@ -329,70 +342,75 @@ func buildAC(wr []wrule, rests [][]string) *acm {
 			a.out[v] = int64(a.head[b])<<32 | int64(b)
 		}
 	}
-	// Rows for the shallowest nodes, which most steps visit: the node's out
-	// and its transitions, one per class, in 16 bits (acBig when a number
-	// does not fit), a row in a cache line when there are few classes. A
-	// step is then one load, and reading the out of the new node brings in
-	// the row the next step reads.
-	a.stride = uint32(nc + 3)
-	if a.stride <= 32 {
-		a.stride = max(16, uint32(1)<<bits.Len32(a.stride-1))
-	}
+	// Rows: for the nodes that are not leaves, the shallowest first, the
+	// step on each class in one cell (see acSlow): the row of the next
+	// state and the segment the step reports, so that a step is one load
+	// that depends on the previous step, and the reported segments are
+	// looked up beside that chain of loads. A step into a leaf goes to the
+	// nearest node on its failure chain that is not a leaf (the same
+	// transitions follow), and reports the leaf's out: leaves need no row.
+	a.stride = uint32(nc + 1)
 	st := int(a.stride)
-	k := min(len(a.fail), acDFACells/st, 0x8000)
-	a.dfa = make([]uint16, k*st)
-	// A step into a leaf goes to the nearest node on its failure chain that
-	// is not a leaf (the same transitions follow), and reports the leaf's
-	// out: leaves then need no row, and the rows steps read are fewer.
-	leafOf := make([]int32, len(a.fail))
-	cell := func(x uint32) uint16 {
-		if int(x) < len(leafOf) && leafOf[x] > 0 {
-			return uint16(0x8000 + leafOf[x] - 1)
-		}
-		if x >= 0x8000 {
-			return acBig
-		}
-		return uint16(x)
-	}
-	for x := range a.fail {
-		if len(a.leaves) >= acBig-0x8000 {
-			break
-		}
-		leaf := true
+	nn := len(a.fail)
+	isLeaf := func(x uint32) bool {
 		for k := 0; k < w; k++ {
-			leaf = leaf && a.bm[x*w+k] == 0
-		}
-		lo, hi := cells(a.out[x])
-		if !leaf || x == 0 || lo >= acBig {
-			continue
-		}
-		f := a.fail[x]
-		for f != 0 && leafOf[f] > 0 {
-			f = a.fail[f]
-		}
-		a.leaves = append(a.leaves, uint64(f)<<32|uint64(hi)<<16|uint64(lo))
-		leafOf[x] = int32(len(a.leaves))
-	}
-	for v := range k {
-		row := a.dfa[v*st : (v+1)*st]
-		row[0], row[1] = cells(a.out[v])
-		if a.spare = st >= nc+5; a.spare {
-			// Spare cells: the parent of the head of out's heavy path,
-			// where the walk of the chain goes when nothing on that path
-			// is marked.
-			row[st-2], row[st-1] = acNone, 0
-			if o := a.out[v]; o >= 0 {
-				row[st-2], row[st-1] = cells(a.upo[o>>32])
+			if a.bm[int(x)*w+k] != 0 {
+				return false
 			}
 		}
-		for c := 0; c <= nc; c++ {
-			if x, ok := a.child(uint32(v), uint16(c)); ok && c > 0 {
-				row[2+c] = cell(x)
-			} else if v > 0 {
-				row[2+c] = a.dfa[int(a.fail[v])*st+2+c] // fail[v] is shallower: done
+		return x != 0 // the root always has a row
+	}
+	a.rowOf = make([]int32, nn)
+	maxRows := max(1, min(acDFACells/st, acRowMax)) // the root has a row
+	var rows []uint32                               // the node of each row
+	for x := range nn {
+		a.rowOf[x] = -1
+		if !isLeaf(uint32(x)) && len(rows) < maxRows {
+			a.rowOf[x] = int32(len(rows))
+			rows = append(rows, uint32(x))
+		}
+	}
+	// nl returns x, or the nearest node on its failure chain that is not a
+	// leaf when x is one.
+	nl := func(x uint32) uint32 {
+		for isLeaf(x) {
+			x = a.fail[x]
+		}
+		return x
+	}
+	// The target node of each step, for the rows in order: the failure
+	// node of a node with a row, made not a leaf, is shallower and has a
+	// row already.
+	targ := make([]uint32, len(rows)*st)
+	for r, x := range rows {
+		for c := 1; c <= nc; c++ {
+			if y, ok := a.child(x, uint16(c)); ok {
+				targ[r*st+c] = y
+			} else if x != 0 {
+				targ[r*st+c] = targ[int(a.rowOf[nl(a.fail[x])])*st+c]
 			}
 		}
 	}
+	a.so = make([]int64, len(a.par)+1)
+	a.so[0] = -1
+	for b := range a.par {
+		a.so[b+1] = a.up(int32(b))
+	}
+	a.dfa = make([]uint32, len(targ))
+	for i, y := range targ {
+		next := nl(y)
+		o := a.out[y]
+		sg := uint32(0)
+		if o >= 0 {
+			sg = uint32(o) + 1
+		}
+		if rw := a.rowOf[next]; rw >= 0 && sg <= uint32(min(acSegCap, acSegMax)) {
+			a.dfa[i] = uint32(rw) | sg<<16
+		} else {
+			a.dfa[i] = acSlow | y
+		}
+	}
+	targ, rows = nil, nil
 	a.slots = make([]uint64, len(segs))
 	for i, sg := range segs {
 		if sg >= 0 {
@@ -472,6 +490,33 @@ func (a *acm) layout() []uint32 {
 // group builds the groups of the sets of m with at least acGroupMin rules.
 func (a *acm) group(m *matcher) {
 	a.sgroup = make([]uint32, len(m.sets))
+	a.dom = make([]uint64, (len(m.wr)+63)/64)
+	seen := map[string]uint32{}
+	var kb []byte
+	for si, s := range m.sets {
+		if s.end-s.lin < 2 {
+			continue
+		}
+		for i := s.lin; i < s.end; i++ {
+			kb = append(kb[:0], byte(si), byte(si>>8), byte(si>>16), byte(si>>24))
+			if m.wr[i].anchored {
+				kb = append(kb, '$')
+			}
+			for _, sg := range m.rests[i] {
+				kb = append(kb, '*')
+				kb = append(kb, sg...) // normal forms hold no '*'
+			}
+			j, ok := seen[string(kb)]
+			if ok && m.wr[j].rank > m.wr[i].rank {
+				a.dom[i>>6] |= 1 << (i & 63)
+				continue
+			}
+			if ok {
+				a.dom[j>>6] |= 1 << (j & 63)
+			}
+			seen[string(kb)] = i
+		}
+	}
 	for si, s := range m.sets {
 		if s.end-s.lin < acGroupMin {
 			continue
@@ -479,6 +524,9 @@ func (a *acm) group(m *matcher) {
 		var g acGroups
 		idx := make([]uint32, 0, s.end-s.lin)
 		for i := s.lin; i < s.end; i++ {
+			if a.dominated(i) {
+				continue
+			}
 			if a.slots[a.rseg[i]] == 0 {
 				g.solo = append(g.solo, i)
 			} else {
@@ -489,9 +537,15 @@ func (a *acm) group(m *matcher) {
 		slices.SortStableFunc(idx, func(x, y uint32) int { return int(first(x)) - int(first(y)) })
 		g.n = len(idx)
 		g.recs = make([]acRec, len(idx))
+		g.fin = make([]uint16, len(idx))
 		for j, i := range idx {
 			k := a.rseg[i] + 1
 			g.recs[j] = acRec{rank: m.wr[i].rank, sl: a.slots[k], rule: i, k: k, suf: a.suf[i], fin: a.fin[i]}
+			if f := a.fin[i]; a.slots[k] != 0 {
+				g.fin[j] = f
+				g.fins[f>>6&3] |= 1 << (f & 63)
+				g.fins[f>>14] |= 1 << (f >> 8 & 63)
+			}
 		}
 		for j := range idx {
 			if j == 0 || first(idx[j]) != first(idx[j-1]) {
@@ -517,29 +571,29 @@ func (a *acm) group(m *matcher) {
 	}
 }
 
-// cells returns o (as out holds it) in two cells of dfa.
-func cells(o int64) (uint16, uint16) {
-	switch {
-	case o < 0:
-		return acNone, 0
-	case uint32(o) >= acBig || o>>32 >= acBig:
-		return acBig, 0
-	}
-	return uint16(o), uint16(o >> 32)
-}
+// dominated reports whether rule i of wr need not be tracked (see dom).
+func (a *acm) dominated(i uint32) bool { return a.dom[i>>6]&(1<<(i&63)) != 0 }
 
 // acGroupMin is the number of rules from which a set is grouped.
 const acGroupMin = 8
 
-// acDFACells bounds the transition rows of an automaton (2 octets each).
-const acDFACells = 1 << 19
+// acDFACells bounds the transition rows of an automaton (4 octets each);
+// acSegCap (at most acSegMax) bounds the segments fast cells report.
+// Variables only so that tests can force the other steps.
+var (
+	acDFACells = 1 << 18
+	acSegCap   = acSegMax
+)
 
-// In dfa, acBig stands for a node or segment number that does not fit in 16
-// bits (the step or the out is then looked up in bm or out), and acNone in
-// the out cell for "no segment".
+// A cell of dfa below acSlow is a fast step: the row of the next state in
+// the low 16 bits (at most acRowMax), and 1 + the segment the step
+// reports (0: none; at most acSegMax) above. From acSlow up, it is a step
+// into node cell-acSlow, which has no row or whose segment does not fit:
+// the scan then steps with bm and fail until it reaches a node with a row.
 const (
-	acBig  = 0xFFFE
-	acNone = 0xFFFF
+	acSlow   = 1 << 31
+	acRowMax = 0xFFFF
+	acSegMax = 0x7FFF
 )
 
 // sufKey packs the last two octets of s (the last one in bits 8-15) with
@@ -631,7 +685,9 @@ func (m *matcher) acRun(t string, best uint64, stk []uint64, ni uint32, pos int)
 			continue
 		}
 		for i := s.lin; i < s.end; i++ {
-			st.track(i, a.rseg[i], p)
+			if !a.dominated(i) {
+				st.track(i, a.rseg[i], p)
+			}
 		}
 	}
 	if st.live > 0 || gs != nil {
@@ -722,7 +778,7 @@ func (st *acState) track(i, k uint32, e int) {
 	if f > lim {
 		return
 	}
-	st.ent[st.ne] = acEnt{k: k, next: st.arm[f], lim: int32(lim), rule: i}
+	st.ent[st.ne] = acEnt{k: k, next: st.arm[f], lim: int32(lim), rule: i, b: uint32(sl >> 32)}
 	st.arm[f] = st.ne
 	st.ne++
 	st.live++
@@ -760,7 +816,7 @@ func (st *acState) expand(recs []acRec, e int) {
 		if f > lim {
 			continue
 		}
-		st.ent[st.ne] = acEnt{k: r.k, next: st.arm[f], lim: int32(lim), rule: r.rule}
+		st.ent[st.ne] = acEnt{k: r.k, next: st.arm[f], lim: int32(lim), rule: r.rule, b: uint32(r.sl >> 32)}
 		st.arm[f] = st.ne
 		st.ne++
 		st.live++
@@ -778,8 +834,9 @@ func (st *acState) scan(start int, gs *acGroups, gp int, sc *acScratch) {
 	upo := a.upo
 	cls := &a.cls
 	w := a.w
-	dfa, stride, spare, leaves := a.dfa, a.stride, a.spare, a.leaves
-	nd := uint32(len(dfa)) / stride
+	dfa, stride, rowOf, so := a.dfa, a.stride, a.rowOf, a.so
+	r := uint32(0) // the row of the state, when slow is false
+	slow := false
 	v := uint32(0)
 	pending := 0 // groups not yet expanded
 	if gs == nil {
@@ -788,19 +845,40 @@ func (st *acState) scan(start int, gs *acGroups, gp int, sc *acScratch) {
 	done := start // the arm lists of offsets up to done are processed
 	for i := start; i < len(t); {
 		if i == gp {
-			// Mark the first segments of the grouped set.
-			if gs.bits != nil {
+			// Mark the first segments of the grouped set: those of the
+			// groups with a rule whose last middle segment can still occur,
+			// when some cannot.
+			var occ [4]uint64 // the octets of t[gp:]
+			for c, l := range last {
+				if int(l) >= gp {
+					occ[c>>6] |= 1 << (c & 63)
+				}
+			}
+			if gs.fins[0]&^occ[0]|gs.fins[1]&^occ[1]|gs.fins[2]&^occ[2]|gs.fins[3]&^occ[3] != 0 {
+				pending = 0
+				for g, b := range gs.seg {
+					for _, f := range gs.fin[gs.start[g]:gs.start[g+1]] {
+						if f == 0 || int(last[f&0xFF]) >= gp && int(last[f>>8]) >= gp {
+							bs[b>>6] |= 1 << (b & 63)
+							stat[b>>6] |= 1 << (b & 63)
+							pending++
+							break
+						}
+					}
+				}
+			} else if gs.bits != nil {
 				for j, x := range gs.bits {
 					bs[j] |= x
 					stat[j] = x
 				}
+				pending = len(gs.seg)
 			} else {
 				for _, b := range gs.seg {
 					bs[b>>6] |= 1 << (b & 63)
 					stat[b>>6] |= 1 << (b & 63)
 				}
+				pending = len(gs.seg)
 			}
-			pending = len(gs.seg)
 		}
 		if st.live == 0 && pending == 0 && i >= gp {
 			break
@@ -818,7 +896,7 @@ func (st *acState) scan(start int, gs *acGroups, gp int, sc *acScratch) {
 			for x := arm[done+1]; x != 0; {
 				en := &ent[x]
 				nx := en.next
-				b := uint32(slots[en.k] >> 32)
+				b := en.b
 				if dyn[b>>6]&(1<<(b&63)) == 0 {
 					dyn[b>>6] |= 1 << (b & 63)
 					bs[b>>6] |= 1 << (b & 63)
@@ -832,52 +910,39 @@ func (st *acState) scan(start int, gs *acGroups, gp int, sc *acScratch) {
 		}
 		// Step.
 		c := uint32(cls[sym])
-		leaf, inLeaf := uint64(0), false
-		for {
-			if v < nd {
-				if n := dfa[v*stride+2+c]; n < 0x8000 {
-					v = uint32(n)
-					break
-				} else if n != acBig {
-					leaf, inLeaf = leaves[n-0x8000], true
-					v = uint32(leaf >> 32)
-					break
-				}
-			}
-			j := v*w + c>>6
-			x := bm[j]
-			b := uint64(1) << (c & 63)
-			if x&b != 0 {
-				v = base[j] + uint32(bits.OnesCount64(x&(b-1)))
-				break
-			}
-			v = fail[v] // not the root: the root's row is complete
-		}
 		var o int64
-		up := int64(-2) // the parent of the head of o's path, when the row has it
-		if inLeaf {
-			o = int64(leaf>>16&0xFFFF)<<32 | int64(leaf&0xFFFF)
-		} else if v < nd {
-			r := dfa[v*stride : v*stride+stride]
-			switch x := r[0]; x {
-			case acNone:
-				o = -1
-			case acBig:
+		if !slow {
+			x := dfa[r*stride+c]
+			if x < acSlow {
+				r = x & acRowMax
+				o = so[x>>16]
+			} else {
+				v, slow = x-acSlow, true
 				o = out[v]
-			default:
-				o = int64(r[1])<<32 | int64(x)
-				if spare {
-					switch y := r[stride-2]; y {
-					case acNone:
-						up = -1
-					case acBig:
-					default:
-						up = int64(r[stride-1])<<32 | int64(y)
-					}
-				}
 			}
 		} else {
-			o = out[v]
+			for {
+				if rw := rowOf[v]; rw >= 0 {
+					x := dfa[uint32(rw)*stride+c]
+					if x < acSlow {
+						r, slow = x&acRowMax, false
+						o = so[x>>16]
+					} else {
+						v = x - acSlow
+						o = out[v]
+					}
+					break
+				}
+				j := v*w + c>>6
+				x := bm[j]
+				b := uint64(1) << (c & 63)
+				if x&b != 0 {
+					v = base[j] + uint32(bits.OnesCount64(x&(b-1)))
+					o = out[v]
+					break
+				}
+				v = fail[v] // not the root, which has a row
+			}
 		}
 		// The marked segments that end here, deepest first.
 		for o >= 0 {
@@ -885,22 +950,14 @@ func (st *acState) scan(start int, gs *acGroups, gp int, sc *acScratch) {
 			var b uint32
 			if x := bs[hi>>6] & (2<<(hi&63) - 1) &^ (1<<(lo&63) - 1); lo>>6 == hi>>6 {
 				if x == 0 {
-					if up != -2 {
-						o, up = up, -2
-					} else {
-						o = upo[lo]
-					}
+					o = upo[lo]
 					continue
 				}
 				b = hi&^63 + 63 - uint32(bits.LeadingZeros64(x))
 			} else if h := highestSet(bs, lo, hi); h >= 0 {
 				b = uint32(h)
 			} else {
-				if up != -2 {
-					o, up = up, -2
-				} else {
-					o = upo[lo]
-				}
+				o = upo[lo]
 				continue
 			}
 			var x int32
@@ -919,6 +976,7 @@ func (st *acState) scan(start int, gs *acGroups, gp int, sc *acScratch) {
 						st.best = max(st.best, wr[en.rule].rank)
 					} else if f := i + int(uint32(sl)); f <= int(en.lim) && int(last[fin[en.rule]&0xFF]) >= i && int(last[fin[en.rule]>>8]) >= i {
 						en.k++
+						en.b = uint32(sl >> 32)
 						en.next = arm[f]
 						arm[f] = x
 						st.live++
@@ -945,7 +1003,7 @@ func (st *acState) scan(start int, gs *acGroups, gp int, sc *acScratch) {
 			if !keep {
 				bs[b>>6] &^= 1 << (b & 63)
 			}
-			o, up = upo[b], -2
+			o = upo[b]
 		}
 	}
 }

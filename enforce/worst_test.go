@@ -507,3 +507,19 @@ func TestOnePassNestedSets(t *testing.T) {
 		}
 	}
 }
+
+// TestOnePassSlowSteps runs the one-pass tests with automata whose rows
+// hold only a few states and whose cells report only the first segments,
+// so that most steps take the slow way (bm and fail).
+func TestOnePassSlowSteps(t *testing.T) {
+	for _, lim := range [][2]int{{64, 3}, {1, 0}} {
+		oldC, oldS := acDFACells, acSegCap
+		acDFACells, acSegCap = lim[0], lim[1]
+		t.Run(fmt.Sprintf("cells%d-segs%d", lim[0], lim[1]), func(t *testing.T) {
+			t.Run("Reference", TestWorstCaseShapesReference)
+			t.Run("Differential", TestOnePassDifferential)
+			t.Run("NestedSets", TestOnePassNestedSets)
+		})
+		acDFACells, acSegCap = oldC, oldS
+	}
+}
