@@ -92,7 +92,11 @@ func (h *Handler) identifyRequest(r *http.Request) *agents.Shared {
 		uas = r.Header.Values("User-Agent")
 	}
 	if len(uas) <= 1 {
-		a := h.ident.IdentifyShared(userAgent(r))
+		ua := ""
+		if len(uas) == 1 {
+			ua = uas[0]
+		}
+		a := h.ident.IdentifyShared(ua)
 		if !h.judged(a) {
 			return nil
 		}

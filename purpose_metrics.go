@@ -10,13 +10,10 @@ import (
 
 // caddy_robots_purpose_decisions_total counts bot decisions by the
 // crawler's documented purpose and the action. Both labels are bounded
-// (nine purposes, four actions); the counters are resolved once, so
-// counting is one atomic add.
-var purposeMetric struct {
-	once     sync.Once
-	vec      *prometheus.CounterVec
-	counters [len(purposeNames)][len(actionNames)]prometheus.Counter
-}
+// (eight purposes, four actions). The counts are sharded over cache lines
+// like the decision counters (see shardedCount): a counter every bot
+// request writes must not bounce between cores.
+var purposeCounts [len(purposeNames)][len(actionNames)]shardedCount
 
 // purposeNames are the label values, in purposeIndex order.
 var purposeNames = [...]string{"other", "search", "ai-training", "ai-answers", "user-triggered", "seo", "archiving", "monitoring"}
@@ -41,32 +38,42 @@ func purposeIndex(p agents.Purpose) int {
 	return 0
 }
 
-func initPurposeMetric() {
-	purposeMetric.once.Do(func() {
-		purposeMetric.vec = prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "caddy", Subsystem: "robots", Name: "purpose_decisions_total",
-			Help: "Decisions on requests from bots, by the crawler's documented purpose and the action (allow, block, throttle, ban).",
-		}, []string{"purpose", "action"})
-		for i, p := range purposeNames {
-			for j, a := range actionNames {
-				purposeMetric.counters[i][j] = purposeMetric.vec.WithLabelValues(p, a)
-			}
-		}
-	})
-}
-
 // countPurpose counts one decision by purpose.
 func countPurpose(p agents.Purpose, a action) {
-	purposeMetric.counters[purposeIndex(p)][a].Inc()
+	purposeCounts[purposeIndex(p)][a].add()
 }
 
-// registerPurposeMetric adds the counter to a config's registry.
+// purposeCollector reads the sharded counts when metrics are read.
+type purposeCollector struct{ desc *prometheus.Desc }
+
+var purposeMetric struct {
+	once sync.Once
+	c    *purposeCollector
+}
+
+// Describe implements prometheus.Collector.
+func (c *purposeCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+// Collect implements prometheus.Collector.
+func (c *purposeCollector) Collect(ch chan<- prometheus.Metric) {
+	for i, p := range purposeNames {
+		for j, a := range actionNames {
+			ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(purposeCounts[i][j].load()), p, a)
+		}
+	}
+}
+
+// registerPurposeMetric adds the collector to a config's registry.
 func registerPurposeMetric(reg prometheus.Registerer) error {
-	initPurposeMetric()
+	purposeMetric.once.Do(func() {
+		purposeMetric.c = &purposeCollector{desc: prometheus.NewDesc("caddy_robots_purpose_decisions_total",
+			"Decisions on requests from bots, by the crawler's documented purpose and the action (allow, block, throttle, ban).",
+			[]string{"purpose", "action"}, nil)}
+	})
 	if reg == nil {
 		return nil
 	}
-	if err := reg.Register(purposeMetric.vec); err != nil {
+	if err := reg.Register(purposeMetric.c); err != nil {
 		if _, ok := err.(prometheus.AlreadyRegisteredError); !ok {
 			return err
 		}

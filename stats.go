@@ -8,7 +8,9 @@ import (
 
 // crawlerStats counts decisions per crawler name for the admin API's top
 // crawlers and top offenders, in a fixed table: memory is bounded whatever
-// names a flood sends, and counting costs one hash and one atomic add. Two
+// names a flood sends, and counting costs one hash and one atomic add on a
+// cache line of the calling core's shard (allowed requests are counted on
+// every bot request, so one shared line would bounce between cores). Two
 // names that land in one slot share it (the first to arrive names it), so
 // the counts are approximate for the long tail and exact for the few
 // crawlers that matter.
@@ -17,13 +19,14 @@ type crawlerStats struct {
 	slots [statsSlots]statsSlot
 }
 
-const statsSlots = 512
+const statsSlots = 256
 
 type statsSlot struct {
 	name    atomic.Pointer[string]
-	allowed atomic.Uint64
 	refused atomic.Uint64
 	retries atomic.Uint64
+	_       [40]byte // the rare writes above on a line of their own
+	allowed shardedCount
 }
 
 func newCrawlerStats() *crawlerStats { return &crawlerStats{seed: maphash.MakeSeed()} }
@@ -39,7 +42,7 @@ func (s *crawlerStats) seen(name string, act action) {
 		sl.name.CompareAndSwap(nil, &n)
 	}
 	if act == actAllow {
-		sl.allowed.Add(1)
+		sl.allowed.add()
 	} else {
 		sl.refused.Add(1)
 	}
@@ -76,7 +79,7 @@ func (s *crawlerStats) top(n int, offenders bool) []crawlerCount {
 		if name == nil {
 			continue
 		}
-		c := crawlerCount{Name: *name, Allowed: sl.allowed.Load(), Refused: sl.refused.Load(), Retries: sl.retries.Load()}
+		c := crawlerCount{Name: *name, Allowed: sl.allowed.load(), Refused: sl.refused.Load(), Retries: sl.retries.Load()}
 		if offenders && c.Refused == 0 {
 			continue
 		}
