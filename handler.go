@@ -287,22 +287,22 @@ func (h *Handler) judgeBot(r *http.Request, a *agents.Shared, signer string) *ou
 	forms := formsOf(r)
 	o := outcome{agent: a}
 	h.judge(&o, r, &a.Agent, &addr, host, &forms, false, signer)
-	return h.publishOutcome(r, &o, forms.raw)
+	return h.publishOutcome(r, vars, &o, forms.raw)
 }
 
 // publishOutcome publishes a judged request's outcome (placeholders, vars,
 // the decision metric, the INFO line of a refusal, the debug line) and
 // returns it when the request is to be refused.
-func (h *Handler) publishOutcome(r *http.Request, o *outcome, target string) *outcome {
+func (h *Handler) publishOutcome(r *http.Request, vars map[string]any, o *outcome, target string) *outcome {
 	ctx := r.Context()
 	a := o.agent
-	h.stats.seen(a.Name, o.action)
+	h.stats.seen(a, o.action)
 	if repl, ok := ctx.Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
 		// One lazy provider instead of ten values: the strings are only
 		// built when a log line or handle_errors asks for them.
 		repl.Map(o.placeholder)
 	}
-	if vars, _ := ctx.Value(caddyhttp.VarsCtxKey).(map[string]any); vars != nil {
+	if vars != nil {
 		// What caddyhttp.SetVar does, without looking the map up three times.
 		// The values come boxed from the Identifier's cache: no allocation.
 		vars["robots_agent"] = a.NameValue
@@ -546,7 +546,7 @@ func (h *Handler) judge(o *outcome, r *http.Request, a *agents.Agent, addr *clie
 			o.message = throttleText(host, name, interval, rateGroup, res.RetryAfter)
 			if res.Retry {
 				countRetry(h.enforce)
-				h.stats.retried(a.Name)
+				h.stats.retried(a)
 			}
 		}
 	}

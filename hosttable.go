@@ -127,8 +127,9 @@ func newHostTable() *hostTable {
 }
 
 func (t *hostTable) hotSlot(k siteKey) *atomic.Pointer[hostRules] {
-	h := maphash.String(t.seed, k.host) ^ maphash.String(t.seed, k.server)*31
-	return &t.hot[h%hotSlots]
+	// The host alone picks the slot (a handler's sites share one server);
+	// lookup compares the whole key.
+	return &t.hot[maphash.String(t.seed, k.host)%hotSlots]
 }
 
 // Destruct implements caddy.Destructor; nothing to release.

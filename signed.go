@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/caddyrobots/caddy-robots/agents"
 	"github.com/caddyrobots/caddy-robots/agents/webbotauth"
@@ -133,5 +134,6 @@ func (h *Handler) invalidSignature(r *http.Request, res *webbotauth.Result) *out
 	a := agents.NewShared(agents.Agent{Bot: true, Name: res.Agent, Category: agents.CategoryOther, Purpose: agents.PurposeOther})
 	o := outcome{agent: a, action: actBlock, reason: reasonSpoofed, verdict: agents.Spoofed, token: tokenNone}
 	o.message = fmt.Sprintf("Refused: this request carries a Web Bot Auth signature for %s that does not verify (%s).\n", res.Agent, res.Reason)
-	return h.publishOutcome(r, &o, "")
+	vars, _ := r.Context().Value(caddyhttp.VarsCtxKey).(map[string]any)
+	return h.publishOutcome(r, vars, &o, "")
 }

@@ -1,9 +1,11 @@
 package caddyrobots
 
 import (
-	"hash/maphash"
 	"sort"
 	"sync/atomic"
+	"unsafe"
+
+	"github.com/caddyrobots/caddy-robots/agents"
 )
 
 // crawlerStats counts decisions per crawler name for the admin API's top
@@ -15,7 +17,6 @@ import (
 // the counts are approximate for the long tail and exact for the few
 // crawlers that matter.
 type crawlerStats struct {
-	seed  maphash.Seed
 	slots [statsSlots]statsSlot
 }
 
@@ -29,16 +30,18 @@ type statsSlot struct {
 	allowed shardedCount
 }
 
-func newCrawlerStats() *crawlerStats { return &crawlerStats{seed: maphash.MakeSeed()} }
+func newCrawlerStats() *crawlerStats { return &crawlerStats{} }
 
-// seen counts one decision for the crawler called name.
-func (s *crawlerStats) seen(name string, act action) {
+// seen counts one decision for the crawler a. The slot comes from the
+// address of the Identifier's cached answer, which needs no hashing of the
+// name; top merges the slots of one crawler by name when it reads them.
+func (s *crawlerStats) seen(a *agents.Shared, act action) {
 	if s == nil {
 		return
 	}
-	sl := &s.slots[maphash.String(s.seed, name)%statsSlots]
+	sl := &s.slots[uintptr(unsafe.Pointer(a))>>6%statsSlots]
 	if sl.name.Load() == nil {
-		n := name
+		n := a.Name
 		sl.name.CompareAndSwap(nil, &n)
 	}
 	if act == actAllow {
@@ -50,11 +53,19 @@ func (s *crawlerStats) seen(name string, act action) {
 
 // retried counts an immediate retry: a request that came back inside the
 // Retry-After it was given.
-func (s *crawlerStats) retried(name string) {
+//
+// a is the Agent inside the Identifier's cached answer (agents.Shared
+// starts with it), so it lands in the slot seen counts that answer in.
+func (s *crawlerStats) retried(a *agents.Agent) {
 	if s == nil {
 		return
 	}
-	s.slots[maphash.String(s.seed, name)%statsSlots].retries.Add(1)
+	sl := &s.slots[uintptr(unsafe.Pointer(a))>>6%statsSlots]
+	if sl.name.Load() == nil {
+		n := a.Name
+		sl.name.CompareAndSwap(nil, &n)
+	}
+	sl.retries.Add(1)
 }
 
 // crawlerCount is one crawler's counts.
@@ -72,6 +83,7 @@ func (s *crawlerStats) top(n int, offenders bool) []crawlerCount {
 	if s == nil {
 		return nil
 	}
+	byName := map[string]*crawlerCount{}
 	var out []crawlerCount
 	for i := range s.slots {
 		sl := &s.slots[i]
@@ -79,11 +91,20 @@ func (s *crawlerStats) top(n int, offenders bool) []crawlerCount {
 		if name == nil {
 			continue
 		}
-		c := crawlerCount{Name: *name, Allowed: sl.allowed.load(), Refused: sl.refused.Load(), Retries: sl.retries.Load()}
+		c := byName[*name]
+		if c == nil {
+			c = &crawlerCount{Name: *name}
+			byName[*name] = c
+		}
+		c.Allowed += sl.allowed.load()
+		c.Refused += sl.refused.Load()
+		c.Retries += sl.retries.Load()
+	}
+	for _, c := range byName {
 		if offenders && c.Refused == 0 {
 			continue
 		}
-		out = append(out, c)
+		out = append(out, *c)
 	}
 	sort.Slice(out, func(i, j int) bool {
 		a, b := out[i], out[j]
