@@ -68,13 +68,16 @@ func (s *ruleSource) persist(hr *hostRules) {
 	if s.storage == nil {
 		return
 	}
+	// The keys are taken now, not in the goroutine, which may run after
+	// the handler was cleaned up.
+	source, historyKey := s.tableKey, s.historyKey(hr.key)
 	go func() {
 		hr.saveMu.Lock()
 		defer hr.saveMu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), storageTTL)
 		defer cancel()
 		snap := hr.snap.Load()
-		h := storedHistory{Source: s.tableKey, Server: hr.key.server, Host: hr.key.host}
+		h := storedHistory{Source: source, Server: hr.key.server, Host: hr.key.host}
 		for _, v := range snap.versions {
 			key := bodyPrefix + v.id + ".txt"
 			if !s.storage.Exists(ctx, key) {
@@ -89,7 +92,7 @@ func (s *ruleSource) persist(hr *hostRules) {
 		if err != nil {
 			return
 		}
-		if err := s.storage.Store(ctx, s.historyKey(hr.key), data); err != nil {
+		if err := s.storage.Store(ctx, historyKey, data); err != nil {
 			s.h.warnf("robots: cannot keep robots.txt history in storage", zap.String("host", hr.key.host), zap.Error(err))
 		}
 	}()

@@ -71,8 +71,10 @@ type ruleSource struct {
 	srv     atomic.Pointer[caddyhttp.Server]
 	srvKey  atomic.Pointer[string]
 	storage certmagic.Storage // nil when Caddy has none (unit tests)
-	lastMod time.Time
-	size    int64
+	// released is set once release gave the table back.
+	released atomic.Bool
+	lastMod  time.Time
+	size     int64
 	// full limits the warning about the table being full or over its
 	// memory bound.
 	full logLimiter
@@ -511,12 +513,12 @@ func (s *ruleSource) failed(hr *hostRules, err error) {
 
 // release gives back the host table taken in newRuleSource.
 func (s *ruleSource) release() error {
-	if s == nil || s.tableKey == "" {
+	// tableKey stays as it is: background history writes and requests
+	// still in flight on the old config read it.
+	if s == nil || s.tableKey == "" || !s.released.CompareAndSwap(false, true) {
 		return nil
 	}
-	key := s.tableKey
-	s.tableKey = ""
-	if _, err := versionPool.Delete(key); err != nil {
+	if _, err := versionPool.Delete(s.tableKey); err != nil {
 		return fmt.Errorf("robots: releasing version table: %w", err)
 	}
 	return nil
