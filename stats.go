@@ -23,26 +23,48 @@ type crawlerStats struct {
 const statsSlots = 256
 
 type statsSlot struct {
+	owner   atomic.Uintptr // address of the crawler's Identifier answer
 	name    atomic.Pointer[string]
 	refused atomic.Uint64
 	retries atomic.Uint64
-	_       [40]byte // the rare writes above on a line of their own
+	_       [32]byte // the rare writes above on a line of their own
 	allowed shardedCount
 }
 
 func newCrawlerStats() *crawlerStats { return &crawlerStats{} }
 
-// seen counts one decision for the crawler a. The slot comes from the
-// address of the Identifier's cached answer, which needs no hashing of the
-// name; top merges the slots of one crawler by name when it reads them.
+// slot returns the slot of the crawler whose Identifier answer is at p
+// (agents.Shared starts with its Agent, so the Shared and its Agent give
+// the same p), claiming a free one on first sight; nil when the few slots
+// probed belong to others (the table is full: such requests go uncounted).
+// The owner is compared by address only, so a slot cannot be shared by
+// two crawlers.
+func (s *crawlerStats) slot(p unsafe.Pointer, name string) *statsSlot {
+	h := uintptr(p) * 0x9E3779B97F4A7C15 >> 56 // Fibonacci hashing: the top 8 bits
+	for i := uintptr(0); i < 4; i++ {
+		sl := &s.slots[(h+i)%statsSlots]
+		switch o := sl.owner.Load(); {
+		case o == uintptr(p):
+			return sl
+		case o == 0 && sl.owner.CompareAndSwap(0, uintptr(p)):
+			n := name
+			sl.name.Store(&n)
+			return sl
+		case sl.owner.Load() == uintptr(p):
+			return sl
+		}
+	}
+	return nil
+}
+
+// seen counts one decision for the crawler a.
 func (s *crawlerStats) seen(a *agents.Shared, act action) {
 	if s == nil {
 		return
 	}
-	sl := &s.slots[uintptr(unsafe.Pointer(a))>>6%statsSlots]
-	if sl.name.Load() == nil {
-		n := a.Name
-		sl.name.CompareAndSwap(nil, &n)
+	sl := s.slot(unsafe.Pointer(a), a.Name)
+	if sl == nil {
+		return
 	}
 	if act == actAllow {
 		sl.allowed.add()
@@ -52,20 +74,15 @@ func (s *crawlerStats) seen(a *agents.Shared, act action) {
 }
 
 // retried counts an immediate retry: a request that came back inside the
-// Retry-After it was given.
-//
-// a is the Agent inside the Identifier's cached answer (agents.Shared
-// starts with it), so it lands in the slot seen counts that answer in.
+// Retry-After it was given. a is the Agent inside the Identifier's cached
+// answer, so it finds the slot seen counts that answer in.
 func (s *crawlerStats) retried(a *agents.Agent) {
 	if s == nil {
 		return
 	}
-	sl := &s.slots[uintptr(unsafe.Pointer(a))>>6%statsSlots]
-	if sl.name.Load() == nil {
-		n := a.Name
-		sl.name.CompareAndSwap(nil, &n)
+	if sl := s.slot(unsafe.Pointer(a), a.Name); sl != nil {
+		sl.retries.Add(1)
 	}
-	sl.retries.Add(1)
 }
 
 // crawlerCount is one crawler's counts.

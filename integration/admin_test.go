@@ -285,7 +285,7 @@ func TestAdminReloadFileServer(t *testing.T) {
 	if err := os.WriteFile(robots, []byte("User-agent: *\nDisallow: /one/\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	c := newClient(t, globals+`http://reload.localhost:9080 {
+	c := newClient(t, globals+`http://adminreload.localhost:9080 {
 	robots {
 		refresh 1h
 		grace 0s
@@ -296,13 +296,13 @@ func TestAdminReloadFileServer(t *testing.T) {
 	file_server
 }
 `)
-	settle(c, "http://reload.localhost:9080/")
+	settle(c, "http://adminreload.localhost:9080/")
 	const bot = "ReloadBot/1.0 (+https://reload.example/bot)"
-	c.expect("http://reload.localhost:9080/one/x", bot, 403, "Disallow: /one/")
-	c.expect("http://reload.localhost:9080/two/x", bot, 404)
-	before, ok := siteVersion(t, "reload.localhost")
+	c.expect("http://adminreload.localhost:9080/one/x", bot, 403, "Disallow: /one/")
+	c.expect("http://adminreload.localhost:9080/two/x", bot, 404)
+	before, ok := siteVersion(t, "adminreload.localhost")
 	if !ok {
-		t.Fatal("site reload.localhost not in /robots/status")
+		t.Fatal("site adminreload.localhost not in /robots/status")
 	}
 	if err := os.WriteFile(robots, []byte("User-agent: *\nDisallow: /two/\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -311,7 +311,7 @@ func TestAdminReloadFileServer(t *testing.T) {
 	adminJSON(t, http.MethodPost, "/robots/reload", nil, http.StatusOK, &rep)
 	found := false
 	for _, r := range rep.Reloaded {
-		if r.Host == "reload.localhost" {
+		if r.Host == "adminreload.localhost" {
 			found = true
 			if r.Result != "ok" || !r.Changed || r.Previous != before || r.Version == before || r.Error != "" {
 				t.Errorf("reload: %+v (before %s)", r, before)
@@ -319,11 +319,11 @@ func TestAdminReloadFileServer(t *testing.T) {
 		}
 	}
 	if !found {
-		t.Fatalf("reload.localhost not reloaded: %+v", rep)
+		t.Fatalf("adminreload.localhost not reloaded: %+v", rep)
 	}
-	c.expect("http://reload.localhost:9080/two/x", bot, 403, "Disallow: /two/")
-	c.expect("http://reload.localhost:9080/one/x", bot, 404)
-	if after, _ := siteVersion(t, "reload.localhost"); after == before {
+	c.expect("http://adminreload.localhost:9080/two/x", bot, 403, "Disallow: /two/")
+	c.expect("http://adminreload.localhost:9080/one/x", bot, 404)
+	if after, _ := siteVersion(t, "adminreload.localhost"); after == before {
 		t.Errorf("status still shows version %s", after)
 	}
 }
