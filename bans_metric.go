@@ -63,16 +63,3 @@ func (c *bansCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n), kind)
 	}
 }
-
-// registerBansMetric adds the collector to a config's registry.
-func registerBansMetric(reg prometheus.Registerer) error {
-	if reg == nil {
-		return nil
-	}
-	if err := reg.Register(bansCollectorOnce()); err != nil {
-		if _, ok := err.(prometheus.AlreadyRegisteredError); !ok {
-			return err
-		}
-	}
-	return nil
-}

@@ -430,7 +430,7 @@ func (h *Handler) judge(o *outcome, r *http.Request, a *agents.Agent, addr *clie
 		}
 	}
 
-	snap := h.rules.rulesFor(r, host)
+	snap := h.rules.rulesFor(r)
 	if len(snap.versions) == 0 {
 		if snap.unavailable && h.Unavailable == "disallow" {
 			o.action, o.reason = actBlock, reasonUnavailable

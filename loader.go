@@ -190,17 +190,22 @@ func siteHost(hostport string) string {
 	return h
 }
 
+// siteKeyOf is the key of the site r is for.
+func (s *ruleSource) siteKeyOf(r *http.Request) siteKey {
+	return siteKey{server: s.serverKey(r), host: siteHost(r.Host)}
+}
+
 // unavailableSnap is what a site gets while the table has no room for it.
 var unavailableSnap = &snapshot{unavailable: true}
 
 // rulesFor returns the current snapshot for the request's site. For source
 // site, a site seen for the first time is loaded now, waiting at most the
 // fetch timeout (browsers never reach this; only bots wait, once per site).
-func (s *ruleSource) rulesFor(r *http.Request, _ string) *snapshot {
+func (s *ruleSource) rulesFor(r *http.Request) *snapshot {
 	if !s.site {
 		return s.fixed.snap.Load()
 	}
-	k := siteKey{server: s.serverKey(r), host: siteHost(r.Host)}
+	k := s.siteKeyOf(r)
 	hr, added := s.getOrAdd(k)
 	if hr == nil {
 		if ok, n := s.full.allow(time.Now()); ok {
@@ -532,7 +537,7 @@ func (s *ruleSource) prompt(r *http.Request) {
 	if !s.site {
 		return
 	}
-	hr := s.lookup(siteKey{server: s.serverKey(r), host: siteHost(r.Host)})
+	hr := s.lookup(s.siteKeyOf(r))
 	if hr == nil {
 		return
 	}
@@ -553,7 +558,7 @@ func (s *ruleSource) currentOrLoad(r *http.Request) *version {
 	if v := s.current(r); v != nil || !s.site {
 		return v
 	}
-	hr, added := s.getOrAdd(siteKey{server: s.serverKey(r), host: siteHost(r.Host)})
+	hr, added := s.getOrAdd(s.siteKeyOf(r))
 	if hr == nil {
 		return nil
 	}
@@ -579,7 +584,7 @@ func (s *ruleSource) currentOrLoad(r *http.Request) *version {
 func (s *ruleSource) current(r *http.Request) *version {
 	hr := s.fixed
 	if s.site {
-		hr = s.lookup(siteKey{server: s.serverKey(r), host: siteHost(r.Host)})
+		hr = s.lookup(s.siteKeyOf(r))
 	}
 	if hr == nil {
 		return nil

@@ -65,13 +65,22 @@ func initMetrics() {
 	})
 }
 
+// registerMetrics adds every collector of the package to a config's
+// registry (the counters live in the process and survive reloads).
 func registerMetrics(reg prometheus.Registerer) error {
 	initMetrics()
+	return registerCollectors(reg, metrics.decisions, metrics.fetches, metrics.stateErrors,
+		metrics.ruleMemory, metrics.ruleMemoryRefused, metrics.tableFull, metrics.rulesAge,
+		retryCounter(), purposeCollectorOnce(), bansCollectorOnce())
+}
+
+// registerCollectors registers cs in reg, accepting collectors a previous
+// config already registered there.
+func registerCollectors(reg prometheus.Registerer, cs ...prometheus.Collector) error {
 	if reg == nil {
 		return nil
 	}
-	for _, c := range []prometheus.Collector{metrics.decisions, metrics.fetches, metrics.stateErrors,
-		metrics.ruleMemory, metrics.ruleMemoryRefused, metrics.tableFull, metrics.rulesAge} {
+	for _, c := range cs {
 		if err := reg.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError
 			if !errors.As(err, &are) {

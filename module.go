@@ -400,15 +400,6 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if err := registerMetrics(ctx.GetMetricsRegistry()); err != nil {
 		return fmt.Errorf("robots: registering metrics: %w", err)
 	}
-	if err := registerBansMetric(ctx.GetMetricsRegistry()); err != nil {
-		return fmt.Errorf("robots: registering metrics: %w", err)
-	}
-	if err := registerPurposeMetric(ctx.GetMetricsRegistry()); err != nil {
-		return fmt.Errorf("robots: registering metrics: %w", err)
-	}
-	if err := registerRetryMetric(ctx.GetMetricsRegistry()); err != nil {
-		return fmt.Errorf("robots: registering metrics: %w", err)
-	}
 
 	h.ident = sharedIdentifier()
 

@@ -63,20 +63,12 @@ func (c *purposeCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// registerPurposeMetric adds the collector to a config's registry.
-func registerPurposeMetric(reg prometheus.Registerer) error {
+// purposeCollectorOnce returns the process's purpose collector.
+func purposeCollectorOnce() *purposeCollector {
 	purposeMetric.once.Do(func() {
 		purposeMetric.c = &purposeCollector{desc: prometheus.NewDesc("caddy_robots_purpose_decisions_total",
 			"Decisions on requests from bots, by the crawler's documented purpose and the action (allow, block, throttle, ban).",
 			[]string{"purpose", "action"}, nil)}
 	})
-	if reg == nil {
-		return nil
-	}
-	if err := reg.Register(purposeMetric.c); err != nil {
-		if _, ok := err.(prometheus.AlreadyRegisteredError); !ok {
-			return err
-		}
-	}
-	return nil
+	return purposeMetric.c
 }

@@ -25,7 +25,6 @@ package caddyrobots
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/netip"
 	"net/url"
@@ -510,18 +509,7 @@ func initRangesMetrics() {
 
 func registerRangesMetrics(reg prometheus.Registerer) error {
 	initRangesMetrics()
-	if reg == nil {
-		return nil
-	}
-	for _, c := range []prometheus.Collector{rangesMetrics.fetches, rangesMetrics.ages} {
-		if err := reg.Register(c); err != nil {
-			var are prometheus.AlreadyRegisteredError
-			if !errors.As(err, &are) {
-				return fmt.Errorf("registering collector: %w", err)
-			}
-		}
-	}
-	return nil
+	return registerCollectors(reg, rangesMetrics.fetches, rangesMetrics.ages)
 }
 
 // trackedVerifiers are the verifiers of live handlers, for the age metric.

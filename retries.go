@@ -33,16 +33,3 @@ func countRetry(enforcing bool) {
 	}
 	retryCounter().WithLabelValues(mode).Inc()
 }
-
-// registerRetryMetric adds the counter to a config's registry.
-func registerRetryMetric(reg prometheus.Registerer) error {
-	if reg == nil {
-		return nil
-	}
-	if err := reg.Register(retryCounter()); err != nil {
-		if _, ok := err.(prometheus.AlreadyRegisteredError); !ok {
-			return err
-		}
-	}
-	return nil
-}
