@@ -89,10 +89,13 @@ func formsOf(r *http.Request) targetForms {
 	t.add(cleanPath(rawPath) + q)
 	// The decoded path, as Go parses the request and file_server or a
 	// decoding backend act on it.
-	if dec, err := url.PathUnescape(rawPath); err == nil {
+	dec, err := url.PathUnescape(rawPath)
+	if err == nil {
 		t.addDecoded(dec, q)
 	}
-	if origURL != nil {
+	// Go's own decoding of the original request, when it read the target
+	// differently (absolute-form, or an escape PathUnescape refused).
+	if origURL != nil && (err != nil || origURL.Path != dec) {
 		t.addDecoded(origURL.Path, q)
 	}
 	// The URL as it is now, after any rewrite ahead of this handler.
