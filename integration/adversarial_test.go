@@ -361,7 +361,7 @@ func TestAdversarialAbortedClientDownload(t *testing.T) {
 	dir := advSite(t, big)
 	app := startNormalising(t, big)
 	newClient(t, globals+`
-http://files.localhost:9080 {
+http://abortfiles.localhost:9080 {
 	root * `+dir+`
 	robots {
 		crawl_delay off
@@ -369,7 +369,7 @@ http://files.localhost:9080 {
 	}
 	file_server
 }
-http://proxied.localhost:9080 {
+http://abortproxied.localhost:9080 {
 	robots {
 		crawl_delay off
 		strikes off
@@ -378,7 +378,7 @@ http://proxied.localhost:9080 {
 }
 `)
 	ua := "User-Agent: " + exampleUA
-	for _, host := range []string{"files.localhost:9080", "proxied.localhost:9080"} {
+	for _, host := range []string{"abortfiles.localhost:9080", "abortproxied.localhost:9080"} {
 		if s, _ := rawGet(t, "127.0.0.1:9080", "GET", "/private/secret.html", host, ua); s != 403 {
 			t.Fatalf("%s: baseline %d", host, s)
 		}
