@@ -5,6 +5,7 @@
 package integration
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -15,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -221,11 +223,39 @@ func newClientOf(t *testing.T, config, adapter string) client {
 	// Fresh connections for every request: a keep-alive connection to a
 	// server that a config reload is shutting down could fail.
 	tc.Client.Transport.(*http.Transport).DisableKeepAlives = true
+	tc.Client.Transport = resetRetrier{tc.Client.Transport}
 	tc.InitServer(config, adapter)
 	if t.Failed() {
 		t.FailNow()
 	}
 	return client{t: t, tc: tc}
+}
+
+// resetRetrier resends a request whose connection the server reset before
+// answering. On Linux, Caddy binds a reloaded server's port with
+// SO_REUSEPORT: a connection the kernel queued on the old server's socket
+// in the moment before that socket closes is reset unread. The request was
+// never served, so sending it again changes nothing the test counts.
+type resetRetrier struct{ next http.RoundTripper }
+
+func (r resetRetrier) RoundTrip(req *http.Request) (*http.Response, error) {
+	for attempt := 0; ; attempt++ {
+		res, err := r.next.RoundTrip(req)
+		if err == nil || attempt == 3 || !errors.Is(err, syscall.ECONNRESET) {
+			return res, err
+		}
+		if req.Body != nil && req.Body != http.NoBody {
+			if req.GetBody == nil {
+				return res, err
+			}
+			body, gerr := req.GetBody()
+			if gerr != nil {
+				return res, err
+			}
+			req.Body = body
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 type response struct {
