@@ -70,6 +70,11 @@ type hostRules struct {
 	// restored is set once the site's version history was read from
 	// storage.
 	restored bool
+	// loadedBy is the config generation (ruleSource.gen) of the newest
+	// config whose handler loaded the site: a site that only an older
+	// config loaded is loaded again before a crawler's first decision
+	// under the new one (see rulesFor).
+	loadedBy atomic.Uint64
 }
 
 // hostTable holds the robots.txt versions of each site, and when each

@@ -78,7 +78,13 @@ type ruleSource struct {
 	// full limits the warning about the table being full or over its
 	// memory bound.
 	full logLimiter
+	// gen orders the handlers' configs: it grows with each provisioning.
+	gen uint64
 }
+
+// sourceGen numbers ruleSources in the order they are made, so a site's
+// loadedBy says whether the config now serving it has loaded it yet.
+var sourceGen atomic.Uint64
 
 // versionPool keeps host tables across config reloads.
 var versionPool = caddy.NewUsagePool()
@@ -108,7 +114,7 @@ func newRuleSource(h *Handler, ctx caddy.Context) (*ruleSource, error) {
 	if err != nil {
 		return nil, fmt.Errorf("robots: version table: %w", err)
 	}
-	s := &ruleSource{h: h, ctx: ctx, hostTable: val.(*hostTable), tableKey: key, site: h.Source == "site", storage: storageOf(ctx)}
+	s := &ruleSource{h: h, ctx: ctx, hostTable: val.(*hostTable), tableKey: key, site: h.Source == "site", storage: storageOf(ctx), gen: sourceGen.Add(1)}
 	switch h.Source {
 	case "inline":
 		s.fixed = s.fixedRules()
@@ -222,7 +228,13 @@ func (s *ruleSource) rulesFor(r *http.Request) *snapshot {
 		s.restore(hr)
 	}
 	snap := hr.snap.Load()
-	if snap.pending {
+	if snap.pending || hr.loadedBy.Load() < s.gen {
+		// The first crawler of a site, or the first since a config
+		// reload, waits for the load (at most the fetch timeout): the
+		// new config may route /robots.txt to another file or backend,
+		// and its rules apply from its first decision, not from the
+		// next refresh. Two handlers of one config load a site at most
+		// once each, as loadedBy only grows.
 		s.load(hr, r)
 		snap = hr.snap.Load()
 	}
@@ -268,6 +280,14 @@ func (s *ruleSource) load(hr *hostRules, r *http.Request) {
 		close(ch)
 	}()
 	s.fetchSite(hr, hostHeader, https)
+	// Failed or not, this config has tried: a failure keeps the last good
+	// copy and retries on the refresh schedule, not on every request.
+	for {
+		old := hr.loadedBy.Load()
+		if old >= s.gen || hr.loadedBy.CompareAndSwap(old, s.gen) {
+			break
+		}
+	}
 }
 
 // fetchSite performs the virtual GET /robots.txt through the server and

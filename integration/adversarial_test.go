@@ -652,3 +652,42 @@ http://groups.localhost:9080 {
 		t.Errorf("heap grew by %d MiB", grew>>20)
 	}
 }
+
+// TestAdversarialReloadAppliesAtOnce: a config reload that gives a site
+// another robots.txt (here a new root) applies the new rules from the
+// first decision after it. The rules of the previous config used to stay
+// until the next refresh (up to a second), refusing pages the new file
+// allows. (Pages the new file newly forbids stay allowed for 24 hours,
+// the grace a crawler holding the old file is owed; so the switch back is
+// seen in which rule refuses.)
+func TestAdversarialReloadAppliesAtOnce(t *testing.T) {
+	before := advSite(t, "User-agent: *\nDisallow: /x/\nDisallow: /private/\n")
+	after := advSite(t, "User-agent: *\nAllow: /public/\nDisallow: /x/\n")
+	config := func(root string) string {
+		return globals + `
+http://reload-at-once.localhost:9080 {
+	root * ` + root + `
+	robots {
+		refresh 1h
+		crawl_delay off
+		strikes off
+	}
+	file_server
+}
+`
+	}
+	const site = "http://reload-at-once.localhost:9080"
+	c := newClient(t, config(before))
+	c.expect(site+"/private/secret.html", exampleUA, 403)
+	c.expect(site+"/x/y", exampleUA, 403, "Rule: Disallow: /x/ (line 2)")
+	for round := range 3 {
+		c = newClient(t, config(after))
+		c.expect(site+"/private/secret.html", exampleUA, 200, secret)
+		c.expect(site+"/x/y", exampleUA, 403, "Rule: Disallow: /x/ (line 3)")
+		c = newClient(t, config(before))
+		c.expect(site+"/x/y", exampleUA, 403, "Rule: Disallow: /x/ (line 2)")
+		if t.Failed() {
+			t.Fatalf("round %d: the previous config's rules applied after the reload", round)
+		}
+	}
+}
