@@ -219,7 +219,12 @@ func newClientOf(t *testing.T, config, adapter string) client {
 	if testing.Short() && os.Getenv("CI") == "true" {
 		t.Fatal("integration tests must not run with -short in CI")
 	}
-	tc := caddytest.NewTester(t)
+	// caddytest's 5 s for a config load or a request is tight for a
+	// 2-core runner under the race detector; a hang still fails, later.
+	tc := caddytest.NewTester(t).WithDefaultOverrides(caddytest.Config{
+		TestRequestTimeout: 20 * time.Second,
+		LoadRequestTimeout: 20 * time.Second,
+	})
 	// Fresh connections for every request: a keep-alive connection to a
 	// server that a config reload is shutting down could fail.
 	tc.Client.Transport.(*http.Transport).DisableKeepAlives = true
