@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -24,11 +25,55 @@ import (
 //
 // Writes happen in the background after a version changes; a site's
 // history is read once, when the site is first seen.
+//
+// A history is written at once when the site has one in storage already,
+// when it holds more than one version (a change: what the grace rule needs
+// after a restart), and for file and inline sources. A new site with one
+// version is written only once it is established: requested again at
+// least establishAfter after it was first seen. So a flood of random Host
+// names on a catch-all site writes nothing, and maxStoredSites bounds what
+// a patient one can make this process write.
 const (
-	historyPrefix = "caddy-robots/sites/"
-	bodyPrefix    = "caddy-robots/robots/"
-	storageTTL    = 5 * time.Second // bound on one storage call
+	historyPrefix  = "caddy-robots/sites/"
+	bodyPrefix     = "caddy-robots/robots/"
+	storageTTL     = 5 * time.Second // bound on one storage call
+	establishAfter = 60              // seconds, on the coarse clock
+	maxStoredSites = 4 * maxHosts    // new site histories one process writes
 )
+
+// storedSites counts the site histories this process created in storage.
+var storedSites atomic.Int64
+
+// storeFull limits the warning about maxStoredSites.
+var storeFull logLimiter
+
+// established reports whether a site was requested at least establishAfter
+// after it was first seen.
+func established(hr *hostRules) bool { return hr.used.Load()-hr.born >= establishAfter }
+
+// persistOrDefer writes the site's history now, or marks it dirty for the
+// refresh loop when the site is too new to be worth a file (see
+// establishAfter). Called with hr.mu held.
+func (s *ruleSource) persistOrDefer(hr *hostRules) {
+	if hr.stored || len(hr.snap.Load().versions) > 1 || hr.key.host == "" || established(hr) {
+		s.persist(hr)
+		return
+	}
+	hr.dirty.Store(true)
+}
+
+// persistDue writes the history of a site held back by persistOrDefer once
+// the site is established.
+func (s *ruleSource) persistDue(hr *hostRules) {
+	if !hr.dirty.Load() || !established(hr) {
+		return
+	}
+	hr.mu.Lock()
+	defer hr.mu.Unlock()
+	if hr.dirty.Load() {
+		s.persist(hr)
+	}
+}
 
 // storedHistory is the JSON form of a site's versions, newest first.
 type storedHistory struct {
@@ -63,10 +108,22 @@ func (s *ruleSource) historyKey(k siteKey) string {
 
 // persist writes the site's versions to storage in the background. Every
 // write stores the snapshot current when it runs, under the site's lock, so
-// an older history never overwrites a newer one.
+// an older history never overwrites a newer one. Called with hr.mu held.
 func (s *ruleSource) persist(hr *hostRules) {
+	hr.dirty.Store(false)
 	if s.storage == nil {
 		return
+	}
+	if !hr.stored {
+		if storedSites.Add(1) > maxStoredSites {
+			storedSites.Add(-1)
+			if ok, n := storeFull.allow(time.Now()); ok {
+				s.h.logger.Warn("robots: too many site histories written by this process; new sites' robots.txt history is not kept in storage",
+					zap.Int("max", maxStoredSites), zap.String("host", hr.key.host), zap.Int("suppressed_since_last_warning", n))
+			}
+			return
+		}
+		hr.stored = true
 	}
 	// The keys are taken now, not in the goroutine, which may run after
 	// the handler was cleaned up.
@@ -122,6 +179,7 @@ func (s *ruleSource) restore(hr *hostRules) {
 	if len(vs) == 0 {
 		return
 	}
+	hr.stored = true
 	old := hr.snap.Load()
 	if len(old.versions) > 0 {
 		s.releaseVersions(vs) // loaded meanwhile; keep what is there

@@ -70,6 +70,13 @@ type hostRules struct {
 	// restored is set once the site's version history was read from
 	// storage.
 	restored bool
+	// born is the coarse clock when the site entered the table; stored
+	// (under mu) is set once it has a history in storage, read or
+	// written; dirty marks a history held back because the site is new
+	// (see persistOrDefer).
+	born   int64
+	stored bool
+	dirty  atomic.Bool
 	// loadedBy is the config generation (ruleSource.gen) of the newest
 	// config whose handler loaded the site: a site that only an older
 	// config loaded is loaded again before a crawler's first decision
@@ -174,7 +181,8 @@ func (t *hostTable) getOrAdd(k siteKey) (hr *hostRules, added bool) {
 	}
 	hr = &hostRules{key: k}
 	hr.snap.Store(&snapshot{pending: true})
-	hr.used.Store(coarseNow.Load())
+	hr.born = coarseNow.Load()
+	hr.used.Store(hr.born)
 	t.hosts[k] = hr
 	t.publishView()
 	t.hotSlot(k).Store(hr)

@@ -514,7 +514,7 @@ func (s *ruleSource) publish(hr *hostRules, body []byte) error {
 	}
 	hr.snap.Store(&snapshot{versions: vs})
 	s.releaseVersions(dropped)
-	s.persist(hr)
+	s.persistOrDefer(hr)
 	if len(old.versions) > 0 {
 		s.h.logger.Info("robots: robots.txt changed", zap.String("host", hr.key.host),
 			zap.String("version", id), zap.String("previous", old.versions[0].id), zap.Int("bytes", len(body)))
@@ -645,6 +645,11 @@ func (s *ruleSource) refreshLoop() {
 		}
 		for _, hr := range due {
 			s.load(hr, nil)
+		}
+		for _, hr := range s.allHosts() {
+			if hr.key.server == *k {
+				s.persistDue(hr)
+			}
 		}
 	}
 }

@@ -564,6 +564,7 @@ func TestAdversarialHostFlood(t *testing.T) {
 	runtime.GC()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
+	filesBefore := siteHistories(t)
 	start := time.Now()
 	for i := range 300 {
 		host := fmt.Sprintf("%s.flood.localhost:9080", randHex(8))
@@ -582,6 +583,23 @@ func TestAdversarialHostFlood(t *testing.T) {
 	if grew > 64<<20 {
 		t.Errorf("heap grew by %d MiB for 300 hosts sharing one robots.txt", grew>>20)
 	}
+	// Nor does the flood fill the disk: a new site's history is written
+	// once the site is established (requested again a minute later), or
+	// when its robots.txt changes. It used to be one file per Host.
+	time.Sleep(500 * time.Millisecond) // histories are written in the background
+	if n := siteHistories(t) - filesBefore; n > 2 {
+		t.Errorf("300 random hosts wrote %d site histories to storage", n)
+	}
+}
+
+// siteHistories counts the site histories in the tests' Caddy storage.
+func siteHistories(t *testing.T) int {
+	t.Helper()
+	entries, err := os.ReadDir(filepath.Join(os.Getenv("CADDY_ROBOTS_IT_STORAGE"), "caddy-robots", "sites"))
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	return len(entries)
 }
 
 func randHex(n int) string {
