@@ -4,7 +4,7 @@
 # claiming Googlebot, 2% random Host names on a catch-all site (bench/mixed.lua).
 # The addresses reach Caddy as X-Forwarded-For from loopback, which the
 # config trusts strictly, so every request is judged as a distinct client.
-# Google's IP list is given as a file (current, as a downloaded one is in
+# Google's IP list is given as a file (dated now, as a downloaded one is in
 # production), so impostors are proven by the list; no DNS, no downloads.
 #
 # One Caddy serves both sites (same files) on two ports. The load runs in
@@ -16,6 +16,7 @@
 #
 #   bench/mixed.sh                     # 2 ABBA rounds of 15 s, wrk -t2 -c64 (~2.5 min)
 #   ROUNDS=4 DURATION=10s bench/mixed.sh
+#   PROFILE_OUT=/tmp/p bench/mixed.sh  # also keep a CPU profile of each site
 #
 # Needs wrk (apt-get install wrk). Only loopback is used.
 set -euo pipefail
@@ -34,6 +35,12 @@ export CADDY_ROBOTS_RANGES_OPERATORS=off
 work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
 go build -o "$work/caddy" ./cmd/caddy
+# The embedded snapshot of Google's list, dated now: a list fetched in
+# production is at most ranges_refresh old, so it proves impostors without
+# DNS. (Dated as published, months old, every impostor would go to DNS.)
+sed -E "s/\"creationTime\": *\"[^\"]*\"/\"creationTime\": \"$(date -u +%Y-%m-%dT%H:%M:%S.000000)\"/" \
+	agents/data/ips/google/googlebot.json >"$work/googlebot.json"
+grep -q "\"creationTime\": \"$(date -u +%Y-%m-%d)" "$work/googlebot.json" || { echo "could not date the Google list" >&2; exit 1; }
 site=$(pwd)/examples/site
 cat > "$work/Caddyfile" <<CFG
 {
@@ -56,7 +63,7 @@ cat > "$work/Caddyfile" <<CFG
 		verify {
 			resolver 127.0.0.1:9
 			timeout 100ms
-			ranges google-common $(pwd)/agents/data/ips/google/googlebot.json
+			ranges google-common $work/googlebot.json
 		}
 	}
 	file_server
@@ -78,9 +85,21 @@ load() { # $1: label, $2: port, $3: duration
 }
 load warmup "$PORT_OFF" 5s
 load warmup "$PORT_ON" 5s
+# With PROFILE_OUT set, the first run of each site is profiled for 10 s
+# (from 2 s into it) and the profiles kept there with the binary.
+profiled() { # $1: label, $2: port, $3: duration
+	local cp=
+	if [ -n "${PROFILE_OUT:-}" ] && [ ! -e "$PROFILE_OUT/$1-cpu.prof" ]; then
+		mkdir -p "$PROFILE_OUT" && cp "$work/caddy" "$PROFILE_OUT/caddy"
+		(sleep 2; curl -fsS -o "$PROFILE_OUT/$1-cpu.prof" "http://localhost:$ADMIN_PORT/debug/pprof/profile?seconds=10") &
+		cp=$!
+	fi
+	load "$1" "$2" "$3"
+	if [ -n "$cp" ]; then wait "$cp"; fi
+}
 for _ in $(seq "$ROUNDS"); do
-	load without "$PORT_OFF" "$DURATION"
-	load with "$PORT_ON" "$DURATION"
+	profiled without "$PORT_OFF" "$DURATION"
+	profiled with "$PORT_ON" "$DURATION"
 	load with "$PORT_ON" "$DURATION"
 	load without "$PORT_OFF" "$DURATION"
 done

@@ -30,6 +30,7 @@
 #   bench/wrk.sh                      # 40 rounds, 1 s per run, wrk -t2 -c32 (~6 min)
 #   ROUNDS=60 bench/wrk.sh
 #   MIN_RATIO=97 bench/wrk.sh         # exit 1 if a median ratio is below 97%
+#   PROFILE_OUT=/tmp/p bench/wrk.sh   # keep the CPU and alloc profiles and the binary
 #
 # Needs wrk (apt-get install wrk) and Linux /proc. Only loopback is used.
 set -euo pipefail
@@ -162,6 +163,9 @@ if [ "$PROFILE_SECONDS" -gt 0 ]; then
     curl -fsS -o "$work/cpu.prof" "http://localhost:$ADMIN_PORT/debug/pprof/profile?seconds=$PROFILE_SECONDS"
     curl -fsS -o "$work/allocs.prof" "http://localhost:$ADMIN_PORT/debug/pprof/allocs?seconds=5"
     wait "$load"
+    if [ -n "${PROFILE_OUT:-}" ]; then # keep the profiles and the binary to read them with
+      mkdir -p "$PROFILE_OUT" && cp "$work/cpu.prof" "$PROFILE_OUT/$kind-cpu.prof" && cp "$work/allocs.prof" "$PROFILE_OUT/$kind-allocs.prof" && cp "$work/caddy" "$PROFILE_OUT/caddy"
+    fi
     read -r hcpu hstack gc _ < <(go tool pprof -traces "$work/caddy" "$work/cpu.prof" 2>/dev/null | awk -f bench/handler-share.awk)
     read -r halloc _ < <(go tool pprof -sample_index=alloc_space -traces "$work/caddy" "$work/allocs.prof" 2>/dev/null | awk -f bench/handler-share.awk)
     est=$(awk -v h="$hcpu" -v g="$gc" -v a="$halloc" 'BEGIN {printf "%.1f", 100 - h - g * a / 100}')
