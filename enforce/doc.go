@@ -157,12 +157,15 @@
 // rules, with targets built against the index and the searches (every
 // required substring present in the wrong order, runs of one octet,
 // thousands of escapes, nested runs such as "/*a*aa*aaa", '$' rules), one
-// decision took 5–55 µs (medians on a busy 2-core VM; 75–107 µs for runs
-// of one octet, depending on the load), and 0.4 ms for the rules of random
-// two- to four-letter segments, whose automaton (22,656 nodes, 18,245
-// segments) outgrows the caches and reports segments at every offset
-// (BenchmarkWorstCase* in worst_test.go; the same decisions took 1.2–28 ms
-// before the one-pass fallback). Longer targets get the same exact answer,
+// decision took 4–55 µs (medians on a 2-core VM; 73–107 µs for runs of
+// one octet, depending on the load), and 0.32–0.4 ms for the rules of
+// random two- to four-letter segments, whose automaton (22,656 nodes,
+// 18,245 segments) outgrows the caches and reports segments at every
+// offset: there the steps alone take about 70 µs (each a load from a 1 MiB
+// table that depends on the one before), following the reported segments
+// at each of the 8,191 offsets to the rules waiting for them most of the
+// rest (BenchmarkWorstCase* in worst_test.go; the same decisions took
+// 1.2–28 ms before the one-pass fallback). Longer targets get the same exact answer,
 // in time proportional to their length. Typical decisions never reach the
 // budget and cost what they did. The automaton takes memory linear in the
 // wildcard segments, its transition rows capped at 1 MiB per group:
