@@ -9,6 +9,7 @@ package integration
 import (
 	"bufio"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -19,6 +20,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -139,28 +141,59 @@ func (b *normalisingBackend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // connection, and returns the status and body.
 func rawGet(t *testing.T, addr, method, target, host string, headers ...string) (int, string) {
 	t.Helper()
-	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
-	if err != nil {
-		t.Fatalf("dial %s: %v", addr, err)
-	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(20 * time.Second))
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n", method, target, host)
 	for _, h := range headers {
 		b.WriteString(h + "\r\n")
 	}
 	b.WriteString("\r\n")
-	if _, err := io.WriteString(conn, b.String()); err != nil {
-		t.Fatalf("write: %v", err)
+	for attempt := 0; ; attempt++ {
+		status, body, unread, err := rawOnce(addr, b.String())
+		if err == nil {
+			return status, body
+		}
+		// A connection closed or reset before one byte of answer was the
+		// old server's, as a config reload shut it down (see
+		// resetRetrier): the request was never served, so it is sent again.
+		if !unread || attempt == 3 {
+			t.Fatalf("%s %s: %v", method, target, err)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
-	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+}
+
+// rawOnce sends req on a new connection to addr and reads the response;
+// unread reports that the connection ended before any byte of it.
+func rawOnce(addr, req string) (status int, body string, unread bool, err error) {
+	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
-		t.Fatalf("%s %s: reading response: %v", method, target, err)
+		return 0, "", false, fmt.Errorf("dial %s: %w", addr, err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(20 * time.Second))
+	if _, err := io.WriteString(conn, req); err != nil {
+		return 0, "", errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE), fmt.Errorf("write: %w", err)
+	}
+	cr := &countingReader{r: conn}
+	res, err := http.ReadResponse(bufio.NewReader(cr), nil)
+	if err != nil {
+		return 0, "", cr.n == 0, fmt.Errorf("reading response: %w", err)
 	}
 	defer res.Body.Close()
-	body, _ := io.ReadAll(res.Body)
-	return res.StatusCode, string(body)
+	data, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(data), false, nil
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n int
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += n
+	return n, err
 }
 
 const advRobots = "User-agent: *\nDisallow: /private/\n\nUser-agent: Googlebot\nAllow: /\n"
