@@ -38,7 +38,8 @@ func admin(t *testing.T, method, path string, body any) (int, []byte) {
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	c := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	// The admin endpoint is replaced on each config load, like the site.
+	c := &http.Client{Timeout: 30 * time.Second, Transport: resetRetrier{&http.Transport{DisableKeepAlives: true}}}
 	res, err := c.Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, path, err)
