@@ -2,10 +2,7 @@ package caddyrobots
 
 import (
 	"bytes"
-	"image"
-	"image/png"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,6 +10,7 @@ import (
 
 	"github.com/caddyrobots/caddy-robots/enforce"
 	"github.com/caddyrobots/caddy-robots/internal/audit"
+	"github.com/caddyrobots/caddy-robots/internal/chromiumtest"
 )
 
 func writeFile(t *testing.T, path, content string) {
@@ -95,19 +93,7 @@ func TestAuditOutFile(t *testing.T) {
 // Without chromium it skips, except under CI=true, where it fails
 // (scripts/need-chromium.sh installs it).
 func TestAuditHTMLInChromium(t *testing.T) {
-	chromium := ""
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			chromium = p
-			break
-		}
-	}
-	if chromium == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("chromium is required under CI=true: run scripts/need-chromium.sh")
-		}
-		t.Skip("chromium not installed (scripts/need-chromium.sh installs it)")
-	}
+	chromium := chromiumtest.Find(t)
 	dir := t.TempDir()
 	report := filepath.Join(dir, "report.html")
 	code, _, _, err := runCLI(t, "audit", "--robots", siteRobots, "--robots-new", "testdata/cli/new.robots.txt",
@@ -115,55 +101,14 @@ func TestAuditHTMLInChromium(t *testing.T) {
 	if code != exitOK || err != nil {
 		t.Fatalf("code %d err %v", code, err)
 	}
-	shot := filepath.Join(dir, "report.png")
-	if p := os.Getenv("ROBOTS_SCREENSHOT"); p != "" {
-		shot = p // keep it, to look at
-	}
-	cmd := exec.Command(chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-		"--user-data-dir="+filepath.Join(dir, "profile"), "--screenshot="+shot, "--window-size=412,915", "file://"+report)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("chromium: %v\n%s", err, out)
-	}
-	f, err := os.Open(shot)
-	if err != nil {
-		t.Fatalf("no screenshot: %v", err)
-	}
-	defer f.Close()
-	img, err := png.Decode(f)
-	if err != nil {
-		t.Fatalf("screenshot is not a PNG: %v", err)
-	}
-	if b := img.Bounds(); b.Dx() != 412 || b.Dy() != 915 {
-		t.Errorf("screenshot is %v, want 412x915", b)
-	}
-	colours, red := countColours(img)
+	img := chromiumtest.Screenshot(t, chromium, "file://"+report, 412, 915, os.Getenv("ROBOTS_SCREENSHOT"))
+	colours, red := chromiumtest.Colours(img, func(r, g, b uint32) bool { return r > 180 && g < 90 && b < 90 })
 	if colours < 8 {
 		t.Errorf("screenshot looks blank: %d distinct colours", colours)
 	}
 	if red == 0 {
 		t.Errorf("no red pixels: the violation figures and bars should show")
 	}
-}
-
-// countColours returns the number of distinct colours of img (capped) and
-// the number of strongly red pixels.
-func countColours(img image.Image) (int, int) {
-	seen := map[uint32]bool{}
-	red := 0
-	b := img.Bounds()
-	for y := b.Min.Y; y < b.Max.Y; y++ {
-		for x := b.Min.X; x < b.Max.X; x++ {
-			r, g, bl, _ := img.At(x, y).RGBA()
-			r, g, bl = r>>8, g>>8, bl>>8
-			if len(seen) < 1000 {
-				seen[r<<16|g<<8|bl] = true
-			}
-			if r > 180 && g < 90 && bl < 90 {
-				red++
-			}
-		}
-	}
-	return len(seen), red
 }
 
 func TestAuditProgressBar(t *testing.T) {

@@ -3,18 +3,17 @@ package integration
 import (
 	"bytes"
 	"encoding/json"
-	"image"
-	"image/png"
 	"io"
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/caddyrobots/caddy-robots/internal/chromiumtest"
 )
 
 // adminURL is the admin endpoint of the test Caddy.
@@ -329,29 +328,13 @@ func TestAdminReloadFileServer(t *testing.T) {
 	}
 }
 
-// findChromium returns a Chromium binary; without one the test fails under
-// CI=true and skips elsewhere (scripts/need-chromium.sh installs it).
-func findChromium(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("chromium is required under CI=true: run scripts/need-chromium.sh")
-	}
-	t.Skip("chromium not installed (scripts/need-chromium.sh installs it)")
-	return ""
-}
-
 // TestAdminStatusPageInChromium loads the status page in a real headless
 // Chromium at a phone's size. Browsers send Sec-Fetch-Mode without an
 // Origin when opening an address, which the admin endpoint refuses, so the
 // page is read the way the module's documentation says: through a site
 // that proxies GET /robots/ to the admin endpoint without those headers.
 func TestAdminStatusPageInChromium(t *testing.T) {
-	chromium := findChromium(t)
+	chromium := chromiumtest.Find(t)
 	backend.set("page.localhost", 200, "User-agent: *\nDisallow: /private/\n\nUser-agent: GPTBot\nDisallow: /\n")
 	c := newClient(t, globals+`http://page.localhost:9080 {
 	robots {
@@ -404,38 +387,13 @@ http://status.localhost:9080 {
 		t.Fatalf("status page through the proxy: %d %.300s", res.status, res.body)
 	}
 
-	dir := t.TempDir()
-	shot := filepath.Join(dir, "status.png")
-	if p := os.Getenv("ROBOTS_SCREENSHOT"); p != "" {
-		shot = p // keep it, to look at
-	}
-	_ = os.Remove(shot)
-	cmd := exec.Command(chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-		"--user-data-dir="+filepath.Join(dir, "profile"), "--screenshot="+shot, "--window-size=412,915",
-		"http://status.localhost:9080/robots/")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("chromium: %v\n%s", err, out)
-	}
+	const statusPage = "http://status.localhost:9080/robots/"
+	img := chromiumtest.Screenshot(t, chromium, statusPage, 412, 915, os.Getenv("ROBOTS_SCREENSHOT"))
 	if p := os.Getenv("ROBOTS_SCREENSHOT"); p != "" {
 		// A tall one too, to look at the whole page.
-		full := strings.TrimSuffix(p, ".png") + "-full.png"
-		_ = exec.Command(chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-			"--user-data-dir="+filepath.Join(dir, "profile"), "--screenshot="+full, "--window-size=412,2400",
-			"http://status.localhost:9080/robots/").Run()
+		chromiumtest.Screenshot(t, chromium, statusPage, 412, 2400, strings.TrimSuffix(p, ".png")+"-full.png")
 	}
-	f, err := os.Open(shot)
-	if err != nil {
-		t.Fatalf("no screenshot: %v", err)
-	}
-	defer f.Close()
-	img, err := png.Decode(f)
-	if err != nil {
-		t.Fatalf("screenshot is not a PNG: %v", err)
-	}
-	if b := img.Bounds(); b.Dx() != 412 || b.Dy() != 915 {
-		t.Errorf("screenshot is %v, want 412x915", b)
-	}
-	colours, dark := pageColours(img)
+	colours, dark := chromiumtest.Colours(img, func(r, g, b uint32) bool { return r < 60 && g < 60 && b < 70 })
 	if colours < 8 {
 		t.Errorf("screenshot looks blank: %d distinct colours", colours)
 	}
@@ -444,27 +402,6 @@ http://status.localhost:9080 {
 	if dark < 412*20 {
 		t.Errorf("only %d dark pixels: the page's header did not render", dark)
 	}
-}
-
-// pageColours returns the number of distinct colours of img (capped at
-// 1000) and the number of dark pixels.
-func pageColours(img image.Image) (int, int) {
-	seen := map[uint32]bool{}
-	dark := 0
-	b := img.Bounds()
-	for y := b.Min.Y; y < b.Max.Y; y++ {
-		for x := b.Min.X; x < b.Max.X; x++ {
-			r, g, bl, _ := img.At(x, y).RGBA()
-			r, g, bl = r>>8, g>>8, bl>>8
-			if len(seen) < 1000 {
-				seen[r<<16|g<<8|bl] = true
-			}
-			if r < 60 && g < 60 && bl < 70 {
-				dark++
-			}
-		}
-	}
-	return len(seen), dark
 }
 
 // TestAdminRedisBans: with a Redis store the status shows its health (a
