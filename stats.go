@@ -1,21 +1,21 @@
 package caddyrobots
 
 import (
+	"hash/maphash"
 	"sort"
 	"sync/atomic"
-	"unsafe"
 
 	"github.com/caddyrobots/caddy-robots/agents"
 )
 
 // crawlerStats counts decisions per crawler name for the admin API's top
 // crawlers and top offenders, in a fixed table: memory is bounded whatever
-// names a flood sends, and counting costs one hash and one atomic add on a
-// cache line of the calling core's shard (allowed requests are counted on
-// every bot request, so one shared line would bounce between cores). Two
-// names that land in one slot share it (the first to arrive names it), so
-// the counts are approximate for the long tail and exact for the few
-// crawlers that matter.
+// names a flood sends, and counting costs one hash of the name and one
+// atomic add on a cache line of the calling core's shard (allowed requests
+// are counted on every bot request, so one shared line would bounce between
+// cores). A slot belongs to one name; a name whose few probed slots all
+// belong to others goes uncounted, so only the long tail of a full table
+// is lost, never the crawlers that came first.
 type crawlerStats struct {
 	slots [statsSlots]statsSlot
 }
@@ -23,8 +23,7 @@ type crawlerStats struct {
 const statsSlots = 256
 
 type statsSlot struct {
-	owner   atomic.Uintptr // address of the crawler's Identifier answer
-	name    atomic.Pointer[string]
+	name    atomic.Pointer[string] // the crawler the slot belongs to; nil: free
 	refused atomic.Uint64
 	retries atomic.Uint64
 	_       [32]byte // the rare writes above on a line of their own
@@ -33,24 +32,27 @@ type statsSlot struct {
 
 func newCrawlerStats() *crawlerStats { return &crawlerStats{} }
 
-// slot returns the slot of the crawler whose Identifier answer is at p
-// (agents.Shared starts with its Agent, so the Shared and its Agent give
-// the same p), claiming a free one on first sight; nil when the few slots
-// probed belong to others (the table is full: such requests go uncounted).
-// The owner is compared by address only, so a slot cannot be shared by
-// two crawlers.
-func (s *crawlerStats) slot(p unsafe.Pointer, name string) *statsSlot {
-	h := uintptr(p) * 0x9E3779B97F4A7C15 >> 56 // Fibonacci hashing: the top 8 bits
-	for i := uintptr(0); i < 4; i++ {
+// statsSeed keys the hash that places names in slots.
+var statsSeed = maphash.MakeSeed()
+
+// slot returns the slot of the crawler name, claiming a free one on first
+// sight; nil when the few slots probed belong to others (the table is
+// full: such requests go uncounted). Slots are keyed by name, not by the
+// Identifier's answer: one crawler has many answers (one per User-Agent
+// string, a new one for every signed request or uncached string).
+func (s *crawlerStats) slot(name string) *statsSlot {
+	h := maphash.String(statsSeed, name)
+	for i := uint64(0); i < 4; i++ {
 		sl := &s.slots[(h+i)%statsSlots]
-		switch o := sl.owner.Load(); {
-		case o == uintptr(p):
-			return sl
-		case o == 0 && sl.owner.CompareAndSwap(0, uintptr(p)):
+		p := sl.name.Load()
+		if p == nil {
 			n := name
-			sl.name.Store(&n)
-			return sl
-		case sl.owner.Load() == uintptr(p):
+			if sl.name.CompareAndSwap(nil, &n) {
+				return sl
+			}
+			p = sl.name.Load()
+		}
+		if *p == name {
 			return sl
 		}
 	}
@@ -62,7 +64,7 @@ func (s *crawlerStats) seen(a *agents.Shared, act action) {
 	if s == nil {
 		return
 	}
-	sl := s.slot(unsafe.Pointer(a), a.Name)
+	sl := s.slot(a.Name)
 	if sl == nil {
 		return
 	}
@@ -74,13 +76,12 @@ func (s *crawlerStats) seen(a *agents.Shared, act action) {
 }
 
 // retried counts an immediate retry: a request that came back inside the
-// Retry-After it was given. a is the Agent inside the Identifier's cached
-// answer, so it finds the slot seen counts that answer in.
+// Retry-After it was given.
 func (s *crawlerStats) retried(a *agents.Agent) {
 	if s == nil {
 		return
 	}
-	if sl := s.slot(unsafe.Pointer(a), a.Name); sl != nil {
+	if sl := s.slot(a.Name); sl != nil {
 		sl.retries.Add(1)
 	}
 }
@@ -100,7 +101,6 @@ func (s *crawlerStats) top(n int, offenders bool) []crawlerCount {
 	if s == nil {
 		return nil
 	}
-	byName := map[string]*crawlerCount{}
 	var out []crawlerCount
 	for i := range s.slots {
 		sl := &s.slots[i]
@@ -108,20 +108,11 @@ func (s *crawlerStats) top(n int, offenders bool) []crawlerCount {
 		if name == nil {
 			continue
 		}
-		c := byName[*name]
-		if c == nil {
-			c = &crawlerCount{Name: *name}
-			byName[*name] = c
-		}
-		c.Allowed += sl.allowed.load()
-		c.Refused += sl.refused.Load()
-		c.Retries += sl.retries.Load()
-	}
-	for _, c := range byName {
+		c := crawlerCount{Name: *name, Allowed: sl.allowed.load(), Refused: sl.refused.Load(), Retries: sl.retries.Load()}
 		if offenders && c.Refused == 0 {
 			continue
 		}
-		out = append(out, *c)
+		out = append(out, c)
 	}
 	sort.Slice(out, func(i, j int) bool {
 		a, b := out[i], out[j]
