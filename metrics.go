@@ -36,7 +36,7 @@ func initMetrics() {
 	metrics.once.Do(func() {
 		metrics.decisions = &decisionCollector{desc: prometheus.NewDesc(
 			"caddy_robots_decisions_total",
-			"Decisions on requests from bots, by action (allow, block, throttle, ban), reason (none, rule, spoofed, unavailable, unverified, target, length, rate, ban), crawler category and mode.",
+			"Decisions on requests from bots, by action (allow, block, throttle, ban), reason (none, rule, spoofed, unavailable, unverified, target, length, preference, rate, ban), crawler category and mode.",
 			[]string{"action", "reason", "category", "mode"}, nil)}
 		metrics.fetches = prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "caddy", Subsystem: "robots", Name: "fetch_total",
@@ -112,6 +112,7 @@ var decisionKinds = [...]struct {
 	{actBlock, reasonUnverified},
 	{actBlock, reasonTarget},
 	{actBlock, reasonLength},
+	{actBlock, reasonPreference},
 	{actThrottle, reasonRate},
 	{actBan, reasonBan},
 }

@@ -138,7 +138,7 @@ func TestMetricReasonLabels(t *testing.T) {
 	countDecision(actAllow, reasonRule, agents.CategoryArchive, false) // never made
 	want[[2]string{"allow", "other"}] = true
 	for _, pair := range [][2]string{{"allow", "none"}, {"block", "rule"}, {"block", "spoofed"}, {"block", "unavailable"},
-		{"block", "unverified"}, {"block", "target"}, {"block", "length"}, {"throttle", "rate"}, {"ban", "ban"}} {
+		{"block", "unverified"}, {"block", "target"}, {"block", "length"}, {"block", "preference"}, {"throttle", "rate"}, {"ban", "ban"}} {
 		if !want[pair] {
 			t.Errorf("no series for action %s reason %s", pair[0], pair[1])
 		}
