@@ -100,7 +100,6 @@ type acGroups struct {
 	fin   []uint16  // per rec, fin of its rule when it has a second middle segment; 0: none
 	fins  [4]uint64 // the octets of fin
 	solo  []uint32  // indexes in wr of the '$' rules without middle segments
-	n     int       // rules in groups
 }
 
 // acRec is what expanding a group reads of one of its rules, in one place.
@@ -183,14 +182,20 @@ var hexVal = func() (t [256]uint8) {
 // units calls f with the symbol of each unit of the normal form s.
 func units(s string, f func(sym int)) {
 	for i := 0; i < len(s); {
-		if s[i] == '%' && i+2 < len(s) {
-			f(128 + int(hexVal[s[i+1]])<<4 | int(hexVal[s[i+2]]))
-			i += 3
-			continue
-		}
-		f(int(s[i] & 127))
-		i++
+		var sym int
+		sym, i = nextUnit(s, i)
+		f(sym)
 	}
+}
+
+// nextUnit returns the symbol of the unit of s that starts at offset i
+// (octets below 128 are themselves; the escape "%XY" is 128+0xXY), and the
+// offset after it.
+func nextUnit(s string, i int) (sym, next int) {
+	if s[i] == '%' && i+2 < len(s) {
+		return 128 + int(hexVal[s[i+1]])<<4 | int(hexVal[s[i+2]]), i + 3
+	}
+	return int(s[i] & 127), i + 1
 }
 
 // buildAC builds the automaton of the wildcard rules wr, whose segments
@@ -535,7 +540,6 @@ func (a *acm) group(m *matcher) {
 		}
 		first := func(i uint32) int32 { return int32(a.slots[a.rseg[i]] >> 32) }
 		slices.SortStableFunc(idx, func(x, y uint32) int { return int(first(x)) - int(first(y)) })
-		g.n = len(idx)
 		g.recs = make([]acRec, len(idx))
 		g.fin = make([]uint16, len(idx))
 		for j, i := range idx {
@@ -656,7 +660,7 @@ func (m *matcher) acRun(t string, best uint64, stk []uint64, ni uint32, pos int)
 	gk := -1
 	for k, x := range sets {
 		si := uint32(x)&wsIndex - 1
-		if g := a.sgroup[si]; g != 0 && m.sets[si].max > best && (gs == nil || a.groups[g-1].n > gs.n) {
+		if g := a.sgroup[si]; g != 0 && m.sets[si].max > best && (gs == nil || len(a.groups[g-1].recs) > len(gs.recs)) {
 			gs, gk = &a.groups[g-1], k
 		}
 	}
@@ -830,10 +834,9 @@ func (st *acState) scan(start int, gs *acGroups, gp int, sc *acScratch) {
 	a, t, wr := st.a, st.t, st.m.wr
 	ent, arm, wait, dyn, bs, stat := st.ent, st.arm, sc.wait, sc.dyn, sc.bits, sc.stat
 	slots, slen, fin, last := a.slots, a.slen, a.fin, st.last
-	bm, base, fail, out := a.bm, a.base, a.fail, a.out
+	fail, out := a.fail, a.out
 	upo := a.upo
 	cls := &a.cls
-	w := a.w
 	dfa, stride, rowOf, so := a.dfa, a.stride, a.rowOf, a.so
 	r := uint32(0) // the row of the state, when slow is false
 	slow := false
@@ -884,13 +887,7 @@ func (st *acState) scan(start int, gs *acGroups, gp int, sc *acScratch) {
 			break
 		}
 		var sym int
-		if c := t[i]; c == '%' && i+2 < len(t) {
-			sym = 128 + int(hexVal[t[i+1]])<<4 | int(hexVal[t[i+2]])
-			i += 3
-		} else {
-			sym = int(c & 127)
-			i++
-		}
+		sym, i = nextUnit(t, i)
 		// Arm the entries whose first acceptable end is at or before i.
 		for ; done < i; done++ {
 			for x := arm[done+1]; x != 0; {
@@ -933,11 +930,8 @@ func (st *acState) scan(start int, gs *acGroups, gp int, sc *acScratch) {
 					}
 					break
 				}
-				j := v*w + c>>6
-				x := bm[j]
-				b := uint64(1) << (c & 63)
-				if x&b != 0 {
-					v = base[j] + uint32(bits.OnesCount64(x&(b-1)))
+				if k, ok := a.child(v, uint16(c)); ok {
+					v = k
 					o = out[v]
 					break
 				}
