@@ -224,10 +224,14 @@ func (s *ruleSource) rulesFor(r *http.Request) *snapshot {
 	if u := coarseNow.Load(); hr.used.Load() != u {
 		hr.used.Store(u)
 	}
-	if added {
-		s.restore(hr)
-	}
 	snap := hr.snap.Load()
+	if added || snap.pending {
+		// Before the first load, the history kept in storage: restore
+		// reads it once per site (a site a person's request added is
+		// restored in the background, and this waits for that).
+		s.restore(hr)
+		snap = hr.snap.Load()
+	}
 	if snap.pending || hr.loadedBy.Load() < s.gen {
 		// The first crawler of a site, or the first since a config
 		// reload, waits for the load (at most the fetch timeout): the
@@ -281,12 +285,10 @@ func (s *ruleSource) load(hr *hostRules, r *http.Request) {
 	}()
 	s.fetchSite(hr, hostHeader, https)
 	// Failed or not, this config has tried: a failure keeps the last good
-	// copy and retries on the refresh schedule, not on every request.
-	for {
-		old := hr.loadedBy.Load()
-		if old >= s.gen || hr.loadedBy.CompareAndSwap(old, s.gen) {
-			break
-		}
+	// copy and retries on the refresh schedule, not on every request. One
+	// load of a site runs at a time (hr.loading), so this does not race.
+	if hr.loadedBy.Load() < s.gen {
+		hr.loadedBy.Store(s.gen)
 	}
 }
 
@@ -574,27 +576,37 @@ func (s *ruleSource) prompt(r *http.Request) {
 // currentOrLoad is current, but for a site not loaded yet (source site) it
 // starts a load in the background, never holding up the request: for the
 // preference placeholders and header, which people's requests carry too.
+// A new site's history is read from storage in that background work too.
 func (s *ruleSource) currentOrLoad(r *http.Request) *version {
-	if v := s.current(r); v != nil || !s.site {
-		return v
+	if !s.site {
+		return s.current(r)
 	}
 	hr, added := s.getOrAdd(s.siteKeyOf(r))
 	if hr == nil {
 		return nil
 	}
-	if added {
-		s.restore(hr)
+	snap := hr.snap.Load()
+	if len(snap.versions) > 0 {
+		return snap.versions[0]
 	}
-	if hr.snap.Load().pending {
+	start := false
+	if snap.pending {
 		hr.mu.Lock()
-		start := hr.loading == nil
+		start = hr.loading == nil
 		if start {
 			hr.hostHeader, hr.https = r.Host, requestIsHTTPS(r)
 		}
 		hr.mu.Unlock()
-		if start {
-			go s.load(hr, nil)
-		}
+	}
+	if added || start {
+		go func() {
+			if added {
+				s.restore(hr)
+			}
+			if start {
+				s.load(hr, nil)
+			}
+		}()
 	}
 	return nil
 }
@@ -642,14 +654,10 @@ func (s *ruleSource) refreshLoop() {
 				due = append(due, hr)
 			}
 			hr.mu.Unlock()
+			s.persistDue(hr)
 		}
 		for _, hr := range due {
 			s.load(hr, nil)
-		}
-		for _, hr := range s.allHosts() {
-			if hr.key.server == *k {
-				s.persistDue(hr)
-			}
 		}
 	}
 }
