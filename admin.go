@@ -428,10 +428,7 @@ func siteStatusOf(h *Handler, hr *hostRules, now time.Time) siteStatus {
 // storeFactsOf checks h's store: its type, a PING within 100 ms for Redis,
 // and the bans in force.
 func storeFactsOf(ctx context.Context, h *Handler, now time.Time) *storeFacts {
-	f := &storeFacts{status: storeStatus{Type: "memory", Healthy: true}}
-	if h.Store != nil && h.Store.Type != "" {
-		f.status.Type = h.Store.Type
-	}
+	f := &storeFacts{status: storeStatus{Type: h.storeType(), Healthy: true}}
 	if m, ok := h.store.(*state.Memory); ok {
 		f.status.Entries, f.status.Capacity = m.Len(), m.Cap()
 	}
@@ -574,11 +571,9 @@ func checkRequestNow(ctx context.Context, hs []*Handler, req checkRequest) (chec
 		res.Decision, res.Reason, res.Crawler = actAllow.String(), "/robots.txt is always served", a.Name
 		return res, nil
 	}
-	for _, p := range h.exempt {
-		if p.Contains(ip) {
-			res.Decision, res.Reason, res.Crawler = actAllow.String(), "exempt network", a.Name
-			return res, nil
-		}
+	if h.exempted(ip) {
+		res.Decision, res.Reason, res.Crawler = actAllow.String(), "exempt network", a.Name
+		return res, nil
 	}
 	addr := clientAddr{r: r, vars: vars}
 	forms := formsOf(r)
@@ -697,6 +692,14 @@ func distinctStores(hs []*Handler) []*Handler {
 	return out
 }
 
+// storeType is the type of h's throttle and strike store: memory or redis.
+func (h *Handler) storeType() string {
+	if h.Store != nil && h.Store.Type != "" {
+		return h.Store.Type
+	}
+	return "memory"
+}
+
 func (a *adminAPI) serveBans(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, listBans(r.Context(), handlers(), time.Now()))
 }
@@ -709,10 +712,7 @@ func listBans(ctx context.Context, hs []*Handler, now time.Time) bansReport {
 		if !ok {
 			continue
 		}
-		typ := "memory"
-		if h.Store != nil && h.Store.Type != "" {
-			typ = h.Store.Type
-		}
+		typ := h.storeType()
 		reason := "strikes"
 		if p := h.strikes; p.Enabled() {
 			reason = fmt.Sprintf("strikes: %d refused requests within %s", p.Strikes, p.Window)

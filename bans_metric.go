@@ -36,19 +36,11 @@ func (c *bansCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
 // Collect implements prometheus.Collector.
 func (c *bansCollector) Collect(ch chan<- prometheus.Metric) {
 	counts := map[string]int{"memory": 0}
-	seen := map[state.Store]bool{}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	now := time.Now()
-	for _, h := range handlers() {
-		if h.store == nil || seen[h.store] {
-			continue
-		}
-		seen[h.store] = true
-		kind := "memory"
-		if h.Store != nil && h.Store.Type == "redis" {
-			kind = "redis"
-		}
+	for _, h := range distinctStores(handlers()) {
+		kind := h.storeType()
 		bl, ok := h.store.(state.BanLister)
 		if !ok {
 			continue

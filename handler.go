@@ -270,6 +270,17 @@ func (o outcome) placeholder(key string) (any, bool) {
 	return nil, false
 }
 
+// exempted reports whether ip is in one of the networks the handler never
+// judges (exempt).
+func (h *Handler) exempted(ip netip.Addr) bool {
+	for _, p := range h.exempt {
+		if p.Contains(ip) {
+			return true
+		}
+	}
+	return false
+}
+
 // judgeBot judges a bot's request and publishes the outcome as placeholders,
 // vars, a metric and a debug line. It returns the outcome only when the
 // request is to be refused: nil for exempt clients, allowed requests and in
@@ -278,10 +289,8 @@ func (o outcome) placeholder(key string) (any, bool) {
 func (h *Handler) judgeBot(r *http.Request, a *agents.Shared, signer string) *outcome {
 	vars, _ := r.Context().Value(caddyhttp.VarsCtxKey).(map[string]any)
 	addr := clientAddr{r: r, vars: vars}
-	for _, p := range h.exempt {
-		if p.Contains(addr.get()) {
-			return nil
-		}
+	if len(h.exempt) > 0 && h.exempted(addr.get()) {
+		return nil
 	}
 	host := hostOf(r)
 	forms := formsOf(r)
