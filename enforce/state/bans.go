@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"net/url"
 	"sort"
 	"strings"
 	"sync"
@@ -72,7 +73,7 @@ func ParseIdentity(s string) (Identity, error) {
 	// '|' and '@' inside the site and name are percent-encoded, so the
 	// first '|' ends the site and the last '@' starts the network.
 	if i := strings.IndexByte(rest, '|'); i >= 0 {
-		site, err := unescapeKey(rest[:i])
+		site, err := url.PathUnescape(rest[:i]) // undoes the escapes of [Identity.String]
 		if err != nil {
 			return Identity{}, fmt.Errorf("state: identity key %q: site: %w", s, err)
 		}
@@ -85,49 +86,12 @@ func ParseIdentity(s string) (Identity, error) {
 		}
 		id.Prefix, rest = p, rest[:i]
 	}
-	name, err := unescapeKey(rest)
+	name, err := url.PathUnescape(rest)
 	if err != nil {
 		return Identity{}, fmt.Errorf("state: identity key %q: name: %w", s, err)
 	}
 	id.Name = name
 	return id, nil
-}
-
-// unescapeKey undoes the percent-encoding of [Identity.String].
-func unescapeKey(s string) (string, error) {
-	if !strings.Contains(s, "%") {
-		return s, nil
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] != '%' {
-			b.WriteByte(s[i])
-			continue
-		}
-		if i+2 >= len(s) {
-			return "", errors.New("truncated escape")
-		}
-		hi, ok1 := unhex(s[i+1])
-		lo, ok2 := unhex(s[i+2])
-		if !ok1 || !ok2 {
-			return "", fmt.Errorf("bad escape %q", s[i:i+3])
-		}
-		b.WriteByte(hi<<4 | lo)
-		i += 2
-	}
-	return b.String(), nil
-}
-
-func unhex(c byte) (byte, bool) {
-	switch {
-	case c >= '0' && c <= '9':
-		return c - '0', true
-	case c >= 'a' && c <= 'f':
-		return c - 'a' + 10, true
-	case c >= 'A' && c <= 'F':
-		return c - 'A' + 10, true
-	}
-	return 0, false
 }
 
 func sortBans(bans []Ban) {
