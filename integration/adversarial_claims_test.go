@@ -251,3 +251,57 @@ http://history.localhost:9080 {
 	c.get("http://history.localhost:9080/robots.txt", reader)
 	c.expect("http://history.localhost:9080/b/x", reader, 403)
 }
+
+// TestAdversarialHistoryAfterPersonFirst: after a restart, a person's
+// request may reach a site before any crawler does (with preferences in
+// the table, it starts the site's load in the background). The crawler
+// that comes next, still holding yesterday's file, is judged with the
+// history read back from storage, not with today's file alone.
+func TestAdversarialHistoryAfterPersonFirst(t *testing.T) {
+	dir := advSite(t, "User-agent: *\nDisallow: /a/\n")
+	prefs := advSite(t, "User-agent: *\nContent-Usage: train-ai=n\n")
+	for _, d := range []string{"a", "b"} {
+		_ = os.MkdirAll(filepath.Join(dir, d), 0o755)
+		_ = os.WriteFile(filepath.Join(dir, d, "x"), []byte(d), 0o644)
+	}
+	robots := `robots {
+		refresh 1s
+		crawl_delay off
+		strikes off
+	}`
+	site := globals + `
+http://personfirst.localhost:9080 {
+	root * ` + dir + `
+	` + robots + `
+	file_server
+}
+http://prefs-personfirst.localhost:9080 {
+	root * ` + prefs + `
+	` + robots + `
+	file_server
+}
+`
+	const url = "http://personfirst.localhost:9080"
+	const reader = "FreshReader/1.0 (+https://example.org/bot)" // re-reads robots.txt
+	c := newClient(t, site)
+	c.expect(url+"/a/x", exampleUA, 403)
+	if err := os.WriteFile(filepath.Join(dir, "robots.txt"), []byte("User-agent: *\nDisallow: /b/\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the new version", func() bool {
+		c.get(url+"/robots.txt", reader)
+		return c.get(url+"/b/x", reader).status == 403
+	})
+	time.Sleep(500 * time.Millisecond) // the history is written in the background
+	for round := range 3 {
+		c.tc.InitServer(globals+"http://personfirst.localhost:9080 {\n\trespond ok\n}\n", "caddyfile")
+		c.tc.InitServer(site, "caddyfile")
+		// A version with preferences in the table, so people's requests
+		// load sites; then a person first, the crawler right after.
+		c.expect("http://prefs-personfirst.localhost:9080/", exampleUA, 200)
+		c.expect(url+"/", chromeUA, 200)
+		if res := c.get(url+"/b/x", exampleUA); res.status != 200 {
+			t.Fatalf("round %d: a crawler holding the old file got %d for /b/x after a person's request came first", round, res.status)
+		}
+	}
+}
