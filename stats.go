@@ -23,7 +23,11 @@ type crawlerStats struct {
 const statsSlots = 256
 
 type statsSlot struct {
-	name    atomic.Pointer[string] // the crawler the slot belongs to; nil: free
+	// key is the seeded 64-bit hash of the slot's crawler name (low bit
+	// set, so never 0); 0: free. Lookups compare keys only, so a request
+	// reads this one line rather than the name's header and bytes too.
+	key     atomic.Uint64
+	name    atomic.Pointer[string] // the crawler's name, for reports; nil until the claim stores it
 	refused atomic.Uint64
 	retries atomic.Uint64
 	_       [32]byte // the rare writes above on a line of their own
@@ -39,20 +43,25 @@ var statsSeed = maphash.MakeSeed()
 // sight; nil when the few slots probed belong to others (the table is
 // full: such requests go uncounted). Slots are keyed by name, not by the
 // Identifier's answer: one crawler has many answers (one per User-Agent
-// string, a new one for every signed request or uncached string).
+// string, a new one for every signed request or uncached string). A name
+// is known by its 64-bit hash under a seed drawn per process: two names
+// share a slot only if their hashes collide, a chance of 2^-64 per pair
+// that nobody outside the process can aim for.
 func (s *crawlerStats) slot(name string) *statsSlot {
 	h := maphash.String(statsSeed, name)
+	key := h | 1
 	for i := uint64(0); i < 4; i++ {
-		sl := &s.slots[(h+i)%statsSlots]
-		p := sl.name.Load()
-		if p == nil {
-			n := name
-			if sl.name.CompareAndSwap(nil, &n) {
+		sl := &s.slots[(h>>32+i)%statsSlots]
+		k := sl.key.Load()
+		if k == 0 {
+			if sl.key.CompareAndSwap(0, key) {
+				n := name
+				sl.name.Store(&n)
 				return sl
 			}
-			p = sl.name.Load()
+			k = sl.key.Load()
 		}
-		if *p == name {
+		if k == key {
 			return sl
 		}
 	}
