@@ -175,10 +175,22 @@ var reasonNames = [...]string{"", "rule", "spoofed", "unavailable", "ban", "rate
 
 func (r reason) String() string { return reasonNames[r] }
 
-// outcome is the result of judging one bot request. It is kept small (72
-// bytes) because each judged request copies it once, into the placeholder
-// provider.
+// outcome is the result of judging one bot request.
 type outcome struct {
+	published
+	message string
+	// form is the normalised form of the target that a rule refused, when
+	// it differs from the target as sent.
+	form string
+	// noStrike, for a refusal by rule, says why it carried no strike; ""
+	// when it did.
+	noStrike string
+}
+
+// published is the part of an outcome that the {http.robots.*}
+// placeholders read. It is kept small (56 bytes) because each judged
+// request copies it once, into the placeholder provider.
+type published struct {
 	action  action
 	reason  reason
 	verdict agents.Verdict
@@ -189,13 +201,6 @@ type outcome struct {
 	decision   enforce.Decision
 	version    *version
 	retryAfter time.Duration
-	message    string
-	// form is the normalised form of the target that a rule refused, when
-	// it differs from the target as sent.
-	form string
-	// noStrike, for a refusal by rule, says why it carried no strike; ""
-	// when it did.
-	noStrike string
 }
 
 // The values of outcome.token that are not an index into the agent's tokens.
@@ -207,7 +212,7 @@ const (
 // tokenValue is the token whose group was selected ("*" for the wildcard
 // group, "" when none applies) as an interface value, without allocating:
 // the agent's tokens come boxed from the Identifier's cache.
-func (o *outcome) tokenValue() any {
+func (o *published) tokenValue() any {
 	switch o.token {
 	case tokenWildcard:
 		return "*"
@@ -218,15 +223,15 @@ func (o *outcome) tokenValue() any {
 }
 
 // tokenName is tokenValue as a string.
-func (o *outcome) tokenName() string {
+func (o *published) tokenName() string {
 	s, _ := o.tokenValue().(string)
 	return s
 }
 
 // placeholder resolves the {http.robots.*} placeholders of one request. It
 // has a value receiver so that the method value o.placeholder carries its
-// own copy of the outcome: one allocation per judged request.
-func (o outcome) placeholder(key string) (any, bool) {
+// own copy: one allocation per judged request.
+func (o published) placeholder(key string) (any, bool) {
 	name, ok := strings.CutPrefix(key, "http.robots.")
 	if !ok {
 		return nil, false
@@ -294,7 +299,7 @@ func (h *Handler) judgeBot(r *http.Request, a *agents.Shared, signer string) *ou
 	}
 	host := hostOf(r)
 	forms := formsOf(r)
-	o := outcome{agent: a}
+	o := outcome{published: published{agent: a}}
 	h.judge(&o, r, &a.Agent, &addr, host, &forms, false, signer)
 	return h.publishOutcome(r, vars, &o, forms.raw)
 }
@@ -309,7 +314,7 @@ func (h *Handler) publishOutcome(r *http.Request, vars map[string]any, o *outcom
 	if repl, ok := ctx.Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
 		// One lazy provider instead of ten values: the strings are only
 		// built when a log line or handle_errors asks for them.
-		repl.Map(o.placeholder)
+		repl.Map(o.published.placeholder)
 	}
 	if vars != nil {
 		// What caddyhttp.SetVar does, without looking the map up three times.
@@ -319,8 +324,7 @@ func (h *Handler) publishOutcome(r *http.Request, vars map[string]any, o *outcom
 		vars["robots_token"] = o.tokenValue()
 	}
 
-	countDecision(o.action, o.reason, a.Category, !h.enforce)
-	countPurpose(a.Purpose, o.action)
+	countDecision(o.action, o.reason, a.Category, a.Purpose, !h.enforce)
 	if o.action != actAllow {
 		h.logRefusal(r, o, &a.Agent, target)
 	}

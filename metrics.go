@@ -91,12 +91,33 @@ func registerCollectors(reg prometheus.Registerer, cs ...prometheus.Collector) e
 	return nil
 }
 
-// decisionCounts holds the decision counters, one per series (kind of
-// decision, see decisionKinds; category; mode), each split
-// into shards on cache lines of their own: with one shared counter, every
-// bot request on one core took the line from the others (the counter is
-// written ~10,000 times a second per core under load).
-var decisionCounts [len(decisionKinds) + len(actionNames)][len(categoryNames)][2]shardedCount
+// botCounts holds the counters of bot decisions: per shard, one per kind
+// of decision (see decisionKinds), category, purpose and mode. Both
+// caddy_robots_decisions_total and caddy_robots_purpose_decisions_total
+// are sums over it, so a bot request writes one counter, on a line of its
+// core's shard: with one shared counter, every bot request on one core took
+// the line from the others (the counter is written ~10,000 times a second
+// per core under load), and with one counter per family it wrote two lines.
+var botCounts [countShards]botShard
+
+const numKinds = len(decisionKinds) + len(actionNames)
+
+// botShard is one shard of botCounts, padded so that no line holds counters
+// of two shards.
+type botShard struct {
+	n [numKinds][len(categoryNames)][len(purposeNames)][2]atomic.Uint64
+	_ [64]byte
+}
+
+// botCount sums the counter of kind ki, category ci, purpose pi and mode mi
+// over the shards.
+func botCount(ki, ci, pi, mi int) uint64 {
+	var n uint64
+	for s := range botCounts {
+		n += botCounts[s].n[ki][ci][pi][mi].Load()
+	}
+	return n
+}
 
 // decisionKinds are the pairs of action and reason the handler decides;
 // each has its row of counters. A pair not listed (none exists today)
@@ -130,6 +151,14 @@ var kindIndex = func() (t [len(actionNames)][len(reasonNames)]uint8) {
 	return t
 }()
 
+// kindAction returns the action of row ki.
+func kindAction(ki int) action {
+	if ki < len(decisionKinds) {
+		return decisionKinds[ki].action
+	}
+	return action(ki - len(decisionKinds))
+}
+
 // kindLabels returns the action and reason labels of row ki.
 func kindLabels(ki int) (string, string) {
 	if ki < len(decisionKinds) {
@@ -154,15 +183,19 @@ type shardedCount [countShards]struct {
 	_ [56]byte // pad to a 64-byte line
 }
 
-// add counts one. The shard comes from the address of the calling
-// goroutine's stack: goroutines running at the same moment on different
-// cores have different stacks (at least 8 KiB apart), so they mostly write
-// different lines, and reading the address touches no shared state (the
-// random generator it replaces cost a cache miss per request in a busy
-// server).
-func (c *shardedCount) add() {
+// stackShard picks a shard for the calling goroutine from the address of
+// its stack: goroutines running at the same moment on different cores have
+// different stacks (at least 8 KiB apart), so they mostly write different
+// lines, and reading the address touches no shared state (the random
+// generator it replaces cost a cache miss per request in a busy server).
+func stackShard() uintptr {
 	var marker byte
-	c[uintptr(unsafe.Pointer(&marker))>>13%countShards].n.Add(1)
+	return uintptr(unsafe.Pointer(&marker)) >> 13 % countShards
+}
+
+// add counts one, on the calling goroutine's shard.
+func (c *shardedCount) add() {
+	c[stackShard()].n.Add(1)
 }
 
 func (c *shardedCount) load() uint64 {
@@ -173,8 +206,9 @@ func (c *shardedCount) load() uint64 {
 	return n
 }
 
-// decisionCollector exports decisionCounts as the counter family
-// caddy_robots_decisions_total; series never counted are not exported.
+// decisionCollector exports botCounts, summed over purposes, as the
+// counter family caddy_robots_decisions_total; series never counted are
+// not exported.
 type decisionCollector struct{ desc *prometheus.Desc }
 
 // Describe implements prometheus.Collector.
@@ -182,15 +216,15 @@ func (d *decisionCollector) Describe(ch chan<- *prometheus.Desc) { ch <- d.desc 
 
 // Collect implements prometheus.Collector.
 func (d *decisionCollector) Collect(ch chan<- prometheus.Metric) {
-	for ki := range decisionCounts {
+	for ki := range numKinds {
 		act, why := kindLabels(ki)
-		for ci := range decisionCounts[ki] {
-			for mi := range decisionCounts[ki][ci] {
-				if n := decisionCounts[ki][ci][mi].load(); n > 0 {
-					mode := "enforce"
-					if mi == 1 {
-						mode = "log"
-					}
+		for ci := range categoryNames {
+			for mi, mode := range [...]string{"enforce", "log"} {
+				var n uint64
+				for pi := range purposeNames {
+					n += botCount(ki, ci, pi, mi)
+				}
+				if n > 0 {
 					ch <- prometheus.MustNewConstMetric(d.desc, prometheus.CounterValue, float64(n),
 						act, why, string(categoryNames[ci]), mode)
 				}
@@ -209,14 +243,14 @@ var (
 	}
 )
 
-// countDecision counts one decision and its reason; logMode is true for
-// mode log.
-func countDecision(a action, r reason, cat agents.Category, logMode bool) {
+// countDecision counts one bot decision: its action and reason, the
+// crawler's category and purpose; logMode is true for mode log.
+func countDecision(a action, r reason, cat agents.Category, p agents.Purpose, logMode bool) {
 	mi := 0
 	if logMode {
 		mi = 1
 	}
-	decisionCounts[kindIndex[a][r]][categoryIndex(cat)][mi].add()
+	botCounts[stackShard()].n[kindIndex[a][r]][categoryIndex(cat)][purposeIndex(p)][mi].Add(1)
 }
 
 // categoryIndex is cat's index in categoryNames; unknown categories count

@@ -73,7 +73,7 @@ func TestDecisionCollector(t *testing.T) {
 	for range 8 {
 		wg.Go(func() {
 			for range 1000 {
-				countDecision(actThrottle, reasonRate, agents.CategorySEO, true)
+				countDecision(actThrottle, reasonRate, agents.CategorySEO, agents.PurposeSEO, true)
 			}
 		})
 	}
@@ -127,7 +127,7 @@ func TestMetricReasonLabels(t *testing.T) {
 	want := map[[2]string]bool{}
 	rows := map[uint8]bool{}
 	for _, k := range decisionKinds {
-		countDecision(k.action, k.reason, agents.CategoryArchive, false)
+		countDecision(k.action, k.reason, agents.CategoryArchive, agents.PurposeArchiving, false)
 		act, why := kindLabels(int(kindIndex[k.action][k.reason]))
 		want[[2]string{act, why}] = true
 		if rows[kindIndex[k.action][k.reason]] {
@@ -135,7 +135,7 @@ func TestMetricReasonLabels(t *testing.T) {
 		}
 		rows[kindIndex[k.action][k.reason]] = true
 	}
-	countDecision(actAllow, reasonRule, agents.CategoryArchive, false) // never made
+	countDecision(actAllow, reasonRule, agents.CategoryArchive, agents.PurposeArchiving, false) // never made
 	want[[2]string{"allow", "other"}] = true
 	for _, pair := range [][2]string{{"allow", "none"}, {"block", "rule"}, {"block", "spoofed"}, {"block", "unavailable"},
 		{"block", "unverified"}, {"block", "target"}, {"block", "length"}, {"block", "preference"}, {"throttle", "rate"}, {"ban", "ban"}} {
@@ -222,5 +222,41 @@ func TestMetricFileErrors(t *testing.T) {
 	countFileLoad(errors.New("gone"))
 	if got := errorsCounted() - before; got != 1 {
 		t.Errorf("counted %v errors, want 1", got)
+	}
+}
+
+// TestPurposeMetricSums: caddy_robots_purpose_decisions_total is read from
+// the same counters as caddy_robots_decisions_total, so each decision
+// counts once under its purpose and action, whatever its reason, category
+// and mode.
+func TestPurposeMetricSums(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	if err := reg.Register(purposeCollectorOnce()); err != nil {
+		t.Fatal(err)
+	}
+	value := func(purpose, action string) float64 {
+		for _, l := range gatherLabels(t, reg, "caddy_robots_purpose_decisions_total") {
+			if l["purpose"] == purpose && l["action"] == action {
+				v, _ := strconv.ParseFloat(l["value"], 64)
+				return v
+			}
+		}
+		t.Fatalf("no series purpose=%s action=%s", purpose, action)
+		return 0
+	}
+	beforeBlock, beforeThrottle := value("ai-training", "block"), value("ai-training", "throttle")
+	beforeSEO := value("seo", "block")
+	countDecision(actBlock, reasonRule, agents.CategoryAITraining, agents.PurposeAITraining, false)
+	countDecision(actBlock, reasonPreference, agents.CategoryAISearch, agents.PurposeAITraining, true)
+	countDecision(actBlock, reasonTarget, agents.CategoryOther, agents.PurposeAITraining, false)
+	countDecision(actThrottle, reasonRate, agents.CategoryAITraining, agents.PurposeAITraining, false)
+	if got := value("ai-training", "block") - beforeBlock; got != 3 {
+		t.Errorf("ai-training blocks: %v, want 3", got)
+	}
+	if got := value("ai-training", "throttle") - beforeThrottle; got != 1 {
+		t.Errorf("ai-training throttles: %v, want 1", got)
+	}
+	if got := value("seo", "block") - beforeSEO; got != 0 {
+		t.Errorf("seo blocks: %v, want 0", got)
 	}
 }

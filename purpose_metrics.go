@@ -10,10 +10,9 @@ import (
 
 // caddy_robots_purpose_decisions_total counts bot decisions by the
 // crawler's documented purpose and the action. Both labels are bounded
-// (eight purposes, four actions). The counts are sharded over cache lines
-// like the decision counters (see shardedCount): a counter every bot
-// request writes must not bounce between cores.
-var purposeCounts [len(purposeNames)][len(actionNames)]shardedCount
+// (eight purposes, four actions). It is read from botCounts (see
+// countDecision), summed over the kinds of each action, categories and
+// modes.
 
 // purposeNames are the label values, in purposeIndex order.
 var purposeNames = [...]string{"other", "search", "ai-training", "ai-answers", "user-triggered", "seo", "archiving", "monitoring"}
@@ -38,12 +37,7 @@ func purposeIndex(p agents.Purpose) int {
 	return 0
 }
 
-// countPurpose counts one decision by purpose.
-func countPurpose(p agents.Purpose, a action) {
-	purposeCounts[purposeIndex(p)][a].add()
-}
-
-// purposeCollector reads the sharded counts when metrics are read.
+// purposeCollector sums botCounts by purpose and action when metrics are read.
 type purposeCollector struct{ desc *prometheus.Desc }
 
 var purposeMetric struct {
@@ -56,9 +50,20 @@ func (c *purposeCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
 
 // Collect implements prometheus.Collector.
 func (c *purposeCollector) Collect(ch chan<- prometheus.Metric) {
+	var sums [len(purposeNames)][len(actionNames)]uint64
+	for ki := range numKinds {
+		a := kindAction(ki)
+		for ci := range categoryNames {
+			for pi := range purposeNames {
+				for mi := range 2 {
+					sums[pi][a] += botCount(ki, ci, pi, mi)
+				}
+			}
+		}
+	}
 	for i, p := range purposeNames {
 		for j, a := range actionNames {
-			ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(purposeCounts[i][j].load()), p, a)
+			ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(sums[i][j]), p, a)
 		}
 	}
 }
