@@ -577,7 +577,7 @@ func checkRequestNow(ctx context.Context, hs []*Handler, req checkRequest) (chec
 	}
 	addr := clientAddr{r: r, vars: vars}
 	forms := formsOf(r)
-	o := outcome{agent: a}
+	o := outcome{published: published{agent: a}}
 	h.judge(&o, r, &a.Agent, &addr, hostOf(r), &forms, true, "")
 
 	res.Decision = o.action.String()

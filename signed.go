@@ -132,7 +132,7 @@ func (h *Handler) signedAgent(r *http.Request) (a *agents.Shared, signer string,
 // signature fails: refused as spoofed, never a strike.
 func (h *Handler) invalidSignature(r *http.Request, res *webbotauth.Result) *outcome {
 	a := agents.NewShared(agents.Agent{Bot: true, Name: res.Agent, Category: agents.CategoryOther, Purpose: agents.PurposeOther})
-	o := outcome{agent: a, action: actBlock, reason: reasonSpoofed, verdict: agents.Spoofed, token: tokenNone}
+	o := outcome{published: published{agent: a, action: actBlock, reason: reasonSpoofed, verdict: agents.Spoofed, token: tokenNone}}
 	o.message = fmt.Sprintf("Refused: this request carries a Web Bot Auth signature for %s that does not verify (%s).\n", res.Agent, res.Reason)
 	vars, _ := r.Context().Value(caddyhttp.VarsCtxKey).(map[string]any)
 	return h.publishOutcome(r, vars, &o, "")
