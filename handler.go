@@ -113,7 +113,7 @@ func (h *Handler) identifyRequest(r *http.Request) *agents.Shared {
 // judged reports whether a is judged: every bot, except HTTP libraries and
 // headless browsers under libraries ignore.
 func (h *Handler) judged(a *agents.Shared) bool {
-	return a.Bot && (h.Libraries != "ignore" || a.Category != agents.CategoryHTTPLibrary)
+	return a.Bot && (!h.ignoreLibraries || a.Category != agents.CategoryHTTPLibrary)
 }
 
 // userAgent is the request's User-Agent. Go's HTTP/1, HTTP/2 and HTTP/3
@@ -413,7 +413,7 @@ func (h *Handler) judge(o *outcome, r *http.Request, a *agents.Agent, addr *clie
 		}
 	}
 	if o.verdict == agents.Spoofed {
-		if h.Spoofed == "block" {
+		if h.spoofedBlock {
 			o.action, o.reason = actBlock, reasonSpoofed
 			o.message = spoofedText(a, addr.get())
 			return
@@ -445,7 +445,7 @@ func (h *Handler) judge(o *outcome, r *http.Request, a *agents.Agent, addr *clie
 
 	snap := h.rules.rulesFor(r)
 	if len(snap.versions) == 0 {
-		if snap.unavailable && h.Unavailable == "disallow" {
+		if snap.unavailable && h.unavailableDisallow {
 			o.action, o.reason = actBlock, reasonUnavailable
 			o.message = "Refused: this site's /robots.txt cannot be read right now, and RFC 9309 §2.3.1.4 tells crawlers to assume a complete disallow. Please retry later.\n"
 			o.retryAfter = retryAfterError
@@ -456,7 +456,7 @@ func (h *Handler) judge(o *outcome, r *http.Request, a *agents.Agent, addr *clie
 	// The crawler may still hold any version replaced within its grace
 	// window, unless we saw it fetch /robots.txt after that version was
 	// replaced.
-	grace := time.Duration(*h.Grace)
+	grace := h.grace
 	if ttl := a.Profile.RobotsCacheTTL; grace > 0 && ttl > grace && !claim {
 		grace = min(ttl, MaxGrace)
 	}
@@ -649,10 +649,10 @@ func throttleText(host, name string, interval time.Duration, g *enforce.Group, r
 
 // throttles says whether Crawl-delay / Request-rate is enforced on a.
 func (h *Handler) throttles(a *agents.Agent) bool {
-	switch h.CrawlDelay {
-	case "off":
+	switch h.crawlDelay {
+	case crawlDelayOff:
 		return false
-	case "all":
+	case crawlDelayAll:
 		return true
 	}
 	return a.Profile.CrawlDelay != agents.SupportNo || a.Profile.RequestRate == agents.SupportYes
