@@ -106,7 +106,7 @@ func (a *adminAPI) serve(w http.ResponseWriter, r *http.Request) error {
 		if err := allowMethods(w, r, http.MethodGet); err != nil {
 			return err
 		}
-		return writeJSON(w, buildStatus(r.Context(), handlers(), time.Now()))
+		return writeJSON(w, buildStatus(r.Context(), handlers(), time.Now(), nil))
 	case path == "/robots/check":
 		if err := allowMethods(w, r, http.MethodPost); err != nil {
 			return err
@@ -293,8 +293,34 @@ type storeFacts struct {
 	bans   banCount
 }
 
-// buildStatus describes hs at now.
-func buildStatus(ctx context.Context, hs []*Handler, now time.Time) statusReport {
+// banScans holds each store's list of bans for one report, so that the
+// status page, which shows both the counts of GET /robots/status and the
+// list of GET /robots/bans, asks each store once (with Redis, one SCAN of
+// the ban keys instead of two). A nil banScans asks every time.
+type banScans map[state.Store]banScan
+
+type banScan struct {
+	bans []state.Ban
+	err  error
+}
+
+// list returns the bans of h's store in force at now, at most
+// state.MaxBansListed, waiting at most adminStoreWait.
+func (m banScans) list(ctx context.Context, h *Handler, l state.BanLister, now time.Time) ([]state.Ban, error) {
+	if sc, ok := m[h.store]; ok {
+		return sc.bans, sc.err
+	}
+	bctx, cancel := context.WithTimeout(ctx, adminStoreWait)
+	bans, err := l.Bans(bctx, now, state.MaxBansListed)
+	cancel()
+	if m != nil {
+		m[h.store] = banScan{bans, err}
+	}
+	return bans, err
+}
+
+// buildStatus describes hs at now; scans may be shared with listBans.
+func buildStatus(ctx context.Context, hs []*Handler, now time.Time, scans banScans) statusReport {
 	rep := statusReport{Time: now.UTC(), Handlers: []handlerStatus{}}
 	stores := map[state.Store]*storeFacts{}
 	for i, h := range hs {
@@ -333,7 +359,7 @@ func buildStatus(ctx context.Context, hs []*Handler, now time.Time) statusReport
 		if h.store != nil {
 			f, ok := stores[h.store]
 			if !ok {
-				f = storeFactsOf(ctx, h, now)
+				f = storeFactsOf(ctx, h, now, scans)
 				stores[h.store] = f
 			}
 			hs.Store, hs.Bans = f.status, f.bans
@@ -427,7 +453,7 @@ func siteStatusOf(h *Handler, hr *hostRules, now time.Time) siteStatus {
 
 // storeFactsOf checks h's store: its type, a PING within 100 ms for Redis,
 // and the bans in force.
-func storeFactsOf(ctx context.Context, h *Handler, now time.Time) *storeFacts {
+func storeFactsOf(ctx context.Context, h *Handler, now time.Time, scans banScans) *storeFacts {
 	f := &storeFacts{status: storeStatus{Type: h.storeType(), Healthy: true}}
 	if m, ok := h.store.(*state.Memory); ok {
 		f.status.Entries, f.status.Capacity = m.Len(), m.Cap()
@@ -447,9 +473,7 @@ func storeFactsOf(ctx context.Context, h *Handler, now time.Time) *storeFacts {
 		f.status.DecidingLocally = true
 	}
 	if l, ok := h.store.(state.BanLister); ok {
-		bctx, cancel := context.WithTimeout(ctx, adminStoreWait)
-		bans, err := l.Bans(bctx, now, state.MaxBansListed)
-		cancel()
+		bans, err := scans.list(ctx, h, l, now)
 		f.bans.Count = len(bans)
 		f.bans.Truncated = len(bans) >= state.MaxBansListed
 		if err != nil {
@@ -701,11 +725,12 @@ func (h *Handler) storeType() string {
 }
 
 func (a *adminAPI) serveBans(w http.ResponseWriter, r *http.Request) error {
-	return writeJSON(w, listBans(r.Context(), handlers(), time.Now()))
+	return writeJSON(w, listBans(r.Context(), handlers(), time.Now(), nil))
 }
 
-// listBans lists the bans in force in the stores of hs.
-func listBans(ctx context.Context, hs []*Handler, now time.Time) bansReport {
+// listBans lists the bans in force in the stores of hs; scans may be shared
+// with buildStatus.
+func listBans(ctx context.Context, hs []*Handler, now time.Time, scans banScans) bansReport {
 	rep := bansReport{Bans: []banEntry{}}
 	for _, h := range distinctStores(hs) {
 		l, ok := h.store.(state.BanLister)
@@ -717,9 +742,7 @@ func listBans(ctx context.Context, hs []*Handler, now time.Time) bansReport {
 		if p := h.strikes; p.Enabled() {
 			reason = fmt.Sprintf("strikes: %d refused requests within %s", p.Strikes, p.Window)
 		}
-		bctx, cancel := context.WithTimeout(ctx, adminStoreWait)
-		bans, err := l.Bans(bctx, now, state.MaxBansListed)
-		cancel()
+		bans, err := scans.list(ctx, h, l, now)
 		if err != nil {
 			rep.Errors = append(rep.Errors, err.Error())
 		}

@@ -29,7 +29,8 @@ type pageData struct {
 func (a *adminAPI) servePage(w http.ResponseWriter, r *http.Request) error {
 	now := time.Now()
 	hs := handlers()
-	data := pageData{statusReport: buildStatus(r.Context(), hs, now), Bans: listBans(r.Context(), hs, now)}
+	scans := banScans{}
+	data := pageData{statusReport: buildStatus(r.Context(), hs, now, scans), Bans: listBans(r.Context(), hs, now, scans)}
 	for i := range data.Handlers {
 		h := &data.Handlers[i]
 		data.Sites += len(h.Sites)

@@ -11,11 +11,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/caddyrobots/caddy-robots/enforce/state"
 )
 
 // adminServe sends one request through h as Caddy's server would, from
@@ -156,7 +159,7 @@ func TestAdminStatusAndBans(t *testing.T) {
 		t.Fatalf("banned bot got %d", got)
 	}
 
-	rep := buildStatus(context.Background(), hs, time.Now())
+	rep := buildStatus(context.Background(), hs, time.Now(), nil)
 	if len(rep.Handlers) != 1 {
 		t.Fatalf("status has %d handlers", len(rep.Handlers))
 	}
@@ -182,7 +185,7 @@ func TestAdminStatusAndBans(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	bans := listBans(context.Background(), hs, time.Now())
+	bans := listBans(context.Background(), hs, time.Now(), nil)
 	var id string
 	for _, b := range bans.Bans {
 		if b.Site == "bans.example" && b.Network == "198.51.100.21/32" {
@@ -339,5 +342,58 @@ func TestAdminHumanAge(t *testing.T) {
 		if got := humanAge(sec); got != want {
 			t.Errorf("humanAge(%v) = %q, want %q", sec, got, want)
 		}
+	}
+}
+
+// countingBans is a real store that counts the ban listings asked of it.
+type countingBans struct {
+	state.Store
+	lister state.BanLister
+	calls  atomic.Int32
+}
+
+func (c *countingBans) Bans(ctx context.Context, now time.Time, limit int) ([]state.Ban, error) {
+	c.calls.Add(1)
+	return c.lister.Bans(ctx, now, limit)
+}
+
+func (c *countingBans) Unban(ctx context.Context, key string, now time.Time) (bool, error) {
+	return c.lister.Unban(ctx, key, now)
+}
+
+// TestStatusPageListsBansOnce: the status page shows the ban counts and the
+// list of bans from one listing per store (with Redis, one SCAN per page
+// view), and both agree; the JSON endpoints each list on their own.
+func TestStatusPageListsBansOnce(t *testing.T) {
+	h, done := newTestHandler(t, &Handler{Strikes: &StrikesConfig{Count: 1, Window: caddy.Duration(time.Minute), Ban: caddy.Duration(time.Hour)}})
+	defer done()
+	if got := adminServe(t, h, "http://bans.example/private/x", "BanMeBot/1.0", "198.51.100.31:1000"); got != http.StatusForbidden {
+		t.Fatalf("strike: status %d", got)
+	}
+	cb := &countingBans{Store: h.store, lister: h.store.(state.BanLister)}
+	h.store = cb
+
+	w := httptest.NewRecorder()
+	if err := (&adminAPI{}).servePage(w, httptest.NewRequest("GET", "/robots/", nil)); err != nil {
+		t.Fatal(err)
+	}
+	if n := cb.calls.Load(); n != 1 {
+		t.Errorf("the page listed the bans %d times, want 1", n)
+	}
+	if body := w.Body.String(); !strings.Contains(body, "bans.example") {
+		t.Errorf("the page does not list the ban")
+	}
+
+	cb.calls.Store(0)
+	scans := banScans{}
+	rep := buildStatus(context.Background(), []*Handler{h}, time.Now(), scans)
+	bans := listBans(context.Background(), []*Handler{h}, time.Now(), scans)
+	if n := cb.calls.Load(); n != 1 || rep.Handlers[0].Bans.Count != len(bans.Bans) || len(bans.Bans) != 1 {
+		t.Errorf("%d listings; count %d, list %d", n, rep.Handlers[0].Bans.Count, len(bans.Bans))
+	}
+	buildStatus(context.Background(), []*Handler{h}, time.Now(), nil)
+	listBans(context.Background(), []*Handler{h}, time.Now(), nil)
+	if n := cb.calls.Load(); n != 3 {
+		t.Errorf("without a shared scan: %d listings, want 3", n)
 	}
 }
