@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
-	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -21,7 +20,6 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/caddyrobots/caddy-robots/agents"
-	"github.com/caddyrobots/caddy-robots/enforce"
 	"github.com/caddyrobots/caddy-robots/enforce/state"
 )
 
@@ -919,21 +917,6 @@ func reloadFile(s *ruleSource, hr *hostRules) error {
 	}
 	hr.mu.Unlock()
 	return err
-}
-
-// readRobotsFile reads at most one byte past the size cap of a robots.txt
-// file, as the loader does.
-func readRobotsFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("reading robots.txt file: %w", err)
-	}
-	defer f.Close()
-	body, err := io.ReadAll(io.LimitReader(f, enforce.MaxSize+1))
-	if err != nil {
-		return nil, fmt.Errorf("reading robots.txt file %s: %w", path, err)
-	}
-	return body, nil
 }
 
 // Interface guards.

@@ -125,8 +125,9 @@ func newRuleSource(h *Handler, ctx caddy.Context) (*ruleSource, error) {
 		}
 	case "file":
 		s.fixed = s.fixedRules()
-		// A missing or unreadable file at start is not fatal: the site
-		// behaves as "unavailable" until the file appears.
+		// Provision already refused a file it could not read; one that
+		// goes missing in between leaves the site "unavailable" until it
+		// appears.
 		if err := s.loadFile(s.fixed); err != nil {
 			h.logger.Warn("robots: cannot read robots.txt file yet", zap.String("file", h.File), zap.Error(err))
 		}
@@ -662,6 +663,21 @@ func (s *ruleSource) refreshLoop() {
 	}
 }
 
+// readRobotsFile reads at most one byte past the size cap of a robots.txt
+// file: the loader's polls and the admin API's reload.
+func readRobotsFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading robots.txt file: %w", err)
+	}
+	defer f.Close()
+	body, err := io.ReadAll(io.LimitReader(f, enforce.MaxSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading robots.txt file %s: %w", path, err)
+	}
+	return body, nil
+}
+
 // loadFile reads the robots.txt file if it changed.
 func (s *ruleSource) loadFile(hr *hostRules) error {
 	fi, err := os.Stat(s.h.File)
@@ -672,19 +688,13 @@ func (s *ruleSource) loadFile(hr *hostRules) error {
 	if fi.ModTime().Equal(s.lastMod) && fi.Size() == s.size && len(hr.snap.Load().versions) > 0 {
 		return nil
 	}
-	f, err := os.Open(s.h.File)
+	// One byte past the cap, so the parser drops a line the cap cuts.
+	body, err := readRobotsFile(s.h.File)
 	if err != nil {
 		s.failed(hr, err)
-		return fmt.Errorf("reading robots.txt file: %w", err)
+		return err
 	}
-	defer f.Close()
-	var buf bytes.Buffer
-	// One byte past the cap, so the parser drops a line the cap cuts.
-	if _, err := buf.ReadFrom(io.LimitReader(f, enforce.MaxSize+1)); err != nil {
-		s.failed(hr, err)
-		return fmt.Errorf("reading robots.txt file: %w", err)
-	}
-	if err := s.publish(hr, buf.Bytes()); err != nil {
+	if err := s.publish(hr, body); err != nil {
 		s.failed(hr, err)
 		return fmt.Errorf("reading robots.txt file: %w", err)
 	}
