@@ -443,7 +443,7 @@ func (h *Handler) judge(o *outcome, r *http.Request, a *agents.Agent, addr *clie
 		}
 	}
 
-	snap := h.rules.rulesFor(r)
+	snap := h.rules.rulesFor(r, host)
 	if len(snap.versions) == 0 {
 		if snap.unavailable && h.unavailableDisallow {
 			o.action, o.reason = actBlock, reasonUnavailable

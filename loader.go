@@ -189,12 +189,15 @@ func (s *ruleSource) serverKey(r *http.Request) string {
 
 // siteHost is the host name of a Host header as the site key keeps it:
 // lower-cased, without port or brackets, a trailing dot kept.
-func siteHost(hostport string) string {
-	h := hostname(hostport)
+func siteHost(hostport string) string { return siteHostOf(hostport, hostname(hostport)) }
+
+// siteHostOf is siteHost(hostport) when its host name, hostname(hostport),
+// is known already.
+func siteHostOf(hostport, host string) string {
 	if strings.HasSuffix(hostport, ".") || strings.Contains(hostport, ".:") {
-		h += "."
+		return host + "."
 	}
-	return h
+	return host
 }
 
 // siteKeyOf is the key of the site r is for.
@@ -208,11 +211,13 @@ var unavailableSnap = &snapshot{unavailable: true}
 // rulesFor returns the current snapshot for the request's site. For source
 // site, a site seen for the first time is loaded now, waiting at most the
 // fetch timeout (browsers never reach this; only bots wait, once per site).
-func (s *ruleSource) rulesFor(r *http.Request) *snapshot {
+//
+// host is hostOf(r), which the caller has at hand.
+func (s *ruleSource) rulesFor(r *http.Request, host string) *snapshot {
 	if !s.site {
 		return s.fixed.snap.Load()
 	}
-	k := s.siteKeyOf(r)
+	k := siteKey{server: s.serverKey(r), host: siteHostOf(r.Host, host)}
 	hr, added := s.getOrAdd(k)
 	if hr == nil {
 		if ok, n := s.full.allow(time.Now()); ok {
