@@ -332,9 +332,7 @@ func buildStatus(ctx context.Context, hs []*Handler, now time.Time, scans banSca
 			TopOffenders: h.stats.top(adminTop, true),
 			IPLists:      ipListsOf(h, now),
 		}
-		if h.Grace != nil {
-			hs.GraceSeconds = time.Duration(*h.Grace).Seconds()
-		}
+		hs.GraceSeconds = h.grace.Seconds()
 		if p := h.strikes; p.Enabled() {
 			hs.Strikes = fmt.Sprintf("%d in %s, ban %s", p.Strikes, p.Window, p.Ban)
 		} else {
@@ -406,16 +404,12 @@ func siteStatusOf(h *Handler, hr *hostRules, now time.Time) siteStatus {
 	default:
 		st.State = "unavailable"
 	}
-	grace := time.Duration(0)
-	if h.Grace != nil {
-		grace = time.Duration(*h.Grace)
-	}
 	for i, v := range snap.versions {
 		vs := versionStatus{ID: v.id, From: v.from.UTC(), Current: i == 0}
 		if !v.until.IsZero() {
 			u := v.until.UTC()
 			vs.Until = &u
-			vs.InGrace = now.Sub(v.until) <= grace
+			vs.InGrace = now.Sub(v.until) <= h.grace
 		}
 		st.Versions = append(st.Versions, vs)
 	}
