@@ -572,6 +572,14 @@ http://strict.localhost:9082 {
 	if s, body := rawGet(t, "127.0.0.1:9082", "GET", "/private/secret.html", "strict.localhost:9082", "User-Agent: "+exampleUA); s != 403 || strings.Contains(body, secret) {
 		t.Errorf("strict site after a trailing-dot request: %d, want 403", s)
 	}
+	// The Host as a bot may spell it: case and an explicit port name the
+	// same site, which keeps its rules (the handler parses the Host once
+	// for the site key and the crawler's identity).
+	for _, host := range []string{"STRICT.Localhost:9082", "strict.LOCALHOST:9082"} {
+		if s, body := rawGet(t, "127.0.0.1:9082", "GET", "/private/secret.html", host, "User-Agent: "+exampleUA); s != 403 || strings.Contains(body, secret) {
+			t.Errorf("strict site with Host %q: %d, want 403", host, s)
+		}
+	}
 }
 
 // TestAdversarialHostFlood: random Host headers on a catch-all site with a
