@@ -411,6 +411,69 @@ func BenchmarkWorstCaseEscapes(b *testing.B)     { benchWorst(b, "Escapes") }
 func BenchmarkWorstCaseNested(b *testing.B)      { benchWorst(b, "Nested") }
 func BenchmarkWorstCaseAnchored(b *testing.B)    { benchWorst(b, "Anchored") }
 
+// ngramOrder returns the NgramOrder shape at full size, its group's
+// matcher, and each target's winning rank.
+func ngramOrder(b *testing.B) (worstShape, *matcher, []uint64) {
+	var sh worstShape
+	for _, s := range worstShapes(10000, MaxTargetLength, 1) {
+		if s.name == "NgramOrder" {
+			sh = s
+		}
+	}
+	g := Parse([]byte(sh.file)).Select([]string{"FooBot"}, true)
+	m := &g.m
+	if m.ac == nil || len(m.sets) != 1 {
+		b.Fatalf("the shape compiled to %d wildcard sets, want 1 with an automaton", len(m.sets))
+	}
+	wins := make([]uint64, len(sh.targets))
+	for i, t := range sh.targets {
+		wins[i] = m.acRun(t, 0, []uint64{1<<32 | 1}, 0, 1)
+	}
+	return sh, m, wins
+}
+
+// BenchmarkWorstCaseNgramOrderSteps is a floor under NgramOrder: the
+// automaton's steps alone along each target (one dependent load per
+// unit), without reporting a segment or tracking a rule. Its 18,245
+// segments take a transition table of about 880 KiB, close to a core's
+// L2 cache, so each step waits on that cache. The figure bounds what any
+// rework of the reporting and tracking can save; the automaton metric is
+// the table's size.
+func BenchmarkWorstCaseNgramOrderSteps(b *testing.B) {
+	sh, m, _ := ngramOrder(b)
+	a := m.ac
+	var sink uint32
+	for i := 0; b.Loop(); i = wrap(i+1, len(sh.targets)) {
+		t := sh.targets[i]
+		r := uint32(0)
+		for j := 1; j < len(t); {
+			var sym int
+			sym, j = nextUnit(t, j)
+			x := a.dfa[r*a.stride+uint32(a.cls[sym])]
+			if x >= acSlow {
+				b.Fatal("a step left the table: the floor would not be the fast path")
+			}
+			r = x & acRowMax
+			sink += x >> 16
+		}
+	}
+	_ = sink
+	b.ReportMetric(float64(len(a.dfa)*4), "table-B")
+}
+
+// BenchmarkWorstCaseNgramOrderKnownWinner is NgramOrder's one-pass scan
+// started with each target's winner already known, so that only the rules
+// that could beat it are tracked: what the best possible "early winner"
+// would leave of the scan's cost.
+func BenchmarkWorstCaseNgramOrderKnownWinner(b *testing.B) {
+	sh, m, wins := ngramOrder(b)
+	for i := 0; b.Loop(); i = wrap(i+1, len(sh.targets)) {
+		if got := m.acRun(sh.targets[i], wins[i]-1, []uint64{1<<32 | 1}, 0, 1); got != wins[i] {
+			b.Fatalf("target %d: rank %x, want %x", i, got, wins[i])
+		}
+	}
+}
+
 // wild500k returns MaxSize octets of wildcard rules of the shapes above
 // (random segments, runs, escapes, nested runs, '$' rules), in one group.
 func wild500k() []byte {
