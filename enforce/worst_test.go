@@ -428,6 +428,9 @@ func ngramOrder(b *testing.B) (worstShape, *matcher, []uint64) {
 	wins := make([]uint64, len(sh.targets))
 	for i, t := range sh.targets {
 		wins[i] = m.acRun(t, 0, []uint64{1<<32 | 1}, 0, 1)
+		if got, _ := m.match(t, false); got != wins[i] || got == 0 {
+			b.Fatalf("target %d: the scan from the set gives rank %x, a whole decision %x", i, wins[i], got)
+		}
 	}
 	return sh, m, wins
 }
