@@ -440,7 +440,7 @@ func ngramOrder(b *testing.B) (worstShape, *matcher, []uint64) {
 // unit), without reporting a segment or tracking a rule. Its 18,245
 // segments take a transition table of about 880 KiB, close to a core's
 // L2 cache, so each step waits on that cache. The figure bounds what any
-// rework of the reporting and tracking can save; the automaton metric is
+// rework of the reporting and tracking can save; the table-B metric is
 // the table's size.
 func BenchmarkWorstCaseNgramOrderSteps(b *testing.B) {
 	sh, m, _ := ngramOrder(b)
