@@ -201,8 +201,12 @@ func siteHostOf(hostport, host string) string {
 }
 
 // siteKeyOf is the key of the site r is for.
-func (s *ruleSource) siteKeyOf(r *http.Request) siteKey {
-	return siteKey{server: s.serverKey(r), host: siteHost(r.Host)}
+func (s *ruleSource) siteKeyOf(r *http.Request) siteKey { return s.siteKeyAt(r, hostOf(r)) }
+
+// siteKeyAt is siteKeyOf(r) when the request's host name, hostOf(r), is
+// known already.
+func (s *ruleSource) siteKeyAt(r *http.Request, host string) siteKey {
+	return siteKey{server: s.serverKey(r), host: siteHostOf(r.Host, host)}
 }
 
 // unavailableSnap is what a site gets while the table has no room for it.
@@ -217,8 +221,7 @@ func (s *ruleSource) rulesFor(r *http.Request, host string) *snapshot {
 	if !s.site {
 		return s.fixed.snap.Load()
 	}
-	k := siteKey{server: s.serverKey(r), host: siteHostOf(r.Host, host)}
-	hr, added := s.getOrAdd(k)
+	hr, added := s.getOrAdd(s.siteKeyAt(r, host))
 	if hr == nil {
 		if ok, n := s.full.allow(time.Now()); ok {
 			s.h.logger.Warn("robots: too many sites in active use; new ones are answered as unavailable (503 for crawlers) until some go idle",
