@@ -387,14 +387,21 @@ func FuzzOnePass(f *testing.F) {
 	})
 }
 
-// benchWorst benchmarks the decisions of one shape, target after target.
-func benchWorst(b *testing.B, name string) {
-	var sh worstShape
+// fullShape returns the shape called name at full size: 10,000 rules and
+// targets of MaxTargetLength octets.
+func fullShape(b *testing.B, name string) worstShape {
 	for _, s := range worstShapes(10000, MaxTargetLength, 1) {
 		if s.name == name {
-			sh = s
+			return s
 		}
 	}
+	b.Fatalf("no worst-case shape %q", name)
+	return worstShape{}
+}
+
+// benchWorst benchmarks the decisions of one shape, target after target.
+func benchWorst(b *testing.B, name string) {
+	sh := fullShape(b, name)
 	r := Parse([]byte(sh.file))
 	tokens := []string{"FooBot"}
 	b.ReportAllocs()
@@ -414,12 +421,7 @@ func BenchmarkWorstCaseAnchored(b *testing.B)    { benchWorst(b, "Anchored") }
 // ngramOrder returns the NgramOrder shape at full size, its group's
 // matcher, and each target's winning rank.
 func ngramOrder(b *testing.B) (worstShape, *matcher, []uint64) {
-	var sh worstShape
-	for _, s := range worstShapes(10000, MaxTargetLength, 1) {
-		if s.name == "NgramOrder" {
-			sh = s
-		}
-	}
+	sh := fullShape(b, "NgramOrder")
 	g := Parse([]byte(sh.file)).Select([]string{"FooBot"}, true)
 	m := &g.m
 	if m.ac == nil || len(m.sets) != 1 {
