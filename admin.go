@@ -2,14 +2,10 @@ package caddyrobots
 
 import (
 	"context"
-	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"sort"
 	"strings"
@@ -17,7 +13,6 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
-	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/caddyrobots/caddy-robots/agents"
 	"github.com/caddyrobots/caddy-robots/enforce/state"
@@ -405,11 +400,11 @@ func siteStatusOf(h *Handler, hr *hostRules, now time.Time) siteStatus {
 		st.State = "unavailable"
 	}
 	for i, v := range snap.versions {
-		vs := versionStatus{ID: v.id, From: v.from.UTC(), Current: i == 0}
-		if !v.until.IsZero() {
-			u := v.until.UTC()
+		vs := versionStatus{ID: v.ID, From: v.From.UTC(), Current: i == 0}
+		if !v.Until.IsZero() {
+			u := v.Until.UTC()
 			vs.Until = &u
-			vs.InGrace = now.Sub(v.until) <= h.grace
+			vs.InGrace = now.Sub(v.Until) <= h.grace
 		}
 		st.Versions = append(st.Versions, vs)
 	}
@@ -430,10 +425,10 @@ func siteStatusOf(h *Handler, hr *hostRules, now time.Time) siteStatus {
 	}
 	if len(snap.versions) > 0 {
 		cur := snap.versions[0]
-		st.Version = cur.id
-		since := cur.from.UTC()
+		st.Version = cur.ID
+		since := cur.From.UTC()
 		st.CurrentSince = &since
-		ref := cur.from
+		ref := cur.From
 		if lastResult == "ok" && lastFetch.After(ref) {
 			ref = lastFetch
 		}
@@ -473,200 +468,6 @@ func storeFactsOf(ctx context.Context, h *Handler, now time.Time, scans banScans
 		}
 	}
 	return f
-}
-
-// checkRequest is the body of POST /robots/check.
-type checkRequest struct {
-	UserAgent string `json:"user_agent"`
-	IP        string `json:"ip"`
-	URL       string `json:"url"`
-	// Handler picks a handler by its index in /robots/status, when the
-	// URL's host does not say which.
-	Handler *int `json:"handler,omitempty"`
-}
-
-// checkResponse is the answer of POST /robots/check.
-type checkResponse struct {
-	Decision string `json:"decision"`
-	Reason   string `json:"reason"`
-	Crawler  string `json:"crawler,omitempty"`
-	Verdict  string `json:"verdict,omitempty"`
-	Token    string `json:"token,omitempty"`
-	Group    string `json:"group,omitempty"`
-	Rule     string `json:"rule,omitempty"`
-	Line     int    `json:"line,omitempty"`
-	Version  string `json:"version,omitempty"`
-	// RetryAfterSeconds is the wait a ban or an unavailable robots.txt
-	// imposes.
-	RetryAfterSeconds float64 `json:"retry_after_seconds,omitempty"`
-	// CrawlDelaySeconds is the interval enforced between this crawler's
-	// requests; whether the next request is throttled depends on its
-	// recent requests, which a check does not spend.
-	CrawlDelaySeconds float64 `json:"crawl_delay_seconds,omitempty"`
-	// Message is the explanation a refused crawler would receive.
-	Message string `json:"message,omitempty"`
-	Mode    string `json:"mode"`
-	Handler int    `json:"handler"`
-}
-
-func (a *adminAPI) serveCheck(w http.ResponseWriter, r *http.Request) error {
-	var req checkRequest
-	dec := json.NewDecoder(io.LimitReader(r.Body, adminMaxBody))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		return caddy.APIError{HTTPStatus: http.StatusBadRequest, Err: fmt.Errorf("robots: check: decoding the request body: %w", err)}
-	}
-	res, err := checkRequestNow(r.Context(), handlers(), req)
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, res)
-}
-
-// checkRequestNow judges req with the live configuration and state without
-// counting anything: no strike, no throttle budget spent, no crawler
-// statistics. For source site, a host the handler has not loaded yet is
-// loaded now, as a crawler's first visit would.
-func checkRequestNow(ctx context.Context, hs []*Handler, req checkRequest) (checkResponse, error) {
-	bad := func(format string, args ...any) error {
-		return caddy.APIError{HTTPStatus: http.StatusBadRequest, Err: fmt.Errorf("robots: check: "+format, args...)}
-	}
-	u, err := url.Parse(req.URL)
-	if err != nil {
-		return checkResponse{}, bad("url: %w", err)
-	}
-	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return checkResponse{}, bad("url %q must be an absolute http or https URL", req.URL)
-	}
-	ipStr := strings.TrimSpace(req.IP)
-	ip, err := netip.ParseAddr(ipStr)
-	if err != nil {
-		return checkResponse{}, bad("ip %q: %w", req.IP, err)
-	}
-	ip = ip.Unmap()
-	h, idx, err := pickHandler(hs, u, req.Handler)
-	if err != nil {
-		return checkResponse{}, err
-	}
-	var srv *caddyhttp.Server
-	if h.rules != nil {
-		srv = h.rules.srv.Load()
-	}
-	if srv == nil && h.Source == "site" {
-		return checkResponse{}, caddy.APIError{HTTPStatus: http.StatusConflict,
-			Err: errors.New("robots: check: this handler has served no request yet, so the server it loads robots.txt through is unknown; send one request to the site first")}
-	}
-
-	vars := map[string]any{caddyhttp.ClientIPVarKey: ip.String()}
-	rctx := context.WithValue(ctx, caddyhttp.VarsCtxKey, vars)
-	if srv != nil {
-		rctx = context.WithValue(rctx, caddyhttp.ServerCtxKey, srv)
-	}
-	r, err := http.NewRequestWithContext(rctx, http.MethodGet, u.String(), nil)
-	if err != nil {
-		return checkResponse{}, bad("building the request: %w", err)
-	}
-	r.RequestURI = u.RequestURI()
-	r.Host = u.Host
-	r.RemoteAddr = net.JoinHostPort(ip.String(), "0")
-	r.Header.Set("User-Agent", req.UserAgent)
-	if u.Scheme == "https" {
-		r.TLS = &tls.ConnectionState{HandshakeComplete: true, ServerName: u.Hostname()}
-	}
-
-	res := checkResponse{Mode: h.Mode, Handler: idx}
-	a := h.ident.IdentifyShared(req.UserAgent)
-	switch {
-	case !a.Bot:
-		res.Decision, res.Reason = actAllow.String(), "not a crawler"
-		return res, nil
-	case !h.judged(a):
-		res.Decision, res.Reason, res.Crawler = actAllow.String(), "not judged (libraries ignore)", a.Name
-		return res, nil
-	case isRobotsTxtRequest(r):
-		res.Decision, res.Reason, res.Crawler = actAllow.String(), "/robots.txt is always served", a.Name
-		return res, nil
-	}
-	if h.exempted(ip) {
-		res.Decision, res.Reason, res.Crawler = actAllow.String(), "exempt network", a.Name
-		return res, nil
-	}
-	addr := clientAddr{r: r, vars: vars}
-	forms := formsOf(r)
-	o := outcome{published: published{agent: a}}
-	h.judge(&o, r, &a.Agent, &addr, hostOf(r), &forms, true, "")
-
-	res.Decision = o.action.String()
-	res.Crawler = a.Name
-	res.Verdict = o.verdict.String()
-	res.Token = o.tokenName()
-	res.Reason = o.reason.String()
-	if o.decision.Group != nil {
-		res.Group = o.decision.Group.String()
-	}
-	if rule := o.decision.Rule; rule != nil {
-		res.Rule = rule.String()
-		res.Line = rule.Line
-	}
-	if o.version != nil {
-		res.Version = o.version.id
-	}
-	if o.action == actAllow {
-		switch {
-		case o.decision.Group == nil:
-			res.Reason = "no group applies"
-		case o.decision.Rule != nil:
-			res.Reason = "allowed by rule"
-		default:
-			res.Reason = "no rule disallows"
-		}
-		if o.retryAfter > 0 {
-			res.CrawlDelaySeconds = o.retryAfter.Seconds()
-		}
-	} else {
-		res.Message = strings.TrimSpace(o.message)
-		if o.retryAfter > 0 {
-			res.RetryAfterSeconds = o.retryAfter.Seconds()
-		}
-	}
-	return res, nil
-}
-
-// pickHandler returns the handler a check of u concerns: the one given by
-// index, else the first whose site (source site) has u's host, else the
-// only handler.
-func pickHandler(hs []*Handler, u *url.URL, index *int) (*Handler, int, error) {
-	if len(hs) == 0 {
-		return nil, 0, caddy.APIError{HTTPStatus: http.StatusNotFound, Err: errors.New("robots: no robots handler is running")}
-	}
-	if index != nil {
-		if *index < 0 || *index >= len(hs) {
-			return nil, 0, caddy.APIError{HTTPStatus: http.StatusNotFound, Err: fmt.Errorf("robots: no handler %d (there are %d; see /robots/status)", *index, len(hs))}
-		}
-		return hs[*index], *index, nil
-	}
-	host := hostname(u.Host)
-	var known []string
-	for i, h := range hs {
-		for _, hr := range adminSites(h) {
-			if hr.key.host == "" {
-				continue
-			}
-			if hostname(hr.key.host) == host {
-				return h, i, nil
-			}
-			known = append(known, hr.key.host)
-		}
-	}
-	if len(hs) == 1 {
-		return hs[0], 0, nil
-	}
-	msg := fmt.Sprintf("robots: no robots handler has a site %q", host)
-	if len(known) > 0 {
-		msg += " (sites known: " + strings.Join(known, ", ") + ")"
-	}
-	msg += `; a site appears once it served a request, or pass "handler": <index from /robots/status>`
-	return nil, 0, caddy.APIError{HTTPStatus: http.StatusNotFound, Err: errors.New(msg)}
 }
 
 // banEntry is one ban of GET /robots/bans.
@@ -860,7 +661,7 @@ func reloadAll(hs []*Handler) reloadReport {
 
 func currentID(hr *hostRules) string {
 	if vs := hr.snap.Load().versions; len(vs) > 0 {
-		return vs[0].id
+		return vs[0].ID
 	}
 	return ""
 }

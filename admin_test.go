@@ -51,7 +51,7 @@ func TestAdminCheckDoesNotCount(t *testing.T) {
 	hs := []*Handler{h}
 	check := func(ua, ip, u string) checkResponse {
 		t.Helper()
-		res, err := checkRequestNow(context.Background(), hs, checkRequest{UserAgent: ua, IP: ip, URL: u})
+		res, err := checkRequestNow(context.Background(), hs, nil, checkRequest{UserAgent: ua, IP: ip, URL: u})
 		if err != nil {
 			t.Fatalf("check %s %s: %v", ua, u, err)
 		}
@@ -105,41 +105,36 @@ func TestAdminCheckDoesNotCount(t *testing.T) {
 		{UserAgent: "GPTBot/1.2", IP: "not-an-ip", URL: "http://check.example/"},
 		{UserAgent: "GPTBot/1.2", IP: "192.0.2.1", URL: "http://check.example/", Handler: &three},
 	} {
-		_, err := checkRequestNow(context.Background(), hs, bad)
+		_, err := checkRequestNow(context.Background(), hs, nil, bad)
 		if s := apiStatus(err); s != http.StatusBadRequest && s != http.StatusNotFound {
 			t.Errorf("check %+v: %v (status %d), want 400 or 404", bad, err, s)
 		}
 	}
 }
 
-func TestAdminPickHandler(t *testing.T) {
+// TestAdminCheckHandler: a check picks its handler by index, or, outside a
+// running Caddy (no HTTP app to route through), the only handler; with
+// several handlers and nothing to route by, it says so and lists them.
+func TestAdminCheckHandler(t *testing.T) {
 	a, doneA := newTestHandler(t, &Handler{})
 	defer doneA()
 	b, doneB := newTestHandler(t, &Handler{Source: "inline", Inline: "User-agent: *\nDisallow: /b/\n"})
 	defer doneB()
 	u, _ := url.Parse("http://nowhere.example/")
-	if _, _, err := pickHandler([]*Handler{a, b}, u, nil); apiStatus(err) != http.StatusNotFound || !strings.Contains(err.Error(), "nowhere.example") {
-		t.Errorf("no matching site: %v", err)
+	r := httptest.NewRequest("GET", "http://nowhere.example/", nil)
+	if _, _, err := checkHandler([]*Handler{a, b}, nil, nil, u, r); apiStatus(err) != http.StatusNotFound ||
+		!strings.Contains(err.Error(), "nowhere.example") || !strings.Contains(err.Error(), "1: not in the running config") {
+		t.Errorf("no route to a handler: %v", err)
 	}
-	if h, i, err := pickHandler([]*Handler{a}, u, nil); err != nil || h != a || i != 0 {
-		t.Errorf("one handler: %v %d %v", h, i, err)
+	if h, ans, err := checkHandler([]*Handler{a}, nil, nil, u, r); err != nil || h != a || ans.Handler != 0 {
+		t.Errorf("one handler: %v %+v %v", h, ans, err)
 	}
 	one := 1
-	if h, _, err := pickHandler([]*Handler{a, b}, u, &one); err != nil || h != b {
-		t.Errorf("by index: %v", err)
+	if h, ans, err := checkHandler([]*Handler{a, b}, nil, &one, u, r); err != nil || h != b || ans.Source != "inline" {
+		t.Errorf("by index: %v %+v", err, ans)
 	}
-	if _, _, err := pickHandler(nil, u, nil); apiStatus(err) != http.StatusNotFound {
+	if _, _, err := checkHandler(nil, nil, nil, u, r); apiStatus(err) != http.StatusNotFound {
 		t.Errorf("no handler: %v", err)
-	}
-	// A site-source handler is picked by the sites it has loaded.
-	site := &Handler{Source: "site"}
-	site.rules = &ruleSource{site: true, hostTable: newHostTable()}
-	key := ":9080"
-	site.rules.srvKey.Store(&key)
-	site.rules.getOrAdd(siteKey{server: key, host: "shop.example"})
-	su, _ := url.Parse("https://SHOP.example:9443/cart")
-	if h, i, err := pickHandler([]*Handler{a, site}, su, nil); err != nil || h != site || i != 1 {
-		t.Errorf("by site: %v %d %v", h, i, err)
 	}
 }
 

@@ -1,19 +1,25 @@
 package caddyrobots
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/netip"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/caddyrobots/caddy-robots/agents"
 	"github.com/caddyrobots/caddy-robots/enforce"
+	"github.com/caddyrobots/caddy-robots/internal/policy"
 )
 
 // defaultCheckDNSTimeout bounds a reverse-DNS verification in robots check.
@@ -21,52 +27,118 @@ const defaultCheckDNSTimeout = 2 * time.Second
 
 func newCheckCommand(record func(int)) *cobra.Command {
 	c := &cobra.Command{
-		Use:   "check --robots <file|url> --agent <User-Agent> [--ip <addr>] <url>...",
+		Use:   "check (--robots <file|url> | --config <Caddyfile> --site <host>) --agent <User-Agent> [--ip <addr>] <url>...",
 		Short: "Tells whether a crawler may fetch URLs, and which rule decides",
 		Long: `
 Reads a robots.txt (a file, or an http(s) URL fetched once), identifies the
-User-Agent as the robots handler does, and prints for each URL whether that
-client may fetch it: the group chosen, the rule and its line, and the crawler
-that was judged. A browser's User-Agent is always allowed: robots.txt does not
+User-Agent as the robots handler does, and prints for each URL what the
+handler would decide, from the same decision the server runs: the group
+chosen, the rule and its line, the AI usage preference, and the crawler that
+was judged. A browser's User-Agent is always allowed: robots.txt does not
 apply to people.
+
+The handler's options come from flags (--preferences, --crawl-delay,
+--spoofed, --libraries, --unavailable, --mode) or from a config: with
+--config <Caddyfile|caddy.json> --site <host[:port]>, the options of the
+robots handler that serves that site are used, and its robots.txt too when
+its source is a file or inline text (source site needs --robots).
 
 With --ip, the claim is verified as the handler verifies it: the operator's
 published IP ranges (embedded), then forward-confirmed reverse DNS, bounded by
 --dns-timeout. A lookup that does not finish in time is "unverified", never
-"spoofed". A spoofed claim is refused, as the handler does by default.
+"spoofed".
+
+The check has no live state: no throttle budget, strike or ban. It says
+which Crawl-delay applies; the admin API's POST /robots/check reads the live
+state.
+
+--explain prints every form of each target that was judged (the server
+judges "//private/x" as "/private/x" too). --requests <file> reads JSON
+lines {"user_agent","ip","url","method","headers"} and prints one JSON
+decision per line, as POST /robots/check answers.
 
 Exit status: 0 if every URL is allowed, 3 if any is refused, 1 on a usage or
 I/O error.`,
 		Example: `  $ caddy robots check --robots https://example.com/robots.txt --agent 'GPTBot/1.2' https://example.com/private/
+  $ caddy robots check --config Caddyfile --site example.com --agent 'GPTBot/1.2' --explain '/public/..%2fprivate/x'
   $ caddy robots check --robots robots.txt --agent 'Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)' --ip 66.249.66.1 /search /`,
-		Args: cobra.MinimumNArgs(1),
 		RunE: runE(runCheck, record),
 	}
 	f := c.Flags()
-	f.String("robots", "", "robots.txt to read: a file path or an http(s) URL (required)")
-	f.String("agent", "", "the User-Agent header to judge (required)")
+	f.String("robots", "", "robots.txt to read: a file path or an http(s) URL")
+	f.String("config", "", "a Caddyfile or JSON config whose robots handler's options (and file or inline robots.txt) to judge with")
+	f.String("adapter", "", "the config adapter for --config (default: caddyfile, or json for *.json)")
+	f.String("site", "", "with --config: the site (host[:port]) whose robots handler judges")
+	f.String("agent", "", "the User-Agent header to judge")
 	f.String("ip", "", "the client address, to verify the crawler's claim")
+	f.String("method", http.MethodGet, "the request method")
+	f.StringArray("header", nil, "another request header, 'Name: value' (repeatable), e.g. X-Original-URL")
 	f.Duration("dns-timeout", defaultCheckDNSTimeout, "how long reverse-DNS verification may take")
 	f.String("resolver", "", "DNS server (host:port) for verification; default: the system's")
+	f.Bool("explain", false, "print every form of each target that was judged")
+	f.String("requests", "", "judge the requests of a JSON-lines file and print JSON decisions")
+	addOptionFlags(f)
 	return c
+}
+
+// addOptionFlags adds the handler's options that bear on a decision.
+func addOptionFlags(f *pflag.FlagSet) {
+	f.String("mode", "enforce", "enforce | log (log refuses nothing; the decision is the same)")
+	f.String("preferences", "expose", "expose | header | enforce: enforce refuses crawlers whose purpose the AI usage preference excludes")
+	f.String("crawl-delay", "on", "on | off | all: which crawlers Crawl-delay applies to")
+	f.String("spoofed", "block", "block | wildcard: what a provable impostor gets")
+	f.String("libraries", "crawler", "crawler | ignore: whether HTTP libraries are judged")
+	f.String("unavailable", "disallow", "disallow | allow: what crawlers get when robots.txt answers 5xx")
+	f.Duration("grace", DefaultGrace, "how long a crawler may keep an old robots.txt")
+	f.String("strikes", "", "off, or '<count> <window> <ban>' (default 10 10m 1h): whether a refusal counts as a strike")
+}
+
+// checkEnv is what judging a request needs in the CLI: the handler's
+// options, the rules, and a verifier.
+type checkEnv struct {
+	h        *Handler
+	robots   *enforce.Robots
+	src      *source
+	version  *policy.Version
+	ident    *agents.Identifier
+	timeout  time.Duration
+	resolver string
+	verdicts map[string]verdictWhy
+}
+
+type verdictWhy struct {
+	v   agents.Verdict
+	why string
 }
 
 func runCheck(env *cliEnv) (int, error) {
 	fl := env.flags
-	robotsSrc, _ := fl.GetString("robots")
 	ua, _ := fl.GetString("agent")
-	ipText, _ := fl.GetString("ip")
-	dnsTimeout, _ := fl.GetDuration("dns-timeout")
-	resolver, _ := fl.GetString("resolver")
-	if robotsSrc == "" || ua == "" {
-		return exitFailure, errors.New("robots check: --robots and --agent are required")
+	batch, _ := fl.GetString("requests")
+	if ua == "" && batch == "" {
+		return exitFailure, errors.New("robots check: --agent is required (or --requests)")
 	}
+	if batch == "" && len(env.args) == 0 {
+		return exitFailure, errors.New("robots check: give at least one URL or path")
+	}
+	ce, err := newCheckEnv(env)
+	if err != nil {
+		return exitFailure, fmt.Errorf("robots check: %w", err)
+	}
+	if batch != "" {
+		return ce.runBatch(env, batch)
+	}
+	ipText, _ := fl.GetString("ip")
 	var ip netip.Addr
 	if ipText != "" {
-		var err error
 		if ip, err = netip.ParseAddr(ipText); err != nil {
 			return exitFailure, fmt.Errorf("robots check: --ip: %w", err)
 		}
+	}
+	method, _ := fl.GetString("method")
+	headers, err := headerFlags(fl)
+	if err != nil {
+		return exitFailure, fmt.Errorf("robots check: %w", err)
 	}
 	targets := make([]string, len(env.args))
 	for i, a := range env.args {
@@ -76,56 +148,154 @@ func runCheck(env *cliEnv) (int, error) {
 		}
 		targets[i] = t
 	}
-	src, err := loadRobots(env.ctx, robotsSrc)
-	if err != nil {
-		return exitFailure, fmt.Errorf("robots check: %w", err)
-	}
-	robots := enforce.Parse(src.body)
+	explain, _ := fl.GetBool("explain")
+	return ce.printText(env, ua, ip, method, headers, targets, explain)
+}
 
+// newCheckEnv reads the options and the robots.txt.
+func newCheckEnv(env *cliEnv) (*checkEnv, error) {
+	fl := env.flags
+	ce := &checkEnv{ident: agents.NewIdentifier(4096), verdicts: map[string]verdictWhy{}}
+	ce.timeout, _ = fl.GetDuration("dns-timeout")
+	ce.resolver, _ = fl.GetString("resolver")
+	cfgPath, _ := fl.GetString("config")
+	robotsSrc, _ := fl.GetString("robots")
+	var err error
+	if cfgPath != "" {
+		site, _ := fl.GetString("site")
+		adapter, _ := fl.GetString("adapter")
+		if ce.h, err = handlerFromConfig(cfgPath, adapter, site); err != nil {
+			return nil, err
+		}
+	} else {
+		if ce.h, err = handlerFromFlags(fl); err != nil {
+			return nil, err
+		}
+	}
+	switch {
+	case robotsSrc != "":
+		ce.src, err = loadRobots(env.ctx, robotsSrc)
+	case ce.h.Source == "inline":
+		ce.src = &source{name: "inline text of the config", body: []byte(ce.h.Inline)}
+	case ce.h.Source == "file":
+		ce.src, err = loadRobots(env.ctx, ce.h.File)
+	case cfgPath != "":
+		err = errors.New("the handler's source is the site itself: give its robots.txt with --robots (a file or the site's URL)")
+	default:
+		err = errors.New("--robots is required (or --config with a file or inline source)")
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !ce.src.unavailable {
+		ce.robots = enforce.Parse(ce.src.body)
+		ce.version = &policy.Version{Robots: ce.robots, ID: contentID(ce.src.body)}
+	}
+	return ce, nil
+}
+
+// headerFlags reads the --header flags.
+func headerFlags(fl *pflag.FlagSet) (map[string]string, error) {
+	hs, _ := fl.GetStringArray("header")
+	out := map[string]string{}
+	for _, h := range hs {
+		k, v, ok := strings.Cut(h, ":")
+		if !ok || strings.TrimSpace(k) == "" {
+			return nil, fmt.Errorf("--header %q: want 'Name: value'", h)
+		}
+		out[http.CanonicalHeaderKey(strings.TrimSpace(k))] = strings.TrimSpace(v)
+	}
+	return out, nil
+}
+
+// judgement is one request judged by the CLI.
+type judgement struct {
+	agent    *agents.Shared // nil: a person (or a library under libraries ignore)
+	why      string         // the verification's explanation
+	target   policy.Target
+	facts    policy.Facts
+	client   policy.Client
+	who      policy.Who
+	site     policy.Site
+	outcome  policy.Assessment
+	robotsTx bool
+}
+
+// judge decides one request as the handler would, with no live state.
+func (ce *checkEnv) judge(ctx context.Context, ua string, ip netip.Addr, method, target string, headers map[string]string) *judgement {
+	j := &judgement{}
+	var rewrites []string
+	for _, k := range policy.RewriteHeaders {
+		rewrites = append(rewrites, headers[k])
+	}
+	j.target = policy.ParseTarget(method, target, rewrites...)
+	sh := ce.ident.IdentifyShared(ua)
+	if !sh.Bot || (ce.h.Libraries == "ignore" && sh.Category == agents.CategoryHTTPLibrary) {
+		return j
+	}
+	j.agent = sh
+	if j.target.IsRobotsTxt() {
+		j.robotsTx = true
+		return j
+	}
+	j.client = policy.Client{Agent: &sh.Agent, Addr: ip, Verdict: agents.Unverified}
+	if ip.IsValid() {
+		vw := ce.verify(ctx, sh.Agent, ip)
+		j.client.Verdict, j.why = vw.v, vw.why
+	}
+	j.who = policy.Identify(&j.client)
+	if ce.version != nil {
+		j.site.Versions = []*policy.Version{ce.version}
+	} else {
+		j.site.Unavailable = true
+	}
+	j.facts = policy.Facts{Target: &j.target, Client: &j.client, Who: &j.who, Site: &j.site, Now: time.Now()}
+	opts := ce.h.decisionOptions()
+	j.outcome = policy.Assess(&j.facts, &opts)
+	return j
+}
+
+// verify verifies a claim once per (method, address).
+func (ce *checkEnv) verify(ctx context.Context, a agents.Agent, ip netip.Addr) verdictWhy {
+	if a.Profile.Verify == "" {
+		return verdictWhy{agents.Unverified, "its operator publishes no way to verify it"}
+	}
+	key := a.Profile.Verify + "|" + ip.String()
+	if vw, ok := ce.verdicts[key]; ok {
+		return vw
+	}
+	v, why := verifyClaim(ctx, a, ip, ce.timeout, ce.resolver)
+	vw := verdictWhy{v, why}
+	ce.verdicts[key] = vw
+	return vw
+}
+
+// printText judges each target for one client and prints the report.
+func (ce *checkEnv) printText(env *cliEnv, ua string, ip netip.Addr, method string, headers map[string]string, targets []string, explain bool) (int, error) {
 	w := env.stdout
-	fmt.Fprintf(w, "robots.txt  %s (%s", src.name, plural(len(src.body), "byte", "bytes"))
-	if src.note != "" {
-		fmt.Fprintf(w, "; %s", src.note)
+	fmt.Fprintf(w, "robots.txt  %s (%s", ce.src.name, plural(len(ce.src.body), "byte", "bytes"))
+	if ce.src.note != "" {
+		fmt.Fprintf(w, "; %s", ce.src.note)
 	}
 	fmt.Fprintf(w, ")\nagent       %s\n", ua)
-
-	a := agents.Identify(ua)
-	if !a.Bot {
+	first := ce.judge(env.ctx, ua, ip, method, "/", headers)
+	if first.agent == nil {
 		fmt.Fprintf(w, "crawler     none: a browser's User-Agent\n\n")
 		for i, t := range targets {
 			fmt.Fprintf(w, "%s: allowed (not a crawler: robots.txt does not apply to people)\n", displayTarget(env.args[i], t))
 		}
 		return exitOK, nil
 	}
-
-	verdict, why := agents.Unverified, ""
-	if ip.IsValid() {
-		verdict, why = verifyClaim(env.ctx, a, ip, dnsTimeout, resolver)
-	}
-	tokens, wildcard := judgeTokens(a, verdict)
-	g, ti := robots.SelectIndex(tokens, wildcard)
-
+	a := first.agent.Agent
 	fmt.Fprintf(w, "crawler     %s\n", describeAgent(a))
 	if len(a.Tokens) > 0 {
 		fmt.Fprintf(w, "tokens      %s\n", strings.Join(a.Tokens, ", "))
 	}
 	if ip.IsValid() {
-		fmt.Fprintf(w, "address     %s: %s: %s\n", ip, verdict, why)
+		fmt.Fprintf(w, "address     %s: %s: %s\n", ip, first.client.Verdict, first.why)
 	}
-	switch {
-	case verdict == agents.Spoofed:
-		fmt.Fprintf(w, "group       %s, as a spoofed claim gets only \"*\"\n", g)
-	case ti >= 0:
-		fmt.Fprintf(w, "group       %s, chosen by token %s\n", g, tokens[ti])
-	case g != nil:
-		fmt.Fprintf(w, "group       %s: no group names its tokens\n", g)
-	case !wildcard:
-		fmt.Fprintf(w, "group       none: no group names its tokens, and it ignores the \"*\" group by design\n")
-	default:
-		fmt.Fprintf(w, "group       none: no group names its tokens and there is no \"*\" group\n")
-	}
-	if iv := g.Interval(); iv > 0 {
-		fmt.Fprintf(w, "interval    %s between requests (%s)\n", iv, rateSource(g))
+	if ce.robots != nil {
+		ce.printGroup(w, first)
 	}
 	if a.Profile.UserTriggered {
 		fmt.Fprintf(w, "note        a user-triggered fetcher: its operator says robots.txt may not apply to it\n")
@@ -134,47 +304,195 @@ func runCheck(env *cliEnv) (int, error) {
 
 	refused := 0
 	for i, t := range targets {
-		// Every form of the target the server may act on, as the handler
-		// judges it: "//private/x" is judged as "/private/x" too.
-		req := &http.Request{Method: http.MethodGet, RequestURI: t}
-		if u, err := url.ParseRequestURI(t); err == nil {
-			req.URL = u
-		}
-		forms := formsOf(req)
-		d, _ := decideAll(g, forms.all())
+		j := ce.judge(env.ctx, ua, ip, method, t, headers)
 		name := displayTarget(env.args[i], t)
-		if verdict == agents.Spoofed {
-			refused++
-			fmt.Fprintf(w, "%s: refused (spoofed claim: the robots handler refuses it with \"spoofed block\", the default)\n", name)
-			fmt.Fprintf(w, "  with \"spoofed wildcard\": %s\n", d)
-			continue
-		}
-		verb := "allowed"
-		if !d.Allowed {
-			verb = "disallowed"
+		if ce.printJudgement(w, name, j, explain) {
 			refused++
 		}
-		fmt.Fprintf(w, "%s: %s\n", name, verb)
-		switch {
-		case d.Rule != nil:
-			fmt.Fprintf(w, "  rule     %s\n", d.Rule)
-		case d.Group == nil:
-			fmt.Fprintf(w, "  rule     none: no group applies\n")
-		case strings.SplitN(t, "?", 2)[0] == "/robots.txt":
-			fmt.Fprintf(w, "  rule     none: /robots.txt is always allowed\n")
-		default:
-			fmt.Fprintf(w, "  rule     none of the group matches\n")
-		}
-		if d.Group != nil {
-			fmt.Fprintf(w, "  group    %s\n", d.Group)
-		}
-		fmt.Fprintf(w, "  crawler  %s\n", crawlerLine(a, tokens, verdict, ip.IsValid()))
 	}
 	fmt.Fprintf(w, "\n%d allowed, %d refused\n", len(targets)-refused, refused)
 	if refused > 0 {
 		return exitRefused, nil
 	}
 	return exitOK, nil
+}
+
+// printGroup prints the group the crawler is judged by, and its interval.
+func (ce *checkEnv) printGroup(w io.Writer, j *judgement) {
+	g, ti := ce.robots.SelectIndex(j.who.Tokens, j.who.Wildcard)
+	switch {
+	case j.client.Verdict == agents.Spoofed:
+		fmt.Fprintf(w, "group       %s, as a spoofed claim gets only \"*\"\n", g)
+	case ti >= 0:
+		fmt.Fprintf(w, "group       %s, chosen by token %s\n", g, j.who.Tokens[ti])
+	case g != nil:
+		fmt.Fprintf(w, "group       %s: no group names its tokens\n", g)
+	case !j.who.Wildcard:
+		fmt.Fprintf(w, "group       none: no group names its tokens, and it ignores the \"*\" group by design\n")
+	default:
+		fmt.Fprintf(w, "group       none: no group names its tokens and there is no \"*\" group\n")
+	}
+	if iv := g.Interval(); iv > 0 {
+		fmt.Fprintf(w, "interval    %s between requests (%s)\n", iv, policy.RateSource(g))
+	}
+}
+
+// printJudgement prints one target's decision and reports whether it is
+// refused.
+func (ce *checkEnv) printJudgement(w io.Writer, name string, j *judgement, explain bool) bool {
+	as := &j.outcome
+	if j.robotsTx {
+		fmt.Fprintf(w, "%s: allowed\n  rule     none: /robots.txt is always allowed\n", name)
+		return false
+	}
+	refused := as.Refused()
+	switch as.Reason {
+	case policy.None:
+		fmt.Fprintf(w, "%s: allowed\n", name)
+	case policy.Rule:
+		fmt.Fprintf(w, "%s: disallowed\n", name)
+	case policy.Spoofed:
+		fmt.Fprintf(w, "%s: refused (spoofed claim: the robots handler refuses it with \"spoofed block\", the default)\n", name)
+		g := ce.robots.Select(nil, true)
+		d, _ := policy.DecideForms(g, j.target.Forms())
+		fmt.Fprintf(w, "  with \"spoofed wildcard\": %s\n", d)
+		return true
+	default:
+		fmt.Fprintf(w, "%s: refused (%s)\n", name, refusalSummary(policy.Explain(as, &j.facts, "")))
+	}
+	d := as.Decision
+	switch {
+	case as.Reason == policy.Preference:
+		fmt.Fprintf(w, "  preference %s\n", as.Preference)
+	case d.Rule != nil:
+		fmt.Fprintf(w, "  rule     %s\n", d.Rule)
+	case d.Group == nil && as.Version != nil:
+		fmt.Fprintf(w, "  rule     none: no group applies\n")
+	case as.Version != nil:
+		fmt.Fprintf(w, "  rule     none of the group matches\n")
+	}
+	if d.Group != nil {
+		fmt.Fprintf(w, "  group    %s\n", d.Group)
+	}
+	if form := as.RefusedFormText(&j.target); form != "" {
+		fmt.Fprintf(w, "  judged   as %s (%s)\n", form, j.target.Source(as.RefusedForm))
+	}
+	fmt.Fprintf(w, "  crawler  %s\n", crawlerLine(j.agent.Agent, j.who.Tokens, j.client.Verdict, j.client.Addr.IsValid()))
+	if explain {
+		for i, f := range j.target.Forms() {
+			fmt.Fprintf(w, "  form     %s (%s)\n", f, j.target.Source(i))
+		}
+		if as.Reason == policy.Rule {
+			switch {
+			case as.Strike:
+				fmt.Fprintf(w, "  strike   yes: every reading of robots.txt disallows it\n")
+			case as.NoStrike != "":
+				fmt.Fprintf(w, "  strike   no: %s\n", as.NoStrike)
+			default:
+				fmt.Fprintf(w, "  strike   no: strikes are off\n")
+			}
+		}
+		if as.Interval > 0 {
+			fmt.Fprintf(w, "  pace     %s between requests (%s)\n", as.Interval, policy.RateSource(as.RateGroup))
+		}
+	}
+	return refused
+}
+
+// refusalSummary is the first line of a refusal's explanation, without
+// its "Refused:" lead.
+func refusalSummary(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	for _, lead := range []string{"Refused for now: ", "Refused: ", "Slow down: "} {
+		line = strings.TrimPrefix(line, lead)
+	}
+	return strings.TrimSpace(line)
+}
+
+// batchRequest is one line of --requests.
+type batchRequest struct {
+	UserAgent string            `json:"user_agent"`
+	IP        string            `json:"ip"`
+	URL       string            `json:"url"`
+	Method    string            `json:"method,omitempty"`
+	Headers   map[string]string `json:"headers,omitempty"`
+}
+
+// runBatch judges every request of a JSON-lines file and prints one JSON
+// decision per line, in the shape of POST /robots/check's answer.
+func (ce *checkEnv) runBatch(env *cliEnv, path string) (int, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return exitFailure, fmt.Errorf("robots check: --requests: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	enc := json.NewEncoder(env.stdout)
+	code, line := exitOK, 0
+	for sc.Scan() {
+		line++
+		if strings.TrimSpace(sc.Text()) == "" {
+			continue
+		}
+		var br batchRequest
+		if err := json.Unmarshal(sc.Bytes(), &br); err != nil {
+			return exitFailure, fmt.Errorf("robots check: %s:%d: %w", path, line, err)
+		}
+		res, err := ce.judgeBatch(env.ctx, br)
+		if err != nil {
+			return exitFailure, fmt.Errorf("robots check: %s:%d: %w", path, line, err)
+		}
+		if res.Decision != policy.Allow.String() {
+			code = exitRefused
+		}
+		if err := enc.Encode(res); err != nil {
+			return exitFailure, fmt.Errorf("robots check: writing: %w", err)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return exitFailure, fmt.Errorf("robots check: reading %s: %w", path, err)
+	}
+	return code, nil
+}
+
+// judgeBatch judges one batch request.
+func (ce *checkEnv) judgeBatch(ctx context.Context, br batchRequest) (checkResponse, error) {
+	var ip netip.Addr
+	if br.IP != "" {
+		var err error
+		if ip, err = netip.ParseAddr(br.IP); err != nil {
+			return checkResponse{}, fmt.Errorf("ip %q: %w", br.IP, err)
+		}
+		ip = ip.Unmap()
+	}
+	target, err := targetOf(br.URL)
+	if err != nil {
+		return checkResponse{}, err
+	}
+	method := br.Method
+	if method == "" {
+		method = http.MethodGet
+	}
+	hs := map[string]string{}
+	for k, v := range br.Headers {
+		hs[http.CanonicalHeaderKey(k)] = v
+	}
+	j := ce.judge(ctx, br.UserAgent, ip, method, target, hs)
+	res := checkResponse{Mode: ce.h.Mode}
+	switch {
+	case j.agent == nil:
+		res.Decision, res.Reason = policy.Allow.String(), "not a crawler"
+		return res, nil
+	case j.robotsTx:
+		res.Decision, res.Reason, res.Crawler = policy.Allow.String(), "/robots.txt is always served", j.agent.Name
+		return res, nil
+	}
+	o := outcome{published: published{agent: j.agent}, assessment: j.outcome, target: j.target, client: j.client, who: j.who, site: j.site}
+	o.publish()
+	res.Crawler = j.agent.Name
+	fillCheckResponse(&res, &o)
+	return res, nil
 }
 
 // crawlerLine names the crawler that decided, its tokens and its verdict.
@@ -194,18 +512,28 @@ func crawlerLine(a agents.Agent, tokens []string, v agents.Verdict, verified boo
 	return s
 }
 
-// targetOf turns a URL or a path into the request target robots.txt
-// rules are matched against: path and query, as sent on the wire.
+// targetOf turns a URL or a path into the request target a client sends
+// for it: everything after the authority, exactly as written
+// ("https://h//private/x" sends "//private/x"), without a fragment.
 func targetOf(arg string) (string, error) {
 	if strings.HasPrefix(arg, "/") {
 		t, _, _ := strings.Cut(arg, "#")
 		return t, nil
 	}
 	u, err := url.Parse(arg)
-	if err != nil || u.Host == "" {
-		return "", fmt.Errorf("%q is neither a URL with a host nor a path starting with \"/\"", arg)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return "", fmt.Errorf("%q is neither an http(s) URL with a host nor a path starting with \"/\"", arg)
 	}
-	return u.RequestURI(), nil
+	rest := strings.TrimPrefix(arg, u.Scheme+"://")
+	t := "/"
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 && rest[i] != '#' {
+		t = rest[i:]
+		if t[0] == '?' {
+			t = "/" + t
+		}
+	}
+	t, _, _ = strings.Cut(t, "#")
+	return t, nil
 }
 
 // displayTarget prints a URL argument as given, and a path as its target.

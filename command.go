@@ -99,6 +99,10 @@ type source struct {
 	name string // the path or URL as given
 	body []byte
 	note string // how the body was obtained, when it is not simply the file
+	// unavailable is set when the URL answered 5xx: RFC 9309 §2.3.1.4
+	// tells crawlers to assume a complete disallow, and the handler
+	// refuses them (unavailable disallow) until a copy is obtained.
+	unavailable bool
 }
 
 // loadRobots reads a robots.txt from a file or an http(s) URL. For a URL it
@@ -135,7 +139,9 @@ func loadRobots(ctx context.Context, src string) (*source, error) {
 	defer resp.Body.Close()
 	switch {
 	case resp.StatusCode >= 500:
-		return nil, fmt.Errorf("fetching robots.txt %s: status %s (RFC 9309 §2.3.1.4: crawlers must assume a complete disallow)", src, resp.Status)
+		s.unavailable = true
+		s.note = fmt.Sprintf("status %s: unavailable (RFC 9309 §2.3.1.4: crawlers must assume a complete disallow)", resp.Status)
+		return s, nil
 	case resp.StatusCode >= 400:
 		s.note = fmt.Sprintf("status %s: no rules (RFC 9309 §2.3.1.3: crawlers may access everything)", resp.Status)
 		return s, nil
@@ -169,16 +175,6 @@ func describeAgent(a agents.Agent) string {
 		return name
 	}
 	return name + " (" + strings.Join(extra, ", ") + ")"
-}
-
-// judgeTokens returns the tokens and wildcard flag a crawler is judged
-// with, as the handler does: its own chain, and "*" unless it ignores "*"
-// by design; a spoofed claim gets only "*".
-func judgeTokens(a agents.Agent, v agents.Verdict) ([]string, bool) {
-	if v == agents.Spoofed {
-		return nil, true
-	}
-	return a.Tokens, !a.Profile.IgnoresWildcard
 }
 
 // plural returns "1 thing" or "n things".

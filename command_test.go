@@ -92,9 +92,15 @@ func TestLoadRobotsFromURL(t *testing.T) {
 	if code != exitOK || !strings.Contains(out, "404 Not Found: no rules") {
 		t.Errorf("404 robots.txt: code %d\n%s", code, out)
 	}
-	code, _, _, err = runCLI(t, "check", "--robots", srv.URL+"/down/robots.txt", "--agent", "GPTBot/1.2", "/x")
-	if code != exitFailure || err == nil || !strings.Contains(err.Error(), "503") {
-		t.Errorf("503 robots.txt: code %d err %v", code, err)
+	// A robots.txt that answers 5xx is unavailable: the handler refuses
+	// crawlers (503) until it obtains a copy, unless unavailable allow.
+	code, out, _, _ = runCLI(t, "check", "--robots", srv.URL+"/down/robots.txt", "--agent", "GPTBot/1.2", "/x")
+	if code != exitRefused || !strings.Contains(out, "503 Service Unavailable: unavailable") || !strings.Contains(out, "/x: refused (this site's /robots.txt cannot be read right now") {
+		t.Errorf("503 robots.txt: code %d\n%s", code, out)
+	}
+	code, out, _, _ = runCLI(t, "check", "--robots", srv.URL+"/down/robots.txt", "--unavailable", "allow", "--agent", "GPTBot/1.2", "/x")
+	if code != exitOK || !strings.Contains(out, "/x: allowed") {
+		t.Errorf("503 robots.txt, unavailable allow: code %d\n%s", code, out)
 	}
 }
 

@@ -29,6 +29,9 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+
+	"github.com/caddyrobots/caddy-robots/enforce/state"
+	"github.com/caddyrobots/caddy-robots/internal/policy"
 )
 
 // Bounds of the durations. A value outside them is refused when the config
@@ -194,4 +197,79 @@ func checkReadable(path string) error {
 		return fmt.Errorf("cannot read %s: %w (the file must exist and be readable when the config loads)", path, err)
 	}
 	return nil
+}
+
+// applyDefaults fills the options left empty with their defaults. Provision
+// calls it, and so does `caddy robots check --config`, which judges with a
+// handler's options without provisioning it.
+func (h *Handler) applyDefaults() {
+	setDefault := func(p *string, v string) {
+		if *p == "" {
+			*p = v
+		}
+	}
+	setDefault(&h.Source, "site")
+	setDefault(&h.Mode, "enforce")
+	setDefault(&h.CrawlDelay, "on")
+	setDefault(&h.Spoofed, "block")
+	setDefault(&h.Libraries, "crawler")
+	setDefault(&h.Unavailable, "disallow")
+	setDefault(&h.RobotsTxt, "serve")
+	setDefault(&h.Preferences, "expose")
+	if h.Refresh == 0 {
+		h.Refresh = caddy.Duration(DefaultRefresh)
+	}
+	if h.FetchTimeout == 0 {
+		h.FetchTimeout = caddy.Duration(DefaultFetchTimeout)
+	}
+	if h.Grace == nil {
+		g := caddy.Duration(DefaultGrace)
+		h.Grace = &g
+	}
+}
+
+// strikePolicy is the strike policy the config asks for.
+func (h *Handler) strikePolicy() state.StrikePolicy {
+	p := state.DefaultStrikePolicy()
+	s := h.Strikes
+	switch {
+	case s == nil:
+	case s.Off:
+		p.Strikes = 0
+	default:
+		if s.Count > 0 {
+			p.Strikes = s.Count
+		}
+		if s.Window > 0 {
+			p.Window = time.Duration(s.Window)
+		}
+		if s.Ban > 0 {
+			p.Ban = time.Duration(s.Ban)
+		}
+	}
+	return p
+}
+
+// decisionOptions are the options of the decision (policy.Assess) that the
+// config asks for; the config has its defaults (applyDefaults).
+func (h *Handler) decisionOptions() policy.Options {
+	o := policy.Options{
+		Grace:               time.Duration(*h.Grace),
+		MaxGrace:            MaxGrace,
+		Burst:               h.CrawlBurst,
+		SpoofedBlock:        h.Spoofed == "block",
+		UnavailableDisallow: h.Unavailable == "disallow",
+		Preferences:         h.Preferences == "enforce",
+		Strikes:             h.strikePolicy().Enabled(),
+	}
+	if o.Burst == 0 {
+		o.Burst = state.DefaultBurst
+	}
+	switch h.CrawlDelay {
+	case "off":
+		o.CrawlDelay = policy.CrawlDelayOff
+	case "all":
+		o.CrawlDelay = policy.CrawlDelayAll
+	}
+	return o
 }

@@ -1,38 +1,31 @@
 package caddyrobots
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
+	"context"
 	"fmt"
-	"hash"
-	"io"
-	"math"
 	"net"
 	"net/http"
 	"net/netip"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 
 	"github.com/caddyrobots/caddy-robots/agents"
-	"github.com/caddyrobots/caddy-robots/enforce"
 	"github.com/caddyrobots/caddy-robots/enforce/state"
+	"github.com/caddyrobots/caddy-robots/internal/policy"
 )
 
 // ServeHTTP judges the request: /robots.txt, browsers and exempt clients pass
 // untouched; bots are checked against the robots.txt versions they may hold,
 // their ban state and their crawl rate.
 //
-// The judging happens in examine, so that the frame under next (and under
+// The judging happens in classify, so that the frame under next (and under
 // every handler after this one) stays small.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
-	o := h.examine(r)
+	o := h.classify(r)
 	if h.rules.hasPrefs.Load() && o != robotsTxtOutcome {
 		w = h.withPreferences(w, r)
 	}
@@ -45,13 +38,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	return h.refuse(w, o)
 }
 
-// robotsTxtOutcome is what examine returns for a client's /robots.txt.
+// robotsTxtOutcome is what classify returns for a client's /robots.txt.
 var robotsTxtOutcome = &outcome{}
 
-// examine returns nil for requests that pass (browsers, exempt clients,
+// classify returns nil for requests that pass (browsers, exempt clients,
 // allowed bots, and every request in log mode), robotsTxtOutcome for
 // /robots.txt, and otherwise the outcome of a bot's request to refuse.
-func (h *Handler) examine(r *http.Request) *outcome {
+func (h *Handler) classify(r *http.Request) *outcome {
 	if isRobotsTxtRequest(r) {
 		if isSubrequest(r) {
 			return nil
@@ -66,7 +59,7 @@ func (h *Handler) examine(r *http.Request) *outcome {
 			return h.invalidSignature(r, invalid)
 		}
 		if a != nil {
-			return h.judgeBot(r, a, signer)
+			return h.judge(r, a, signer)
 		}
 	}
 	a := h.identifyRequest(r)
@@ -79,7 +72,7 @@ func (h *Handler) examine(r *http.Request) *outcome {
 	if isSubrequest(r) {
 		return nil
 	}
-	return h.judgeBot(r, a, "")
+	return h.judge(r, a, "")
 }
 
 // identifyRequest returns the bot the request comes from, or nil for a
@@ -132,147 +125,151 @@ func isSubrequest(r *http.Request) bool {
 	return r.RemoteAddr == loaderRemoteAddr && r.Context().Value(subrequestKey{}) != nil
 }
 
-// action is what the handler does with a bot's request.
-type action uint8
+// judge decides a bot's request and publishes the outcome (placeholders,
+// vars, a metric, log lines). It returns the outcome only when the request
+// is to be refused: nil for exempt clients, allowed requests and in log
+// mode. signer is the Web Bot Auth agent that signed the request, "" for a
+// crawler known by its User-Agent.
+//
+// The steps are I/O around one pure decision: read the request as the
+// client sent it, verify the claim, read the state, take the site's
+// versions, assess (policy.Assess), write the state the assessment asks
+// for, answer.
+func (h *Handler) judge(r *http.Request, a *agents.Shared, signer string) *outcome {
+	vars, _ := r.Context().Value(caddyhttp.VarsCtxKey).(map[string]any)
+	addr := clientAddr{r: r, vars: vars}
+	if len(h.exempt) > 0 && h.exempted(addr.get()) {
+		return nil
+	}
+	o := outcome{published: published{agent: a}}
+	if !o.read(r) {
+		// Asked for /robots.txt, which a rewrite ahead of the handler
+		// renamed: still /robots.txt, always served.
+		return robotsTxtOutcome
+	}
+	h.decide(r, &o, &addr, signer, false)
+	return h.publishOutcome(r, vars, &o)
+}
 
-// The actions, in the order of actionNames.
-const (
-	actAllow action = iota
-	actBlock
-	actThrottle
-	actBan
-)
+// read takes the request as the client sent it: its target's forms and
+// its host. It reports false for a request for /robots.txt.
+func (o *outcome) read(r *http.Request) bool {
+	s := sentRequest(r)
+	o.target = policy.ParseTarget(s.Method, s.RequestURI, rewriteValues(r)...)
+	o.host = hostOf(s.Host)
+	return !o.target.IsRobotsTxt()
+}
 
-// actionValues holds the action names as interface values, boxed once, so
-// publishing a decision as a var does not allocate.
-var actionValues = func() (v [len(actionNames)]any) {
-	for i, name := range actionNames {
-		v[i] = name
+// decide fills o with the decision on a bot's request: everything judge
+// does but publishing. With dry set (the admin API's check) it writes no
+// state: no strike is recorded and no throttle budget spent; the throttle
+// state is read instead, so the check answers what the request would get.
+//
+// o holds the request as read (outcome.read) and the agent.
+func (h *Handler) decide(r *http.Request, o *outcome, addr *clientAddr, signer string, dry bool) {
+	o.client = policy.Client{Agent: &o.agent.Agent, Signer: signer}
+	o.client.Verdict = h.verify(r.Context(), &o.client, addr)
+	o.who = policy.Identify(&o.client)
+	clock := lazyClock{now: h.now}
+	scope := h.stateScope(o.host)
+	var ban state.BanResult
+	if h.strikes.Strikes > 0 && (h.banHint == nil || h.banHint.MayHaveBans()) {
+		ban, _ = h.store.Banned(r.Context(), strikeIdentity(scope, &o.who, addr.get()), clock.get())
+	}
+	snap := h.rules.rulesFor(r, o.host)
+	o.site = policy.Site{Versions: snap.judged, Unavailable: snap.unavailable}
+	if len(snap.judged) > 1 {
+		o.site.FetchedAt, _ = h.rules.fetched.Get(fetchIdentity(o.host, &o.who, addr.get()))
+	}
+	var now time.Time
+	if policy.NeedsTime(len(snap.judged), ban.Banned) {
+		now = clock.get()
+	}
+	f := o.facts(now)
+	f.Ban = &ban
+	o.assessment = policy.Assess(&f, &h.policy)
+	h.writeState(r.Context(), o, scope, addr, &clock, dry)
+	if o.assessment.Refused() || h.debug {
+		o.client.Addr = addr.get() // for the explanation and the log line
+	}
+}
+
+// verify verifies the claim of c's agent from the client's address: a
+// signed agent is Verified by its signature; a crawler whose operator
+// publishes no way to verify it stays Unverified.
+func (h *Handler) verify(ctx context.Context, c *policy.Client, addr *clientAddr) agents.Verdict {
+	if c.Signer != "" {
+		return agents.Verified
+	}
+	if c.Agent.Profile.Verify == "" {
+		return agents.Unverified
+	}
+	ip := addr.get()
+	v := agents.Unverified
+	if ip.IsValid() {
+		v = h.verifier.Verify(ctx, *c.Agent, ip)
+	}
+	if v == agents.Unverified && (!ip.IsValid() || ip.IsPrivate() || ip.IsLoopback() || ip.IsLinkLocalUnicast()) {
+		h.warnPrivateClaim(c.Agent, ip)
 	}
 	return v
-}()
-
-func (a action) String() string { return actionNames[a] }
-
-// reason is why a request was refused; reasonNone for an allowed one.
-type reason uint8
-
-// The reasons, in the order of reasonNames.
-const (
-	reasonNone reason = iota
-	reasonRule
-	reasonSpoofed
-	reasonUnavailable
-	reasonBan
-	reasonRate
-	reasonTarget     // a request target that is not origin- or absolute-form: 400
-	reasonLength     // a request target longer than maxTargetLength: 414
-	reasonUnverified // a claim that could not be verified, refused only by "*": 503
-	reasonPreference // an AI usage preference excludes the crawler's purpose: 403
-)
-
-var reasonNames = [...]string{"", "rule", "spoofed", "unavailable", "ban", "rate", "target", "length", "unverified", "preference"}
-
-func (r reason) String() string { return reasonNames[r] }
-
-// outcome is the result of judging one bot request.
-type outcome struct {
-	published
-	message string
-	// form is the normalised form of the target that a rule refused, when
-	// it differs from the target as sent.
-	form string
-	// noStrike, for a refusal by rule, says why it carried no strike; ""
-	// when it did.
-	noStrike string
 }
 
-// published is the part of an outcome that the {http.robots.*}
-// placeholders read. It is kept small (56 bytes) because each judged
-// request copies it once, into the placeholder provider.
-type published struct {
-	action  action
-	reason  reason
-	verdict agents.Verdict
-	// token is the token whose group was selected: an index into
-	// agent.Tokens, tokenWildcard or tokenNone.
-	token      int32
-	agent      *agents.Shared // the Identifier's cached answer: read only
-	decision   enforce.Decision
-	version    *version
-	retryAfter time.Duration
-}
-
-// The values of outcome.token that are not an index into the agent's tokens.
-const (
-	tokenWildcard = -1 // the "*" group
-	tokenNone     = -2 // no group applies
-)
-
-// tokenValue is the token whose group was selected ("*" for the wildcard
-// group, "" when none applies) as an interface value, without allocating:
-// the agent's tokens come boxed from the Identifier's cache.
-func (o *published) tokenValue() any {
-	switch o.token {
-	case tokenWildcard:
-		return "*"
-	case tokenNone:
-		return ""
+// writeState records what the assessment asks for: a strike, and for a
+// request that spends a throttle budget, the store's answer (dry: the
+// store's answer for the next request, read without spending).
+func (h *Handler) writeState(ctx context.Context, o *outcome, scope string, addr *clientAddr, clock *lazyClock, dry bool) {
+	as := &o.assessment
+	if as.Strike && !dry && h.strikes.Strikes > 0 {
+		// The ban, if this strike starts one, is seen from the next
+		// request on; this one is refused by its rule either way.
+		_, _ = h.store.Strike(ctx, strikeIdentity(scope, &o.who, addr.get()), h.strikes, clock.get())
 	}
-	return o.agent.TokenValues[o.token]
+	if !as.Pace {
+		return
+	}
+	id := throttleIdentity(scope, &o.who, as.StarJudged(), addr.get())
+	pace := state.Pace{Interval: as.Interval, Burst: h.burst, Fetch: state.NewFetch(o.target.Method, o.host, o.target.Raw)}
+	var res state.ThrottleResult
+	var err error
+	if dry {
+		res, err = peekPace(ctx, h.store, id, pace, clock.get())
+	} else {
+		res, err = h.store.ThrottlePace(ctx, id, pace, clock.get())
+	}
+	if err != nil {
+		return // fail open
+	}
+	o.assessment = as.Throttled(res)
+	if o.assessment.Retry && !dry {
+		countRetry(h.enforce)
+		h.stats.retried(&o.agent.Agent)
+	}
 }
 
-// tokenName is tokenValue as a string.
-func (o *published) tokenName() string {
-	s, _ := o.tokenValue().(string)
-	return s
+// stateScope is the scope of the state a request reads and writes: the
+// site's host; log mode keeps its own throttle and strike state, so that
+// what it would have done never carries over into enforce mode.
+func (h *Handler) stateScope(host string) string {
+	if !h.enforce {
+		return "log|" + host
+	}
+	return host
 }
 
-// placeholder resolves the {http.robots.*} placeholders of one request. It
-// has a value receiver so that the method value o.placeholder carries its
-// own copy: one allocation per judged request.
-func (o published) placeholder(key string) (any, bool) {
-	name, ok := strings.CutPrefix(key, "http.robots.")
-	if !ok {
-		return nil, false
+// lazyClock reads the clock once, on first use: an allowed request with no
+// Crawl-delay, one robots.txt version and no strikes on record never reads
+// it (~70 ns on a VM).
+type lazyClock struct {
+	now func() time.Time
+	t   time.Time
+}
+
+func (c *lazyClock) get() time.Time {
+	if c.t.IsZero() {
+		c.t = c.now()
 	}
-	switch name {
-	case "agent":
-		return o.agent.Name, true
-	case "category":
-		return string(o.agent.Category), true
-	case "purpose":
-		return o.agent.PurposeValue, true
-	case "verdict":
-		return o.verdict.String(), true
-	case "token":
-		return o.tokenValue(), true
-	case "decision":
-		return actionValues[o.action], true
-	case "reason":
-		return o.reason.String(), true
-	case "rule":
-		if o.decision.Rule != nil {
-			return o.decision.Rule.String(), true
-		}
-		return "", true
-	case "group":
-		if o.decision.Group != nil {
-			return o.decision.Group.String(), true
-		}
-		return "", true
-	case "version":
-		if o.version != nil {
-			return o.version.id, true
-		}
-		return "", true
-	case "retry_after":
-		if o.retryAfter > 0 {
-			return retryAfterSeconds(o.retryAfter), true
-		}
-		return "", true
-	}
-	return nil, false
+	return c.t
 }
 
 // exempted reports whether ip is in one of the networks the handler never
@@ -286,338 +283,6 @@ func (h *Handler) exempted(ip netip.Addr) bool {
 	return false
 }
 
-// judgeBot judges a bot's request and publishes the outcome as placeholders,
-// vars, a metric and a debug line. It returns the outcome only when the
-// request is to be refused: nil for exempt clients, allowed requests and in
-// log mode. signer is the Web Bot Auth agent that signed the request, ""
-// for a crawler known by its User-Agent.
-func (h *Handler) judgeBot(r *http.Request, a *agents.Shared, signer string) *outcome {
-	vars, _ := r.Context().Value(caddyhttp.VarsCtxKey).(map[string]any)
-	addr := clientAddr{r: r, vars: vars}
-	if len(h.exempt) > 0 && h.exempted(addr.get()) {
-		return nil
-	}
-	host := hostOf(r)
-	forms := formsOf(r)
-	o := outcome{published: published{agent: a}}
-	h.judge(&o, r, &a.Agent, &addr, host, &forms, false, signer)
-	return h.publishOutcome(r, vars, &o, forms.raw)
-}
-
-// publishOutcome publishes a judged request's outcome (placeholders, vars,
-// the decision metric, the INFO line of a refusal, the debug line) and
-// returns it when the request is to be refused.
-func (h *Handler) publishOutcome(r *http.Request, vars map[string]any, o *outcome, target string) *outcome {
-	ctx := r.Context()
-	a := o.agent
-	h.stats.seen(a, o.action)
-	if repl, ok := ctx.Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
-		// One lazy provider instead of ten values: the strings are only
-		// built when a log line or handle_errors asks for them.
-		repl.Map(o.published.placeholder)
-	}
-	if vars != nil {
-		// What caddyhttp.SetVar does, without looking the map up three times.
-		// The values come boxed from the Identifier's cache: no allocation.
-		vars["robots_agent"] = a.NameValue
-		vars["robots_decision"] = actionValues[o.action]
-		vars["robots_token"] = o.tokenValue()
-	}
-
-	countDecision(o.action, o.reason, a.Category, a.Purpose, !h.enforce)
-	if o.action != actAllow {
-		h.logRefusal(r, o, &a.Agent, target)
-	}
-	if h.debug {
-		h.logDecision(o, &a.Agent, target)
-	}
-	if o.action == actAllow || !h.enforce {
-		return nil
-	}
-	refused := *o
-	return &refused
-}
-
-// logDecision writes the debug line of one decision.
-func (h *Handler) logDecision(o *outcome, a *agents.Agent, target string) {
-	if c := h.logger.Check(zapcore.DebugLevel, "robots decision"); c != nil {
-		fields := []zap.Field{
-			zap.String("action", o.action.String()), zap.String("reason", o.reason.String()), zap.String("agent", a.Name),
-			zap.String("purpose", string(a.Purpose)),
-			zap.String("verdict", o.verdict.String()), zap.String("token", o.tokenName()), zap.String("target", target),
-			zap.String("mode", h.Mode),
-		}
-		if o.decision.Rule != nil {
-			fields = append(fields, zap.String("rule", o.decision.Rule.String()))
-		}
-		if o.form != "" {
-			fields = append(fields, zap.String("normalised_target", o.form))
-		}
-		if o.noStrike != "" {
-			fields = append(fields, zap.String("no_strike", o.noStrike))
-		}
-		if o.version != nil {
-			fields = append(fields, zap.String("version", o.version.id))
-		}
-		c.Write(fields...)
-	}
-}
-
-// judge computes the outcome for a bot request into o. It does not write
-// anything to the client.
-//
-// With dry set (the admin API's check) nothing is counted: no strike, no
-// throttle budget spent; a throttle is reported as the interval that would
-// apply, in o.retryAfter with action allow.
-func (h *Handler) judge(o *outcome, r *http.Request, a *agents.Agent, addr *clientAddr, host string, t *targetForms, dry bool, signer string) {
-	o.action, o.token = actAllow, tokenNone
-	// The clock (~70 ns on a VM) and the identities are read only when a
-	// decision needs them: an allowed request with no Crawl-delay, one
-	// robots.txt version and no strikes on record needs neither.
-	var nowT time.Time
-	now := func() time.Time {
-		if nowT.IsZero() {
-			nowT = h.now()
-		}
-		return nowT
-	}
-	if t.bad {
-		o.action, o.reason = actBlock, reasonTarget
-		o.message = "Refused: the request target is neither a path (/...) nor an absolute URL with a host (http://host/...).\n"
-		return
-	}
-	if len(t.raw) > maxTargetLength {
-		o.action, o.reason = actBlock, reasonLength
-		o.message = fmt.Sprintf("Refused: request targets longer than %d bytes are not served to crawlers.\n", maxTargetLength)
-		return
-	}
-	tokens := a.Tokens
-	wildcard := !a.Profile.IgnoresWildcard
-
-	// claim is set for a claim of a verifiable crawler that could not be
-	// verified (private address, DNS failure or timeout, stale list): it
-	// gets nothing more lenient than "*" gives.
-	claim := false
-	if signer != "" {
-		o.verdict = agents.Verified
-	} else if a.Profile.Verify != "" {
-		ip := addr.get()
-		if ip.IsValid() {
-			o.verdict = h.verifier.Verify(r.Context(), *a, ip)
-		}
-		if o.verdict == agents.Unverified {
-			claim = true
-			if !ip.IsValid() || ip.IsPrivate() || ip.IsLoopback() || ip.IsLinkLocalUnicast() {
-				h.warnPrivateClaim(a, ip)
-			}
-		}
-	}
-	if o.verdict == agents.Spoofed {
-		if h.spoofedBlock {
-			o.action, o.reason = actBlock, reasonSpoofed
-			o.message = spoofedText(a, addr.get())
-			return
-		}
-		tokens, wildcard = nil, true
-	}
-	name := crawlerName(a.Name, tokens)
-	if signer != "" {
-		// A signing agent's budget and bans are its own, apart from any
-		// crawler that shares its token.
-		name = "sig:" + signer
-	}
-	verified := o.verdict == agents.Verified
-	site := host
-	if !h.enforce {
-		// Log mode keeps its own throttle and strike state, so that what it
-		// would have done never carries over into enforce mode.
-		site = "log|" + host
-	}
-
-	if h.strikes.Strikes > 0 && (h.banHint == nil || h.banHint.MayHaveBans()) {
-		if ban, err := h.store.Banned(r.Context(), strikeIdentity(site, name, verified, addr.get()), now()); err == nil && ban.Banned {
-			o.action, o.reason = actBan, reasonBan
-			o.retryAfter = ban.Until.Sub(now())
-			o.message = banText(name, ban.Until)
-			return
-		}
-	}
-
-	snap := h.rules.rulesFor(r, host)
-	if len(snap.versions) == 0 {
-		if snap.unavailable && h.unavailableDisallow {
-			o.action, o.reason = actBlock, reasonUnavailable
-			o.message = "Refused: this site's /robots.txt cannot be read right now, and RFC 9309 §2.3.1.4 tells crawlers to assume a complete disallow. Please retry later.\n"
-			o.retryAfter = retryAfterError
-		}
-		return
-	}
-
-	// The crawler may still hold any version replaced within its grace
-	// window, unless we saw it fetch /robots.txt after that version was
-	// replaced.
-	grace := h.grace
-	if ttl := a.Profile.RobotsCacheTTL; grace > 0 && ttl > grace && !claim {
-		grace = min(ttl, MaxGrace)
-	}
-	var fetchedAt time.Time
-	if len(snap.versions) > 1 {
-		fetchedAt, _ = h.rules.fetched.Get(crawlerIdentity(host, name, verified, addr.get()))
-	}
-	forms := t.all()
-	refusedByAll, starRefusedByAll := true, claim
-	starJudged := true
-	interval := time.Duration(math.MaxInt64)
-	var rateGroup *enforce.Group // the group the interval comes from
-	var g0 *enforce.Group        // the current version's group
-	for i, v := range snap.versions {
-		if i > 0 && (now().Sub(v.until) > grace || !v.until.After(fetchedAt)) {
-			break
-		}
-		g, ti := v.robots.SelectIndex(tokens, wildcard)
-		d, form := decideAll(g, forms)
-		if i == 0 {
-			g0 = g
-			o.decision, o.version = d, v
-			if !d.Allowed && form != t.raw {
-				o.form = form
-			}
-			switch {
-			case ti >= 0:
-				// tokens is a.Tokens here: a spoofed claim is judged
-				// with no tokens, so ti < 0.
-				o.token = int32(ti)
-				starJudged = false
-			case g != nil:
-				o.token = tokenWildcard
-			}
-		}
-		if d.Allowed {
-			refusedByAll = false
-		}
-		iv, ig := g.Interval(), g
-		if claim {
-			// An unverified claim is also judged by "*", and keeps the
-			// stricter of the two rates.
-			gs, _ := v.robots.SelectIndex(nil, true)
-			if gs != g {
-				if ds, _ := decideAll(gs, forms); ds.Allowed {
-					starRefusedByAll = false
-				}
-				if siv := gs.Interval(); siv > iv {
-					iv, ig = siv, gs
-				}
-			} else if d.Allowed {
-				starRefusedByAll = false
-			}
-		}
-		// The most lenient version the crawler may hold sets the rate.
-		if iv < interval {
-			interval, rateGroup = iv, ig
-		}
-	}
-	if refusedByAll {
-		o.action, o.reason = actBlock, reasonRule
-		// A 403 protects the site, so it follows the strictest reading; a
-		// strike punishes the crawler, so it needs a violation under every
-		// reading and every version served within the last 24 hours.
-		o.noStrike = strikeExcuse(snap.versions, tokens, wildcard, forms, now())
-		o.message = refusalText(o, name)
-		if h.strikes.Strikes > 0 && !dry && o.noStrike == "" {
-			// The ban, if this strike starts one, is seen from the next
-			// request on; this one is refused by its rule either way.
-			_, _ = h.store.Strike(r.Context(), strikeIdentity(site, name, verified, addr.get()), h.strikes, now())
-		}
-		return
-	}
-	if h.prefsEnforce && o.version.robots.HasPreferences() {
-		if ref, ok := preferenceRefusal(o.version.robots, g0, tokens, t.raw, string(a.Purpose)); ok {
-			o.action, o.reason = actBlock, reasonPreference
-			o.message = preferenceText(name, string(a.Purpose), ref, o)
-			return
-		}
-	}
-	if starRefusedByAll {
-		// Only "*" refuses: a real crawler whose verification is pending
-		// comes back later and is never struck.
-		o.action, o.reason = actBlock, reasonUnverified
-		o.retryAfter = retryAfterError
-		o.message = unverifiedText(a, addr.get())
-		return
-	}
-
-	if interval > 0 && interval != time.Duration(math.MaxInt64) && (claim || h.throttles(a)) {
-		if dry {
-			o.retryAfter = interval
-			return
-		}
-		id := throttleIdentity(site, name, verified, starJudged, addr.get())
-		pace := state.Pace{Interval: interval, Burst: h.burst, Fetch: state.NewFetch(r.Method, host, t.raw)}
-		res, err := h.store.ThrottlePace(r.Context(), id, pace, now())
-		if err == nil && !res.Allowed {
-			o.action, o.reason, o.retryAfter = actThrottle, reasonRate, res.RetryAfter
-			o.message = throttleText(host, name, interval, rateGroup, res.RetryAfter)
-			if res.Retry {
-				countRetry(h.enforce)
-				h.stats.retried(a)
-			}
-		}
-	}
-}
-
-// strikeWindow is how far back a robots.txt version still excuses a
-// request: RFC 9309 §2.4 lets a crawler keep its copy for 24 hours, and a
-// crawler running several processes updates them one by one.
-const strikeWindow = 24 * time.Hour
-
-// strikeExcuse says why a refused request is no strike, or "" when it is
-// one: it must be disallowed by every version served within strikeWindow
-// (whether or not the crawler fetched a newer one since), and under every
-// reading real crawlers use (RFC 9309, the 1994 standard, Google's).
-func strikeExcuse(versions []*version, tokens []string, wildcard bool, forms []string, now time.Time) string {
-	for i, v := range versions {
-		if i > 0 && now.Sub(v.until) > strikeWindow {
-			break
-		}
-		g, _ := v.robots.SelectIndex(tokens, wildcard)
-		d, form := decideAll(g, forms)
-		if d.Allowed {
-			if i == 0 {
-				return ""
-			}
-			return fmt.Sprintf("robots.txt version %s, served until %s, allows this path, and a crawler may hold it for 24 hours",
-				v.id, v.until.UTC().Format(time.RFC3339))
-		}
-		if rd := v.robots.Readings(tokens, wildcard, form); !rd.Unambiguous {
-			return rd.Why
-		}
-	}
-	return ""
-}
-
-// decideAll decides every form of a target against g: the target is allowed
-// only if every form is. It returns the decision of the first refused form
-// (or of the first form when all are allowed) and that form.
-func decideAll(g *enforce.Group, forms []string) (enforce.Decision, string) {
-	d := g.Decide(forms[0])
-	if !d.Allowed {
-		return d, forms[0]
-	}
-	for _, f := range forms[1:] {
-		if df := g.Decide(f); !df.Allowed {
-			return df, f
-		}
-	}
-	return d, forms[0]
-}
-
-// unverifiedText explains the 503 for a claim that could not be verified
-// and that only the "*" group refuses.
-func unverifiedText(a *agents.Agent, ip netip.Addr) string {
-	return fmt.Sprintf("Refused for now: this request claims to be %s, which could not be verified from %s yet, and the \"*\" group of /robots.txt disallows this path. Please retry later.\n",
-		a.Name, ip)
-}
-
 // warnPrivateClaim logs, at most every 30 seconds, that a verifiable
 // crawler's claim arrived from an address that cannot be verified.
 func (h *Handler) warnPrivateClaim(a *agents.Agent, ip netip.Addr) {
@@ -627,278 +292,26 @@ func (h *Handler) warnPrivateClaim(a *agents.Agent, ip netip.Addr) {
 	}
 }
 
-// spoofedText explains a refusal of a crawler whose address is not its
-// operator's.
-func spoofedText(a *agents.Agent, ip netip.Addr) string {
-	return fmt.Sprintf("Refused: this request claims to be %s, but %s is not one of %s's addresses.\n",
-		a.Name, ip, operatorOf(*a))
-}
-
-// banText explains a refusal by ban.
-func banText(name string, until time.Time) string {
-	return fmt.Sprintf("Refused: %s is banned until %s after repeatedly requesting paths that /robots.txt disallows.\n",
-		name, until.UTC().Format(time.RFC3339))
-}
-
-// throttleText explains a throttle: the interval, where it comes from, and
-// when to come back.
-func throttleText(host, name string, interval time.Duration, g *enforce.Group, retryAfter time.Duration) string {
-	return fmt.Sprintf("Slow down: /robots.txt of %s asks %s to wait %s between requests (%s).\nCome back in %s s (Retry-After).\n",
-		hostLabel(host), name, interval, rateSource(g), retryAfterSeconds(retryAfter))
-}
-
-// throttles says whether Crawl-delay / Request-rate is enforced on a.
-func (h *Handler) throttles(a *agents.Agent) bool {
-	switch h.crawlDelay {
-	case crawlDelayOff:
-		return false
-	case crawlDelayAll:
-		return true
-	}
-	return a.Profile.CrawlDelay != agents.SupportNo || a.Profile.RequestRate == agents.SupportYes
-}
-
 // refuse writes the refusal (or returns it as an error for handle_errors).
 func (h *Handler) refuse(w http.ResponseWriter, o *outcome) error {
-	status := http.StatusForbidden
-	switch {
-	case o.action == actThrottle || o.reason == reasonUnavailable || o.reason == reasonUnverified:
-		status = http.StatusServiceUnavailable
-	case o.reason == reasonTarget:
-		status = http.StatusBadRequest
-	case o.reason == reasonLength:
-		status = http.StatusRequestURITooLong
+	status := o.status()
+	if o.retryAfter > 0 && (status == http.StatusServiceUnavailable || o.action == policy.Ban) {
+		w.Header().Set("Retry-After", policy.RetryAfterSeconds(o.retryAfter))
 	}
-	if o.retryAfter > 0 && (status == http.StatusServiceUnavailable || o.action == actBan) {
-		w.Header().Set("Retry-After", retryAfterSeconds(o.retryAfter))
-	}
+	msg := o.message()
 	if h.UseErrorRoutes {
-		return caddyhttp.Error(status, fmt.Errorf("robots: %s", strings.TrimSpace(o.message)))
+		return caddyhttp.Error(status, fmt.Errorf("robots: %s", strings.TrimSpace(msg)))
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
-	_, err := w.Write([]byte(o.message))
+	_, err := w.Write([]byte(msg))
 	if err != nil {
 		return caddyhttp.Error(status, fmt.Errorf("robots: writing refusal: %w", err))
 	}
 	return nil
 }
-
-// refusalText explains a refusal by rule: the group, the rule, its line and
-// the robots.txt version.
-func refusalText(o *outcome, name string) string {
-	var b strings.Builder
-	b.WriteString("Refused: /robots.txt disallows this path for ")
-	b.WriteString(name)
-	b.WriteString(".\n")
-	if g := o.decision.Group; g != nil {
-		b.WriteString("Group: ")
-		b.WriteString(g.String())
-		b.WriteString("\n")
-	}
-	if rule := o.decision.Rule; rule != nil {
-		b.WriteString("Rule: ")
-		b.WriteString(rule.String())
-		b.WriteString("\n")
-	}
-	if o.form != "" {
-		b.WriteString("Judged as: ")
-		b.WriteString(o.form)
-		b.WriteString(" (the path the server acts on)\n")
-	}
-	if o.noStrike != "" {
-		b.WriteString("No strike: ")
-		b.WriteString(o.noStrike)
-		b.WriteString(".\n")
-	}
-	if o.version != nil {
-		b.WriteString("Version: ")
-		b.WriteString(o.version.id)
-		b.WriteString("\n")
-	}
-	b.WriteString("See /robots.txt for the rules of this site.\n")
-	return b.String()
-}
-
-// crawlerName is the name a crawler's budget, strikes and robots.txt
-// fetches are kept under: its most specific token, else its name.
-func crawlerName(name string, tokens []string) string {
-	if len(tokens) > 0 {
-		return tokens[0]
-	}
-	return name
-}
-
-// crawlerIdentity is the key under which a crawler's fetches of
-// /robots.txt are remembered for the grace rule. judge and serveRobotsTxt
-// must agree on it, or the grace rule never sees a fetch.
-func crawlerIdentity(host, name string, verified bool, ip netip.Addr) state.Identity {
-	id := state.NewIdentity(name, verified, ip)
-	id.Site = host
-	return id
-}
-
-// wildcardName is the identity name of every bot judged by the "*" group:
-// such a bot chooses its product token freely, so its budget, strikes and
-// bans are its address's, whatever token it sends next.
-const wildcardName = "*"
-
-// throttleIdentity is whose Crawl-delay budget a request spends: a verified
-// crawler's one budget across its addresses; an unverified crawler's budget
-// per token and address; for a bot judged by "*", its address's.
-func throttleIdentity(site, name string, verified, starJudged bool, ip netip.Addr) state.Identity {
-	if starJudged && !verified {
-		name = wildcardName
-	}
-	id := state.NewIdentity(name, verified, ip)
-	id.Site = site
-	return id
-}
-
-// strikeIdentity is who collects strikes and bans: an unverified bot's
-// address (IPv6 /64), so that a banned address stays banned whatever token
-// it claims next; a verified crawler per network that earned the strikes
-// (IPv4 /24, IPv6 /48), so that a forged X-Forwarded-For behind a
-// non-strict proxy cannot ban the real crawler everywhere.
-func strikeIdentity(site, name string, verified bool, ip netip.Addr) state.Identity {
-	if !verified {
-		id := state.NewIdentity(wildcardName, false, ip)
-		id.Site = site
-		return id
-	}
-	id := state.Identity{Site: site, Name: name, Verified: true}
-	if ip.IsValid() {
-		ip = ip.Unmap().WithZone("")
-		bits := 24
-		if ip.Is6() {
-			bits = 48
-		}
-		id.Prefix, _ = ip.Prefix(bits)
-	}
-	return id
-}
-
-// serveRobotsTxt serves /robots.txt to everyone, even banned bots. For
-// source file and inline it answers with the rules it enforces (unless
-// robots_txt pass), so that crawlers read exactly what is enforced. For
-// source site the site answers; when a client's copy differs from ours, the
-// loader looks again. A bot's fetch is remembered so it stops getting grace
-// for versions older than the one it just read.
-func (h *Handler) serveRobotsTxt(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
-	if a := h.identifyRequest(r); a != nil {
-		ip := clientIP(nil, r)
-		verified := false
-		if a.Profile.Verify != "" && ip.IsValid() {
-			verified = h.verifier.Verify(r.Context(), a.Agent, ip) == agents.Verified
-		}
-		h.rules.fetched.Put(crawlerIdentity(hostOf(r), crawlerName(a.Name, a.Tokens), verified, ip), h.now())
-	}
-	if h.serveEnforced {
-		if r.Method == http.MethodGet || r.Method == http.MethodHead {
-			return h.writeEnforced(w, r)
-		}
-		return next.ServeHTTP(w, r)
-	}
-	if r.Method != http.MethodGet || r.Header.Get("Range") != "" {
-		return next.ServeHTTP(w, r)
-	}
-	hw := &hashWriter{ResponseWriterWrapper: &caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, h: sha256.New(), limit: enforce.MaxSize + 1}
-	err := next.ServeHTTP(hw, r)
-	if err != nil || hw.status != http.StatusOK || !hw.identity {
-		return err
-	}
-	id := hex.EncodeToString(hw.h.Sum(nil)[:6])
-	if cur := h.rules.current(r); cur == nil || cur.id != id {
-		if h.Source == "site" {
-			h.rules.prompt(r)
-		} else {
-			h.warnf("robots: the site's /robots.txt differs from the rules enforced (robots_txt pass): crawlers that follow it may be refused",
-				zap.String("source", h.Source), zap.String("served_version", id))
-		}
-	}
-	return nil
-}
-
-// writeEnforced answers /robots.txt with the text of the version enforced.
-func (h *Handler) writeEnforced(w http.ResponseWriter, r *http.Request) error {
-	v := h.rules.current(r)
-	hdr := w.Header()
-	hdr.Set("Content-Type", "text/plain; charset=utf-8")
-	hdr.Set("X-Content-Type-Options", "nosniff")
-	if v == nil {
-		// Nothing could be read yet: what RFC 9309 §2.3.1.4 calls
-		// unreachable, so crawlers come back.
-		hdr.Set("Retry-After", retryAfterSeconds(retryAfterError))
-		hdr.Set("Cache-Control", "no-store")
-		w.WriteHeader(http.StatusServiceUnavailable)
-		return nil
-	}
-	body := v.pv.body
-	if len(body) > enforce.MaxSize {
-		body = body[:enforce.MaxSize]
-	}
-	hdr.Set("ETag", `"`+v.id+`"`)
-	hdr.Set("Content-Length", strconv.Itoa(len(body)))
-	if inm := r.Header.Get("If-None-Match"); inm != "" && strings.Contains(inm, `"`+v.id+`"`) {
-		w.WriteHeader(http.StatusNotModified)
-		return nil
-	}
-	w.WriteHeader(http.StatusOK)
-	if r.Method == http.MethodHead {
-		return nil
-	}
-	if _, err := w.Write(body); err != nil {
-		return caddyhttp.Error(http.StatusInternalServerError, fmt.Errorf("robots: writing robots.txt: %w", err))
-	}
-	return nil
-}
-
-// hashWriter hashes the first limit bytes of a /robots.txt response body
-// while passing it through unchanged; it keeps no copy.
-type hashWriter struct {
-	*caddyhttp.ResponseWriterWrapper
-	h        hash.Hash
-	limit    int
-	n        int
-	status   int
-	identity bool
-}
-
-func (t *hashWriter) WriteHeader(code int) {
-	if t.status == 0 && code >= 200 {
-		t.status = code
-		ce := t.Header().Get("Content-Encoding")
-		t.identity = ce == "" || strings.EqualFold(ce, "identity")
-	}
-	t.ResponseWriterWrapper.WriteHeader(code)
-}
-
-func (t *hashWriter) Write(p []byte) (int, error) {
-	if t.status == 0 {
-		t.WriteHeader(http.StatusOK)
-	}
-	if room := t.limit - t.n; room > 0 {
-		q := p[:min(len(p), room)]
-		t.h.Write(q)
-		t.n += len(q)
-	}
-	return t.ResponseWriterWrapper.Write(p)
-}
-
-// ReadFrom keeps io.Copy going through Write, so the hash sees the body.
-func (t *hashWriter) ReadFrom(r io.Reader) (int64, error) {
-	return io.Copy(writerOnly{t}, r)
-}
-
-// writerOnly hides every method but Write, so io.Copy cannot bypass it.
-type writerOnly struct{ io.Writer }
-
-// maxTargetLength is the longest request target judged for a bot; longer
-// ones are refused with 414. The engine's decision time is bounded for
-// targets up to this length (see enforce.MaxTargetLength).
-const maxTargetLength = enforce.MaxTargetLength
 
 // clientAddr is the client address of a request, read (and parsed) on first
 // use: most allowed bot requests never need it.
@@ -935,13 +348,10 @@ func clientIP(vars map[string]any, r *http.Request) netip.Addr {
 	return a.Unmap()
 }
 
-// hostOf is the request's host name, lower-cased, without port or a
-// trailing dot.
-func hostOf(r *http.Request) string { return hostname(r.Host) }
-
-// hostname returns the host of a host[:port] string, lower-cased, without
-// port, brackets or a trailing dot.
-func hostname(hostport string) string {
+// hostOf returns the host name of a Host header (host[:port]): lower-cased,
+// without port, brackets or a trailing dot. It names a site in texts, logs,
+// state and fetch records; siteKey keeps the trailing dot apart.
+func hostOf(hostport string) string {
 	h := hostport
 	if strings.HasPrefix(h, "[") {
 		if i := strings.IndexByte(h, ']'); i > 0 {
@@ -957,44 +367,6 @@ func hostname(hostport string) string {
 		}
 	}
 	return h
-}
-
-func hostLabel(host string) string {
-	if host == "" {
-		return "this site"
-	}
-	return host
-}
-
-// rateSource names the records a throttle comes from.
-func rateSource(g *enforce.Group) string {
-	if g == nil {
-		return "robots.txt"
-	}
-	var parts []string
-	if g.CrawlDelay > 0 {
-		parts = append(parts, "Crawl-delay: "+strconv.FormatFloat(g.CrawlDelay.Seconds(), 'f', -1, 64))
-	}
-	if r := g.RequestRate; r.Requests > 0 {
-		parts = append(parts, fmt.Sprintf("Request-rate: %d/%s", r.Requests, r.Per))
-	}
-	return strings.Join(parts, ", ") + " in " + g.String()
-}
-
-func operatorOf(a agents.Agent) string {
-	if a.Operator != "" {
-		return a.Operator
-	}
-	return a.Name
-}
-
-// retryAfterSeconds formats a wait as whole seconds, rounded up, at least 1.
-func retryAfterSeconds(d time.Duration) string {
-	s := int64(math.Ceil(d.Seconds()))
-	if s < 1 {
-		s = 1
-	}
-	return strconv.FormatInt(s, 10)
 }
 
 // logLimiter lets a warning through at most once every 30 seconds.

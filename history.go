@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddyrobots/caddy-robots/enforce"
+	"github.com/caddyrobots/caddy-robots/internal/policy"
 )
 
 // The version history of every site is kept in Caddy's storage, so that a
@@ -136,14 +137,14 @@ func (s *ruleSource) persist(hr *hostRules) {
 		snap := hr.snap.Load()
 		h := storedHistory{Source: source, Server: hr.key.server, Host: hr.key.host}
 		for _, v := range snap.versions {
-			key := bodyPrefix + v.id + ".txt"
+			key := bodyPrefix + v.ID + ".txt"
 			if !s.storage.Exists(ctx, key) {
 				if err := s.storage.Store(ctx, key, v.pv.body); err != nil {
 					s.h.warnf("robots: cannot keep robots.txt history in storage", zap.String("key", key), zap.Error(err))
 					return
 				}
 			}
-			h.Versions = append(h.Versions, storedVersion{ID: v.id, From: v.from, Until: v.until})
+			h.Versions = append(h.Versions, storedVersion{ID: v.ID, From: v.From, Until: v.Until})
 		}
 		data, err := json.Marshal(h)
 		if err != nil {
@@ -185,7 +186,9 @@ func (s *ruleSource) restore(hr *hostRules) {
 		s.releaseVersions(vs) // loaded meanwhile; keep what is there
 		return
 	}
-	hr.snap.Store(&snapshot{versions: vs, pending: old.pending})
+	snap := newSnapshot(vs)
+	snap.pending = old.pending
+	hr.snap.Store(snap)
 }
 
 // readHistory loads the stored versions of a site that are still within
@@ -223,7 +226,7 @@ func (s *ruleSource) readHistory(ctx context.Context, k siteKey) ([]*version, er
 		if pv == nil {
 			break
 		}
-		vs = append(vs, &version{robots: pv.robots, pv: pv, id: sv.ID, from: sv.From, until: sv.Until})
+		vs = append(vs, &version{Version: policy.Version{Robots: pv.robots, ID: sv.ID, From: sv.From, Until: sv.Until}, pv: pv})
 	}
 	return vs, nil
 }

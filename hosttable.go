@@ -266,12 +266,12 @@ func (t *hostTable) releaseVersions(vs []*version) {
 	t.contentMu.Lock()
 	defer t.contentMu.Unlock()
 	for _, v := range vs {
-		pv, ok := t.content[v.id]
+		pv, ok := t.content[v.ID]
 		if !ok {
 			continue
 		}
 		if pv.refs--; pv.refs <= 0 {
-			delete(t.content, v.id)
+			delete(t.content, v.ID)
 			t.ruleBytes -= pv.size
 		}
 	}

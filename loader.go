@@ -24,6 +24,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddyrobots/caddy-robots/enforce"
+	"github.com/caddyrobots/caddy-robots/internal/policy"
 )
 
 // Limits of the loader.
@@ -37,20 +38,21 @@ const (
 	promptEvery = 10 * time.Second
 )
 
-// version is one robots.txt version as it was served. Immutable once
-// published.
+// version is one robots.txt version as it was served: what the decision
+// reads (policy.Version: the parsed file, its id, when it was current) and
+// the shared body it was parsed from. Immutable once published.
 type version struct {
-	robots *enforce.Robots
-	pv     *parsedVersion // the shared parsed form and body
-	id     string         // short content hash
-	from   time.Time      // when it became current
-	until  time.Time      // when a newer version replaced it; zero while current
+	policy.Version
+	pv *parsedVersion // the shared parsed form and body
 }
 
 // snapshot is what a request reads: the versions of one site's robots.txt,
 // newest first. Immutable; swapped atomically.
 type snapshot struct {
 	versions []*version
+	// judged is versions as the decision reads them, built once per
+	// snapshot so that a request converts nothing.
+	judged []*policy.Version
 	// unavailable is set while no copy was ever obtained because the
 	// source failed (5xx, timeout, unreachable, incomplete body).
 	unavailable bool
@@ -179,34 +181,46 @@ func (s *ruleSource) serverKey(r *http.Request) string {
 	if !ok {
 		return ""
 	}
+	return s.learnServer(srv)
+}
+
+// learnServer records srv as the server this handler serves, unless one is
+// known already, and returns the key of the one known.
+func (s *ruleSource) learnServer(srv *caddyhttp.Server) string {
+	if k := s.srvKey.Load(); k != nil {
+		return *k
+	}
 	k := strings.Join(srv.Listen, ",")
 	s.srv.CompareAndSwap(nil, srv)
 	if s.srvKey.CompareAndSwap(nil, &k) {
 		s.h.checkTrustedProxies(srv)
 	}
-	return k
+	return *s.srvKey.Load()
 }
 
-// siteHost is the host name of a Host header as the site key keeps it:
-// lower-cased, without port or brackets, a trailing dot kept.
-func siteHost(hostport string) string { return siteHostOf(hostport, hostname(hostport)) }
-
-// siteHostOf is siteHost(hostport) when its host name, hostname(hostport),
-// is known already.
-func siteHostOf(hostport, host string) string {
+// siteName is the host of a Host header as the site key keeps it:
+// lower-cased, without port or brackets, a trailing dot kept. host is
+// hostOf(hostport), which callers have at hand (a bot's request parses its
+// Host once).
+func siteName(hostport, host string) string {
 	if strings.HasSuffix(hostport, ".") || strings.Contains(hostport, ".:") {
 		return host + "."
 	}
 	return host
 }
 
-// siteKeyOf is the key of the site r is for.
-func (s *ruleSource) siteKeyOf(r *http.Request) siteKey { return s.siteKeyAt(r, hostOf(r)) }
+// keyOf is the key of the site r is for; host is hostOf(r.Host).
+func (s *ruleSource) keyOf(r *http.Request, host string) siteKey {
+	return siteKey{server: s.serverKey(r), host: siteName(r.Host, host)}
+}
 
-// siteKeyAt is siteKeyOf(r) when the request's host name, hostOf(r), is
-// known already.
-func (s *ruleSource) siteKeyAt(r *http.Request, host string) siteKey {
-	return siteKey{server: s.serverKey(r), host: siteHostOf(r.Host, host)}
+// newSnapshot is the snapshot of versions (newest first), loaded.
+func newSnapshot(vs []*version) *snapshot {
+	s := &snapshot{versions: vs, judged: make([]*policy.Version, len(vs))}
+	for i, v := range vs {
+		s.judged[i] = &v.Version
+	}
+	return s
 }
 
 // unavailableSnap is what a site gets while the table has no room for it.
@@ -216,12 +230,12 @@ var unavailableSnap = &snapshot{unavailable: true}
 // site, a site seen for the first time is loaded now, waiting at most the
 // fetch timeout (browsers never reach this; only bots wait, once per site).
 //
-// host is hostOf(r), which the caller has at hand.
+// host is hostOf(r.Host), which the caller has at hand.
 func (s *ruleSource) rulesFor(r *http.Request, host string) *snapshot {
 	if !s.site {
 		return s.fixed.snap.Load()
 	}
-	hr, added := s.getOrAdd(s.siteKeyAt(r, host))
+	hr, added := s.getOrAdd(s.keyOf(r, host))
 	if hr == nil {
 		if ok, n := s.full.allow(time.Now()); ok {
 			s.h.logger.Warn("robots: too many sites in active use; new ones are answered as unavailable (503 for crawlers) until some go idle",
@@ -406,7 +420,7 @@ func fetchVirtual(ctx context.Context, srv *caddyhttp.Server, host string, https
 		req.RequestURI = path
 		if https {
 			req.URL.Scheme = "https"
-			req.TLS = &tls.ConnectionState{HandshakeComplete: true, ServerName: hostname(host)}
+			req.TLS = &tls.ConnectionState{HandshakeComplete: true, ServerName: hostOf(host)}
 			req.Header.Set("X-Forwarded-Proto", "https")
 		}
 		req.Header.Set("Accept-Encoding", "identity")
@@ -465,7 +479,7 @@ func resolveRedirect(host string, https bool, path, location string) (string, bo
 		return "", false, false, fmt.Errorf("bad redirect location %q: %w", location, err)
 	}
 	target := base.ResolveReference(loc)
-	if hostname(target.Host) != hostname(host) {
+	if hostOf(target.Host) != hostOf(host) {
 		return "", false, false, nil
 	}
 	return target.RequestURI(), target.Scheme == "https", true, nil
@@ -488,9 +502,9 @@ func (s *ruleSource) publish(hr *hostRules, body []byte) error {
 	hr.mu.Lock()
 	defer hr.mu.Unlock()
 	old := hr.snap.Load()
-	if len(old.versions) > 0 && old.versions[0].id == id {
+	if len(old.versions) > 0 && old.versions[0].ID == id {
 		if old.unavailable || old.pending {
-			hr.snap.Store(&snapshot{versions: old.versions})
+			hr.snap.Store(newSnapshot(old.versions))
 		}
 		return nil
 	}
@@ -507,28 +521,28 @@ func (s *ruleSource) publish(hr *hostRules, body []byte) error {
 		}
 		return errRuleMemory
 	}
-	nv := &version{robots: pv.robots, pv: pv, id: id, from: now}
+	nv := &version{Version: policy.Version{Robots: pv.robots, ID: id, From: now}, pv: pv}
 	warnSuspicious(s.h, hr, body, pv.robots) // loadwarn.go: too large, or no readable line
 	vs := []*version{nv}
 	var dropped []*version
 	horizon := now.Add(-MaxGrace)
 	for _, v := range old.versions {
 		c := *v
-		if c.until.IsZero() {
-			c.until = now
+		if c.Until.IsZero() {
+			c.Until = now
 		}
-		if c.until.Before(horizon) || len(vs) >= maxVersions {
+		if c.Until.Before(horizon) || len(vs) >= maxVersions {
 			dropped = append(dropped, v)
 			continue
 		}
 		vs = append(vs, &c)
 	}
-	hr.snap.Store(&snapshot{versions: vs})
+	hr.snap.Store(newSnapshot(vs))
 	s.releaseVersions(dropped)
 	s.persistOrDefer(hr)
 	if len(old.versions) > 0 {
 		s.h.logger.Info("robots: robots.txt changed", zap.String("host", hr.key.host),
-			zap.String("version", id), zap.String("previous", old.versions[0].id), zap.Int("bytes", len(body)))
+			zap.String("version", id), zap.String("previous", old.versions[0].ID), zap.Int("bytes", len(body)))
 	}
 	return nil
 }
@@ -542,7 +556,7 @@ func (s *ruleSource) failed(hr *hostRules, err error) {
 	if len(old.versions) == 0 {
 		hr.snap.Store(&snapshot{unavailable: true})
 	} else if old.pending {
-		hr.snap.Store(&snapshot{versions: old.versions})
+		hr.snap.Store(newSnapshot(old.versions))
 	}
 	s.h.warnf("robots: keeping the last good robots.txt", zap.String("host", hr.key.host), zap.Error(err))
 }
@@ -568,7 +582,7 @@ func (s *ruleSource) prompt(r *http.Request) {
 	if !s.site {
 		return
 	}
-	hr := s.lookup(s.siteKeyOf(r))
+	hr := s.lookup(s.keyOf(r, hostOf(r.Host)))
 	if hr == nil {
 		return
 	}
@@ -590,7 +604,7 @@ func (s *ruleSource) currentOrLoad(r *http.Request) *version {
 	if !s.site {
 		return s.current(r)
 	}
-	hr, added := s.getOrAdd(s.siteKeyOf(r))
+	hr, added := s.getOrAdd(s.keyOf(r, hostOf(r.Host)))
 	if hr == nil {
 		return nil
 	}
@@ -625,7 +639,7 @@ func (s *ruleSource) currentOrLoad(r *http.Request) *version {
 func (s *ruleSource) current(r *http.Request) *version {
 	hr := s.fixed
 	if s.site {
-		hr = s.lookup(s.siteKeyOf(r))
+		hr = s.lookup(s.keyOf(r, hostOf(r.Host)))
 	}
 	if hr == nil {
 		return nil

@@ -78,12 +78,12 @@ func TestSiteKeys(t *testing.T) {
 	s := newTestTable()
 	a, _ := s.getOrAdd(siteKey{server: ":8080", host: "localhost"})
 	b, _ := s.getOrAdd(siteKey{server: ":9090", host: "localhost"})
-	c, _ := s.getOrAdd(siteKey{server: ":8080", host: siteHost("LocalHost.:8080")})
+	c, _ := s.getOrAdd(siteKey{server: ":8080", host: siteName("LocalHost.:8080", hostOf("LocalHost.:8080"))})
 	if a == b || a == c || c.key.host != "localhost." {
 		t.Errorf("sites share entries: %p %p %p (%q)", a, b, c, c.key.host)
 	}
-	if h := siteHost("Example.COM:443"); h != "example.com" {
-		t.Errorf("siteHost = %q", h)
+	if h := siteName("Example.COM:443", hostOf("Example.COM:443")); h != "example.com" {
+		t.Errorf("siteName = %q", h)
 	}
 }
 
@@ -100,9 +100,9 @@ func TestContentShared(t *testing.T) {
 		}
 		sites = append(sites, hr)
 	}
-	first := sites[0].snap.Load().versions[0].robots
+	first := sites[0].snap.Load().versions[0].Robots
 	for _, hr := range sites {
-		if hr.snap.Load().versions[0].robots != first {
+		if hr.snap.Load().versions[0].Robots != first {
 			t.Fatal("the same content was parsed twice")
 		}
 	}
@@ -149,7 +149,7 @@ func TestRuleMemoryBound(t *testing.T) {
 	if err := s.publish(a, body(4)); !errors.Is(err, errRuleMemory) {
 		t.Errorf("over the bound with every site active: %v, want errRuleMemory", err)
 	}
-	if v := a.snap.Load().versions; len(v) != 1 || v[0].id != contentID(body(2)) {
+	if v := a.snap.Load().versions; len(v) != 1 || v[0].ID != contentID(body(2)) {
 		t.Error("the site lost its last good copy")
 	}
 	if s.ruleBytes > s.h.maxRuleMemory {

@@ -37,6 +37,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/caddyrobots/caddy-robots/agents"
+	"github.com/caddyrobots/caddy-robots/internal/policy"
 )
 
 // Limits of the refusal lines.
@@ -133,8 +134,9 @@ func (l *refusalLimiter) makeRoom(now time.Time) {
 // logRefusal writes the INFO line of a refusal, a throttle start or a ban
 // start (see the top of this file for the limits), and lowers the access
 // log level of the handler's own 503 answers to INFO.
-func (h *Handler) logRefusal(r *http.Request, o *outcome, a *agents.Agent, target string) {
-	if h.enforce && (o.action == actThrottle || o.reason == reasonUnavailable || o.reason == reasonUnverified) {
+func (h *Handler) logRefusal(r *http.Request, o *outcome) {
+	a := &o.agent.Agent
+	if h.enforce && (o.action == policy.Throttle || o.reason == policy.Unavailable || o.reason == policy.Unverified) {
 		if _, set := caddyhttp.GetVar(r.Context(), caddyhttp.LogLevelVar).(string); !set {
 			caddyhttp.SetVar(r.Context(), caddyhttp.LogLevelVar, "INFO")
 		}
@@ -143,13 +145,16 @@ func (h *Handler) logRefusal(r *http.Request, o *outcome, a *agents.Agent, targe
 		return
 	}
 	now := h.now()
-	host := hostOf(r)
-	ip := clientIP(nil, r)
+	host := o.host
+	ip := o.client.Addr
+	if !ip.IsValid() {
+		ip = clientIP(nil, r)
+	}
 	quiet, msg := refusalLogEvery, refusalLogMessage
 	switch o.action {
-	case actThrottle:
+	case policy.Throttle:
 		quiet, msg = throttleLogEvery, "robots: throttling crawler"
-	case actBan:
+	case policy.Ban:
 		quiet, msg = max(o.retryAfter, refusalLogEvery), "robots: crawler banned"
 	}
 	var key strings.Builder
@@ -182,7 +187,7 @@ func (h *Handler) logRefusal(r *http.Request, o *outcome, a *agents.Agent, targe
 		zap.String("decision", o.action.String()),
 		zap.String("reason", o.reason.String()),
 		zap.String("token", o.tokenName()),
-		zap.String("target", truncateUTF8(target, maxLoggedTarget)),
+		zap.String("target", truncateUTF8(o.target.Raw, maxLoggedTarget)),
 		zap.String("mode", h.Mode),
 	)
 	if g := o.decision.Group; g != nil {
@@ -192,20 +197,20 @@ func (h *Handler) logRefusal(r *http.Request, o *outcome, a *agents.Agent, targe
 		fields = append(fields, zap.String("rule", rule.String()), zap.Int("line", rule.Line))
 	}
 	if o.version != nil {
-		fields = append(fields, zap.String("version", o.version.id))
+		fields = append(fields, zap.String("version", o.version.ID))
 	}
-	if o.form != "" {
-		fields = append(fields, zap.String("normalised_target", truncateUTF8(o.form, maxLoggedTarget)))
+	if form := o.form(); form != "" {
+		fields = append(fields, zap.String("normalised_target", truncateUTF8(form, maxLoggedTarget)))
 	}
-	if o.reason == reasonRule {
+	if o.reason == policy.Rule {
 		// A refusal by rule says whether it was a strike, and if not, why.
-		fields = append(fields, zap.Bool("strike", o.noStrike == ""))
-		if o.noStrike != "" {
-			fields = append(fields, zap.String("no_strike", o.noStrike))
+		fields = append(fields, zap.Bool("strike", o.assessment.NoStrike == ""))
+		if o.assessment.NoStrike != "" {
+			fields = append(fields, zap.String("no_strike", o.assessment.NoStrike))
 		}
 	}
 	if o.retryAfter > 0 {
-		fields = append(fields, zap.String("retry_after", retryAfterSeconds(o.retryAfter)))
+		fields = append(fields, zap.String("retry_after", policy.RetryAfterSeconds(o.retryAfter)))
 	}
 	if suppressed > 0 {
 		fields = append(fields, zap.Int("suppressed", suppressed))

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/caddyrobots/caddy-robots/agents"
+	"github.com/caddyrobots/caddy-robots/internal/policy"
 )
 
 // metrics are created once per process and registered into each config's
@@ -100,7 +101,7 @@ func registerCollectors(reg prometheus.Registerer, cs ...prometheus.Collector) e
 // per core under load), and with one counter per family it wrote two lines.
 var botCounts [countShards]botShard
 
-const numKinds = len(decisionKinds) + len(actionNames)
+const numKinds = len(decisionKinds) + policy.Actions
 
 // botShard is one shard of botCounts, padded so that no line holds counters
 // of two shards.
@@ -123,23 +124,23 @@ func botCount(ki, ci, pi, mi int) uint64 {
 // each has its row of counters. A pair not listed (none exists today)
 // counts in its action's row after them, with reason "other".
 var decisionKinds = [...]struct {
-	action action
-	reason reason
+	action policy.Action
+	reason policy.Reason
 }{
-	{actAllow, reasonNone},
-	{actBlock, reasonRule},
-	{actBlock, reasonSpoofed},
-	{actBlock, reasonUnavailable},
-	{actBlock, reasonUnverified},
-	{actBlock, reasonTarget},
-	{actBlock, reasonLength},
-	{actBlock, reasonPreference},
-	{actThrottle, reasonRate},
-	{actBan, reasonBan},
+	{policy.Allow, policy.None},
+	{policy.Block, policy.Rule},
+	{policy.Block, policy.Spoofed},
+	{policy.Block, policy.Unavailable},
+	{policy.Block, policy.Unverified},
+	{policy.Block, policy.BadTarget},
+	{policy.Block, policy.TooLong},
+	{policy.Block, policy.Preference},
+	{policy.Throttle, policy.Rate},
+	{policy.Ban, policy.Banned},
 }
 
 // kindIndex maps an action and a reason to their row of decisionCounts.
-var kindIndex = func() (t [len(actionNames)][len(reasonNames)]uint8) {
+var kindIndex = func() (t [policy.Actions][policy.Reasons]uint8) {
 	for a := range t {
 		for r := range t[a] {
 			t[a][r] = uint8(len(decisionKinds) + a)
@@ -152,25 +153,25 @@ var kindIndex = func() (t [len(actionNames)][len(reasonNames)]uint8) {
 }()
 
 // kindAction returns the action of row ki.
-func kindAction(ki int) action {
+func kindAction(ki int) policy.Action {
 	if ki < len(decisionKinds) {
 		return decisionKinds[ki].action
 	}
-	return action(ki - len(decisionKinds))
+	return policy.Action(ki - len(decisionKinds))
 }
 
 // kindLabels returns the action and reason labels of row ki.
 func kindLabels(ki int) (string, string) {
 	if ki < len(decisionKinds) {
 		k := decisionKinds[ki]
-		return actionNames[k.action], reasonLabel(k.reason)
+		return k.action.String(), reasonLabel(k.reason)
 	}
-	return actionNames[ki-len(decisionKinds)], "other"
+	return policy.Action(ki - len(decisionKinds)).String(), "other"
 }
 
 // reasonLabel is the reason label value: "none" for an allowed request.
-func reasonLabel(r reason) string {
-	if r == reasonNone {
+func reasonLabel(r policy.Reason) string {
+	if r == policy.None {
 		return "none"
 	}
 	return r.String()
@@ -234,7 +235,6 @@ func (d *decisionCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 var (
-	actionNames   = [...]string{"allow", "block", "throttle", "ban"}
 	categoryNames = [...]agents.Category{
 		agents.CategorySearch, agents.CategoryAITraining, agents.CategoryAISearch,
 		agents.CategoryAIAssistant, agents.CategorySEO, agents.CategoryArchive,
@@ -245,7 +245,7 @@ var (
 
 // countDecision counts one bot decision: its action and reason, the
 // crawler's category and purpose; logMode is true for mode log.
-func countDecision(a action, r reason, cat agents.Category, p agents.Purpose, logMode bool) {
+func countDecision(a policy.Action, r policy.Reason, cat agents.Category, p agents.Purpose, logMode bool) {
 	mi := 0
 	if logMode {
 		mi = 1
@@ -331,7 +331,7 @@ func rulesAges(now time.Time) map[string]time.Duration {
 			if snap == nil || len(snap.versions) == 0 {
 				continue
 			}
-			age := max(now.Sub(snap.versions[0].from), 0)
+			age := max(now.Sub(snap.versions[0].From), 0)
 			if old, ok := ages[h.Source]; !ok || age > old {
 				ages[h.Source] = age
 			}

@@ -10,21 +10,22 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/caddyrobots/caddy-robots/agents"
+	"github.com/caddyrobots/caddy-robots/internal/policy"
 )
 
 // TestMetricIndexes keeps the action and reason constants and the switch in
 // categoryIndex in step with the label value tables.
 func TestMetricIndexes(t *testing.T) {
-	for a, want := range map[action]string{actAllow: "allow", actBlock: "block", actThrottle: "throttle", actBan: "ban"} {
+	for a, want := range map[policy.Action]string{policy.Allow: "allow", policy.Block: "block", policy.Throttle: "throttle", policy.Ban: "ban"} {
 		if a.String() != want || actionValues[a] != want {
 			t.Errorf("action %d = %q (value %v), want %q", a, a, actionValues[a], want)
 		}
 	}
-	if len(actionNames) != 4 {
-		t.Errorf("%d action names for 4 actions", len(actionNames))
+	if policy.Actions != 4 {
+		t.Errorf("%d actions, want 4", policy.Actions)
 	}
-	for r, want := range map[reason]string{reasonNone: "", reasonRule: "rule", reasonSpoofed: "spoofed",
-		reasonUnavailable: "unavailable", reasonBan: "ban", reasonRate: "rate"} {
+	for r, want := range map[policy.Reason]string{policy.None: "", policy.Rule: "rule", policy.Spoofed: "spoofed",
+		policy.Unavailable: "unavailable", policy.Banned: "ban", policy.Rate: "rate"} {
 		if r.String() != want {
 			t.Errorf("reason %d = %q, want %q", r, r, want)
 		}
@@ -73,7 +74,7 @@ func TestDecisionCollector(t *testing.T) {
 	for range 8 {
 		wg.Go(func() {
 			for range 1000 {
-				countDecision(actThrottle, reasonRate, agents.CategorySEO, agents.PurposeSEO, true)
+				countDecision(policy.Throttle, policy.Rate, agents.CategorySEO, agents.PurposeSEO, true)
 			}
 		})
 	}
@@ -135,7 +136,7 @@ func TestMetricReasonLabels(t *testing.T) {
 		}
 		rows[kindIndex[k.action][k.reason]] = true
 	}
-	countDecision(actAllow, reasonRule, agents.CategoryArchive, agents.PurposeArchiving, false) // never made
+	countDecision(policy.Allow, policy.Rule, agents.CategoryArchive, agents.PurposeArchiving, false) // never made
 	want[[2]string{"allow", "other"}] = true
 	for _, pair := range [][2]string{{"allow", "none"}, {"block", "rule"}, {"block", "spoofed"}, {"block", "unavailable"},
 		{"block", "unverified"}, {"block", "target"}, {"block", "length"}, {"block", "preference"}, {"throttle", "rate"}, {"ban", "ban"}} {
@@ -166,7 +167,7 @@ func TestMetricRulesAge(t *testing.T) {
 	}
 	now := time.Now()
 	withVersion := func(hr *hostRules, age time.Duration) {
-		hr.snap.Store(&snapshot{versions: []*version{{id: "v", from: now.Add(-age)}}})
+		hr.snap.Store(newSnapshot([]*version{{Version: policy.Version{ID: "v", From: now.Add(-age)}}}))
 	}
 	file := &hostRules{}
 	withVersion(file, 90*time.Second)
@@ -246,10 +247,10 @@ func TestPurposeMetricSums(t *testing.T) {
 	}
 	beforeBlock, beforeThrottle := value("ai-training", "block"), value("ai-training", "throttle")
 	beforeSEO := value("seo", "block")
-	countDecision(actBlock, reasonRule, agents.CategoryAITraining, agents.PurposeAITraining, false)
-	countDecision(actBlock, reasonPreference, agents.CategoryAISearch, agents.PurposeAITraining, true)
-	countDecision(actBlock, reasonTarget, agents.CategoryOther, agents.PurposeAITraining, false)
-	countDecision(actThrottle, reasonRate, agents.CategoryAITraining, agents.PurposeAITraining, false)
+	countDecision(policy.Block, policy.Rule, agents.CategoryAITraining, agents.PurposeAITraining, false)
+	countDecision(policy.Block, policy.Preference, agents.CategoryAISearch, agents.PurposeAITraining, true)
+	countDecision(policy.Block, policy.BadTarget, agents.CategoryOther, agents.PurposeAITraining, false)
+	countDecision(policy.Throttle, policy.Rate, agents.CategoryAITraining, agents.PurposeAITraining, false)
 	if got := value("ai-training", "block") - beforeBlock; got != 3 {
 		t.Errorf("ai-training blocks: %v, want 3", got)
 	}

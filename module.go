@@ -26,6 +26,7 @@ import (
 	"github.com/caddyrobots/caddy-robots/agents"
 	"github.com/caddyrobots/caddy-robots/agents/webbotauth"
 	"github.com/caddyrobots/caddy-robots/enforce/state"
+	"github.com/caddyrobots/caddy-robots/internal/policy"
 )
 
 func init() {
@@ -201,17 +202,14 @@ type Handler struct {
 	verifier *agents.Verifier
 	sig      *webbotauth.Verifier
 	now      func() time.Time
-	grace    time.Duration // *Grace
-	burst    int           // CrawlBurst with its default
-	// crawlDelay is CrawlDelay: crawlDelayOn, crawlDelayOff or crawlDelayAll.
-	crawlDelay          uint8
-	enforce             bool
-	debug               bool // logger has debug enabled: one decision line per bot request
-	prefsEnforce        bool // Preferences == "enforce"
-	prefsHeader         bool // Preferences is "header" or "enforce"
-	spoofedBlock        bool // Spoofed == "block"
-	unavailableDisallow bool // Unavailable == "disallow"
-	ignoreLibraries     bool // Libraries == "ignore"
+	// policy is the decision's options, from the config above.
+	policy          policy.Options
+	grace           time.Duration // *Grace
+	burst           int           // CrawlBurst with its default
+	enforce         bool
+	debug           bool // logger has debug enabled: one decision line per bot request
+	prefsHeader     bool // Preferences is "header" or "enforce"
+	ignoreLibraries bool // Libraries == "ignore"
 
 	logger        *zap.Logger
 	storeKey      string
@@ -227,13 +225,6 @@ type Handler struct {
 	releaseRanges func() error // from startRanges; called by Cleanup
 	sigKey        string       // sigPool key of sig
 }
-
-// The values of Handler.crawlDelay.
-const (
-	crawlDelayOn uint8 = iota
-	crawlDelayOff
-	crawlDelayAll
-)
 
 // StrikesConfig configures repeat-offender bans.
 type StrikesConfig struct {
@@ -337,52 +328,13 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if h.now == nil {
 		h.now = time.Now
 	}
-	if h.Source == "" {
-		h.Source = "site"
-	}
-	if h.Refresh == 0 {
-		h.Refresh = caddy.Duration(DefaultRefresh)
-	}
-	if h.FetchTimeout == 0 {
-		h.FetchTimeout = caddy.Duration(DefaultFetchTimeout)
-	}
-	if h.Mode == "" {
-		h.Mode = "enforce"
-	}
+	h.applyDefaults()
 	h.enforce = h.Mode == "enforce"
-	if h.Grace == nil {
-		g := caddy.Duration(DefaultGrace)
-		h.Grace = &g
-	}
-	if h.CrawlDelay == "" {
-		h.CrawlDelay = "on"
-	}
-	h.burst = h.CrawlBurst
-	if h.burst == 0 {
-		h.burst = state.DefaultBurst
-	}
-	if h.Spoofed == "" {
-		h.Spoofed = "block"
-	}
-	if h.Libraries == "" {
-		h.Libraries = "crawler"
-	}
-	if h.Unavailable == "" {
-		h.Unavailable = "disallow"
-	}
-	if h.RobotsTxt == "" {
-		h.RobotsTxt = "serve"
-	}
-	if h.Preferences == "" {
-		h.Preferences = "expose"
-	}
-	h.grace = time.Duration(*h.Grace)
-	h.crawlDelay = map[string]uint8{"on": crawlDelayOn, "off": crawlDelayOff, "all": crawlDelayAll}[h.CrawlDelay]
-	h.spoofedBlock = h.Spoofed == "block"
-	h.unavailableDisallow = h.Unavailable == "disallow"
 	h.ignoreLibraries = h.Libraries == "ignore"
-	h.prefsEnforce = h.Preferences == "enforce"
-	h.prefsHeader = h.Preferences == "header" || h.prefsEnforce
+	h.prefsHeader = h.Preferences == "header" || h.Preferences == "enforce"
+	h.strikes = h.strikePolicy()
+	h.policy = h.decisionOptions()
+	h.grace, h.burst = h.policy.Grace, h.policy.Burst
 	h.serveEnforced = h.Source != "site" && h.RobotsTxt == "serve"
 	if h.Source != "site" && h.RobotsTxt == "pass" {
 		h.logger.Warn("robots: robots_txt pass: crawlers read the site's own /robots.txt while the rules come from " + h.Source + "; if the two differ, compliant crawlers may be refused")
@@ -400,23 +352,6 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 			return fmt.Errorf("robots: exempt: %w", err)
 		}
 		h.exempt = append(h.exempt, p)
-	}
-
-	h.strikes = state.DefaultStrikePolicy()
-	if s := h.Strikes; s != nil {
-		if s.Off {
-			h.strikes.Strikes = 0
-		} else {
-			if s.Count > 0 {
-				h.strikes.Strikes = s.Count
-			}
-			if s.Window > 0 {
-				h.strikes.Window = time.Duration(s.Window)
-			}
-			if s.Ban > 0 {
-				h.strikes.Ban = time.Duration(s.Ban)
-			}
-		}
 	}
 
 	if err := registerMetrics(ctx.GetMetricsRegistry()); err != nil {

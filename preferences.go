@@ -1,14 +1,12 @@
 package caddyrobots
 
 import (
-	"fmt"
 	"net/http"
-	"strings"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
-	"github.com/caddyrobots/caddy-robots/enforce"
+	"github.com/caddyrobots/caddy-robots/internal/policy"
 )
 
 // AI usage preferences (IETF aipref Content-Usage, Cloudflare's
@@ -25,15 +23,16 @@ import (
 // preferences.
 func (h *Handler) withPreferences(w http.ResponseWriter, r *http.Request) http.ResponseWriter {
 	v := h.rules.currentOrLoad(r)
-	if v == nil || !v.robots.HasPreferences() {
+	if v == nil || !v.Robots.HasPreferences() {
 		return w
 	}
 	var tokens []string
 	if a := h.identifyRequest(r); a != nil {
 		tokens = a.Tokens
 	}
-	forms := formsOf(r)
-	p := v.robots.Preferences(tokens, forms.raw)
+	sent := sentRequest(r)
+	t := policy.ParseTarget(sent.Method, sent.RequestURI)
+	p := v.Robots.Preferences(tokens, t.Raw)
 	usage, signal := p.String(), p.SignalString()
 	if repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
 		repl.Set("http.robots.content_usage", usage)
@@ -68,39 +67,4 @@ func (u *usageHeaderWriter) Write(p []byte) (int, error) {
 		u.WriteHeader(http.StatusOK)
 	}
 	return u.ResponseWriterWrapper.Write(p)
-}
-
-// preferenceRefusal returns the refusal of a crawler whose purpose the
-// preference for the target excludes, and whether there is one. g is the
-// group selected for the crawler; when none applies, the file-level
-// Content-Signal pairs do.
-func preferenceRefusal(r *enforce.Robots, g *enforce.Group, tokens []string, target, purpose string) (enforce.Refusal, bool) {
-	if purpose == "" {
-		return enforce.Refusal{}, false
-	}
-	var p enforce.Preferences
-	if g != nil {
-		p = g.Preferences(target)
-	} else {
-		p = r.Preferences(tokens, target)
-	}
-	if p.IsZero() {
-		return enforce.Refusal{}, false
-	}
-	return p.Refuses(purpose)
-}
-
-// preferenceText explains a refusal by preference.
-func preferenceText(name, purpose string, ref enforce.Refusal, o *outcome) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "Refused: /robots.txt states an AI usage preference for this path that excludes %s (%s).\n", name, purpose)
-	fmt.Fprintf(&b, "Preference: %s\n", ref)
-	if g := o.decision.Group; g != nil {
-		fmt.Fprintf(&b, "Group: %s\n", g)
-	}
-	if o.version != nil {
-		fmt.Fprintf(&b, "Version: %s\n", o.version.id)
-	}
-	b.WriteString("This is not a strike: no Allow or Disallow rule was broken.\n")
-	return b.String()
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/caddyrobots/caddy-robots/agents"
+	"github.com/caddyrobots/caddy-robots/internal/policy"
 )
 
 // caddy_robots_purpose_decisions_total counts bot decisions by the
@@ -50,7 +51,7 @@ func (c *purposeCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
 
 // Collect implements prometheus.Collector.
 func (c *purposeCollector) Collect(ch chan<- prometheus.Metric) {
-	var sums [len(purposeNames)][len(actionNames)]uint64
+	var sums [len(purposeNames)][policy.Actions]uint64
 	for ki := range numKinds {
 		a := kindAction(ki)
 		for ci := range categoryNames {
@@ -62,8 +63,8 @@ func (c *purposeCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	for i, p := range purposeNames {
-		for j, a := range actionNames {
-			ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(sums[i][j]), p, a)
+		for j := range policy.Actions {
+			ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(sums[i][j]), p, policy.Action(j).String())
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/caddyrobots/caddy-robots/agents"
 	"github.com/caddyrobots/caddy-robots/agents/webbotauth"
+	"github.com/caddyrobots/caddy-robots/internal/policy"
 )
 
 // Web Bot Auth: agents that sign their requests (RFC 9421 HTTP Message
@@ -132,8 +133,10 @@ func (h *Handler) signedAgent(r *http.Request) (a *agents.Shared, signer string,
 // signature fails: refused as spoofed, never a strike.
 func (h *Handler) invalidSignature(r *http.Request, res *webbotauth.Result) *outcome {
 	a := agents.NewShared(agents.Agent{Bot: true, Name: res.Agent, Category: agents.CategoryOther, Purpose: agents.PurposeOther})
-	o := outcome{published: published{agent: a, action: actBlock, reason: reasonSpoofed, verdict: agents.Spoofed, token: tokenNone}}
-	o.message = fmt.Sprintf("Refused: this request carries a Web Bot Auth signature for %s that does not verify (%s).\n", res.Agent, res.Reason)
+	o := outcome{published: published{agent: a, action: policy.Block, reason: policy.Spoofed, verdict: agents.Spoofed, token: policy.TokenNone}}
+	o.read(r)
+	o.host = hostOf(r.Host)
+	o.text = fmt.Sprintf("Refused: this request carries a Web Bot Auth signature for %s that does not verify (%s).\n", res.Agent, res.Reason)
 	vars, _ := r.Context().Value(caddyhttp.VarsCtxKey).(map[string]any)
-	return h.publishOutcome(r, vars, &o, "")
+	return h.publishOutcome(r, vars, &o)
 }

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/caddyrobots/caddy-robots/agents"
+	"github.com/caddyrobots/caddy-robots/internal/policy"
 )
 
 // crawlerStats counts decisions per crawler name for the admin API's top
@@ -69,7 +70,7 @@ func (s *crawlerStats) slot(name string) *statsSlot {
 }
 
 // seen counts one decision for the crawler a.
-func (s *crawlerStats) seen(a *agents.Shared, act action) {
+func (s *crawlerStats) seen(a *agents.Shared, act policy.Action) {
 	if s == nil {
 		return
 	}
@@ -77,7 +78,7 @@ func (s *crawlerStats) seen(a *agents.Shared, act action) {
 	if sl == nil {
 		return
 	}
-	if act == actAllow {
+	if act == policy.Allow {
 		sl.allowed.add()
 	} else {
 		sl.refused.Add(1)

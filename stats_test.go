@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/caddyrobots/caddy-robots/agents"
+	"github.com/caddyrobots/caddy-robots/internal/policy"
 )
 
 // TestCrawlerStatsByName: a crawler is counted in one slot however many
@@ -14,11 +15,11 @@ func TestCrawlerStatsByName(t *testing.T) {
 	answers := make([]*agents.Shared, 2000) // each its own, as signed requests get
 	for i := range answers {
 		answers[i] = agents.NewShared(agents.Agent{Bot: true, Name: "SignedBot"})
-		s.seen(answers[i], actAllow)
+		s.seen(answers[i], policy.Allow)
 	}
 	gpt := agents.NewShared(agents.Agent{Bot: true, Name: "GPTBot"})
-	s.seen(gpt, actBlock)
-	s.seen(gpt, actBlock)
+	s.seen(gpt, policy.Block)
+	s.seen(gpt, policy.Block)
 	s.retried(&gpt.Agent)
 	top := s.top(10, false)
 	want := []crawlerCount{{Name: "SignedBot", Allowed: 2000}, {Name: "GPTBot", Refused: 2, Retries: 1}}

@@ -153,6 +153,21 @@ func (f *Failover) ThrottlePace(ctx context.Context, id Identity, p Pace, now ti
 	return r, nil
 }
 
+// PeekPace implements [PacePeeker]: the primary's answer while it is
+// healthy, else the local store's (a peek never takes the probe that tells
+// a recovering primary from a failed one).
+func (f *Failover) PeekPace(ctx context.Context, id Identity, p Pace, now time.Time) (ThrottleResult, error) {
+	if pp, ok := f.primary.(PacePeeker); ok && f.retryAt.Load() == 0 {
+		if r, err := pp.PeekPace(ctx, id, p, now); err == nil {
+			return r, nil
+		}
+	}
+	if pp, ok := f.local.(PacePeeker); ok {
+		return pp.PeekPace(ctx, id, p, now)
+	}
+	return ThrottleResult{Allowed: true}, nil
+}
+
 // Strike implements [Store.Strike].
 func (f *Failover) Strike(ctx context.Context, id Identity, p StrikePolicy, now time.Time) (BanResult, error) {
 	if !p.Enabled() {

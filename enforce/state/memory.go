@@ -204,6 +204,34 @@ func (m *Memory) ThrottlePace(_ context.Context, id Identity, p Pace, now time.T
 	return ThrottleResult{Allowed: true, Retry: retry}, nil
 }
 
+// PeekPace implements [PacePeeker]: the decision of ThrottlePace, with no
+// state changed (an identity never seen is allowed).
+func (m *Memory) PeekPace(_ context.Context, id Identity, p Pace, now time.Time) (ThrottleResult, error) {
+	if p.Interval <= 0 {
+		return ThrottleResult{Allowed: true}, nil
+	}
+	_, tau := p.gcra()
+	id = id.clipped()
+	t := now.UnixNano()
+	h := m.hash(id)
+	s := m.shard(h)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.lookup(id, h, t, false)
+	if e == nil {
+		return ThrottleResult{Allowed: true}, nil
+	}
+	retry := e.retryEnd > t
+	if p.Fetch.Key != 0 && !p.Fetch.Head && e.headKey == p.Fetch.Key && e.pairEnd >= t {
+		return ThrottleResult{Allowed: true, Retry: retry, Paired: true}, nil
+	}
+	tat := max(e.tat, t)
+	if tat-t > int64(tau) {
+		return ThrottleResult{RetryAfter: time.Duration(tat - int64(tau) - t), Retry: retry}, nil
+	}
+	return ThrottleResult{Allowed: true, Retry: retry}, nil
+}
+
 // Strike implements [Store.Strike].
 func (m *Memory) Strike(_ context.Context, id Identity, p StrikePolicy, now time.Time) (BanResult, error) {
 	if !p.Enabled() {

@@ -122,20 +122,26 @@ func gcd(a, b int64) int64 {
 // same decisions, kept in one hash per identity (fields tat, retry, head,
 // pair) that expires when its TAT and pairing window have passed.
 // KEYS: the hash. ARGV: emission µs, tolerance µs, fetch key ("" for none),
-// "1" for HEAD, pairing window µs. Returns {allowed, wait µs, retry,
+// "1" for HEAD, pairing window µs, "1" to peek (decide, write nothing).
+// Returns {allowed, wait µs, retry,
 // paired}. A key of another type (the string redis_rate kept before) is
 // replaced.
 var paceScript = redis.NewScript(`
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local k = KEYS[1]
-if redis.call('TYPE', k).ok ~= 'hash' then redis.call('DEL', k) end
+local peek = ARGV[6] == '1'
+if redis.call('TYPE', k).ok ~= 'hash' then
+  if peek then return {1, 0, 0, 0} end
+  redis.call('DEL', k)
+end
 local s = redis.call('HMGET', k, 'tat', 'retry', 'head', 'pair')
 local tat = tonumber(s[1]) or 0
 local retry = 0
 if (tonumber(s[2]) or 0) > now then retry = 1 end
 local fetch = ARGV[3]
 if fetch ~= '' and ARGV[4] ~= '1' and s[3] == fetch and (tonumber(s[4]) or 0) >= now then
+  if peek then return {1, 0, retry, 1} end
   redis.call('HDEL', k, 'head', 'pair')
   return {1, 0, retry, 1}
 end
@@ -143,9 +149,11 @@ local em = tonumber(ARGV[1])
 local tau = tonumber(ARGV[2])
 if tat < now then tat = now end
 if tat - now > tau then
+  if peek then return {0, tat - tau - now, retry, 0} end
   redis.call('HSET', k, 'retry', string.format('%.0f', tat - tau))
   return {0, tat - tau - now, retry, 0}
 end
+if peek then return {1, 0, retry, 0} end
 tat = tat + em
 local ttl = tat - now
 redis.call('HSET', k, 'tat', string.format('%.0f', tat))
@@ -167,6 +175,16 @@ func (r *Redis) Throttle(ctx context.Context, id Identity, interval time.Duratio
 // makes the decisions of [Memory.ThrottlePace] in microseconds on the Redis
 // server's clock (see [Redis]).
 func (r *Redis) ThrottlePace(ctx context.Context, id Identity, p Pace, _ time.Time) (ThrottleResult, error) {
+	return r.pace(ctx, id, p, false)
+}
+
+// PeekPace implements [PacePeeker] with the same script, told to write
+// nothing.
+func (r *Redis) PeekPace(ctx context.Context, id Identity, p Pace, _ time.Time) (ThrottleResult, error) {
+	return r.pace(ctx, id, p, true)
+}
+
+func (r *Redis) pace(ctx context.Context, id Identity, p Pace, peek bool) (ThrottleResult, error) {
 	if p.Interval <= 0 {
 		return ThrottleResult{Allowed: true}, nil
 	}
@@ -181,7 +199,7 @@ func (r *Redis) ThrottlePace(ctx context.Context, id Identity, p Pace, _ time.Ti
 		}
 	}
 	res, err := paceScript.Run(ctx, r.client, []string{r.key(id) + ":rate"},
-		max(em.Microseconds(), 1), tau.Microseconds(), fetch, head, FetchPairWindow.Microseconds()).Int64Slice()
+		max(em.Microseconds(), 1), tau.Microseconds(), fetch, head, FetchPairWindow.Microseconds(), peekArg(peek)).Int64Slice()
 	if err != nil {
 		return ThrottleResult{}, fmt.Errorf("state: redis throttle %s: %w", id, err)
 	}
@@ -193,6 +211,13 @@ func (r *Redis) ThrottlePace(ctx context.Context, id Identity, p Pace, _ time.Ti
 		out.RetryAfter = max(time.Duration(res[1])*time.Microsecond, 0)
 	}
 	return out, nil
+}
+
+func peekArg(peek bool) string {
+	if peek {
+		return "1"
+	}
+	return "0"
 }
 
 // strikeScript counts a strike and bans at the threshold, atomically.

@@ -40,6 +40,17 @@ type Store interface {
 	Close() error
 }
 
+// PacePeeker is a store that can tell what [Store.ThrottlePace] would
+// answer for a request now without spending anything: the admin API's
+// check reads the live state this way. [Memory], [Redis] and [Failover]
+// implement it.
+type PacePeeker interface {
+	// PeekPace returns what ThrottlePace(ctx, id, p, now) would return,
+	// and changes no state: no slot is taken, no retry is marked, no
+	// HEAD/GET pairing is consumed.
+	PeekPace(ctx context.Context, id Identity, p Pace, now time.Time) (ThrottleResult, error)
+}
+
 // ThrottleResult is the outcome of [Store.Throttle].
 type ThrottleResult struct {
 	// Allowed reports whether the request may proceed.

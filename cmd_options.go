@@ -1,0 +1,261 @@
+package caddyrobots
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig"
+	"github.com/spf13/pflag"
+)
+
+// The handler's options for the robots subcommands: from flags, or from the
+// robots handler a config runs for a site, so that `caddy robots check`
+// and `caddy robots audit` judge as the server does.
+
+// handlerFromFlags builds a handler's options from the option flags
+// (addOptionFlags), checked as the config would check them.
+func handlerFromFlags(fl *pflag.FlagSet) (*Handler, error) {
+	h := &Handler{}
+	h.Mode, _ = fl.GetString("mode")
+	h.Preferences, _ = fl.GetString("preferences")
+	h.CrawlDelay, _ = fl.GetString("crawl-delay")
+	h.Spoofed, _ = fl.GetString("spoofed")
+	h.Libraries, _ = fl.GetString("libraries")
+	h.Unavailable, _ = fl.GetString("unavailable")
+	g, _ := fl.GetDuration("grace")
+	grace := caddy.Duration(g)
+	h.Grace = &grace
+	strikes, _ := fl.GetString("strikes")
+	s, err := parseStrikesFlag(strikes)
+	if err != nil {
+		return nil, err
+	}
+	h.Strikes = s
+	h.applyDefaults()
+	if err := h.Validate(); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// parseStrikesFlag reads --strikes: "", "off" or "<count> <window> <ban>".
+func parseStrikesFlag(s string) (*StrikesConfig, error) {
+	s = strings.TrimSpace(s)
+	switch s {
+	case "":
+		return nil, nil
+	case "off":
+		return &StrikesConfig{Off: true}, nil
+	}
+	f := strings.Fields(s)
+	if len(f) != 3 {
+		return nil, fmt.Errorf("--strikes %q: want off or '<count> <window> <ban>'", s)
+	}
+	n, err := strconv.Atoi(f[0])
+	if err != nil || n < 1 {
+		return nil, fmt.Errorf("--strikes: count %q: want a positive number", f[0])
+	}
+	w, err := caddy.ParseDuration(f[1])
+	if err != nil {
+		return nil, fmt.Errorf("--strikes: window: %w", err)
+	}
+	b, err := caddy.ParseDuration(f[2])
+	if err != nil {
+		return nil, fmt.Errorf("--strikes: ban: %w", err)
+	}
+	return &StrikesConfig{Count: n, Window: caddy.Duration(w), Ban: caddy.Duration(b)}, nil
+}
+
+// handlerFromConfig reads a Caddyfile (or JSON config) and returns the
+// options of the robots handler that serves site (host, or host:port to
+// pick the server by its port), with its placeholders replaced. A relative
+// source file is read relative to the config's directory when it is not
+// found from the working directory.
+func handlerFromConfig(path, adapter, site string) (*Handler, error) {
+	if site == "" {
+		return nil, errors.New("--config needs --site <host[:port]>: which site's robots handler judges")
+	}
+	body, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading config: %w", err)
+	}
+	if adapter == "" {
+		adapter = "caddyfile"
+		if strings.HasSuffix(path, ".json") {
+			adapter = "json"
+		}
+	}
+	cfgJSON := body
+	if adapter != "json" {
+		a := caddyconfig.GetAdapter(adapter)
+		if a == nil {
+			return nil, fmt.Errorf("no config adapter %q", adapter)
+		}
+		cfgJSON, _, err = a.Adapt(body, map[string]any{"filename": path})
+		if err != nil {
+			return nil, fmt.Errorf("adapting %s: %w", path, err)
+		}
+	}
+	raw, where, err := findHandlerJSON(cfgJSON, site)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	h := &Handler{}
+	if err := json.Unmarshal(raw, h); err != nil {
+		return nil, fmt.Errorf("%s: the robots handler of %s: %w", path, where, err)
+	}
+	if err := h.replacePlaceholders(); err != nil {
+		return nil, err
+	}
+	h.applyDefaults()
+	if h.Source == "file" && !filepath.IsAbs(h.File) {
+		if _, err := os.Stat(h.File); err != nil {
+			h.File = filepath.Join(filepath.Dir(path), h.File)
+		}
+	}
+	if err := h.Validate(); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// jsonRoute is a route of a JSON config, as far as finding a handler needs.
+type jsonRoute struct {
+	Match  []map[string]json.RawMessage `json:"match"`
+	Handle []json.RawMessage            `json:"handle"`
+	Group  string                       `json:"group"`
+}
+
+// findHandlerJSON returns the JSON of the robots handler that serves site
+// in a config, and a description of where it sits.
+func findHandlerJSON(cfg []byte, site string) (json.RawMessage, string, error) {
+	var c struct {
+		Apps struct {
+			HTTP struct {
+				Servers map[string]struct {
+					Listen []string    `json:"listen"`
+					Routes []jsonRoute `json:"routes"`
+				} `json:"servers"`
+			} `json:"http"`
+		} `json:"apps"`
+	}
+	if err := json.Unmarshal(cfg, &c); err != nil {
+		return nil, "", fmt.Errorf("reading the config: %w", err)
+	}
+	host, port := site, 0
+	if h, p, err := net.SplitHostPort(site); err == nil {
+		host = h
+		port, _ = strconv.Atoi(p)
+	}
+	host = strings.ToLower(strings.TrimSuffix(host, "."))
+	names := make([]string, 0, len(c.Apps.HTTP.Servers))
+	for name := range c.Apps.HTTP.Servers {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	var seen []string
+	for _, name := range names {
+		srv := c.Apps.HTTP.Servers[name]
+		if port != 0 && !listensOnJSON(srv.Listen, port) {
+			continue
+		}
+		if raw, ok := walkJSONRoutes(srv.Routes, host); ok {
+			return raw, fmt.Sprintf("server %s (%s), site %s", name, strings.Join(srv.Listen, " "), site), nil
+		}
+		seen = append(seen, name+" ("+strings.Join(srv.Listen, " ")+")")
+	}
+	return nil, "", fmt.Errorf("no robots handler serves site %q (servers looked at: %s)", site, strings.Join(seen, ", "))
+}
+
+// walkJSONRoutes finds the first robots handler on host's path through
+// routes; routes whose matchers other than host are ignored (a path
+// matcher does not hide a site's handler).
+func walkJSONRoutes(routes []jsonRoute, host string) (json.RawMessage, bool) {
+	for _, rt := range routes {
+		if !routeHostMatches(rt.Match, host) {
+			continue
+		}
+		for _, h := range rt.Handle {
+			var kind struct {
+				Handler string      `json:"handler"`
+				Routes  []jsonRoute `json:"routes"`
+			}
+			if json.Unmarshal(h, &kind) != nil {
+				continue
+			}
+			switch kind.Handler {
+			case "robots":
+				return h, true
+			case "subroute":
+				if raw, ok := walkJSONRoutes(kind.Routes, host); ok {
+					return raw, true
+				}
+			}
+		}
+	}
+	return nil, false
+}
+
+// routeHostMatches reports whether a route's matcher sets let host through
+// as far as their host matchers say.
+func routeHostMatches(sets []map[string]json.RawMessage, host string) bool {
+	if len(sets) == 0 {
+		return true
+	}
+	for _, set := range sets {
+		raw, ok := set["host"]
+		if !ok {
+			return true
+		}
+		var hosts []string
+		if json.Unmarshal(raw, &hosts) != nil {
+			continue
+		}
+		for _, p := range hosts {
+			if hostPatternMatches(strings.ToLower(p), host) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// hostPatternMatches matches a host matcher's pattern as Caddy does:
+// exact, or "*" standing for one label.
+func hostPatternMatches(pattern, host string) bool {
+	if pattern == host {
+		return true
+	}
+	pl, hl := strings.Split(pattern, "."), strings.Split(host, ".")
+	if len(pl) != len(hl) {
+		return false
+	}
+	for i := range pl {
+		if pl[i] != "*" && pl[i] != hl[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// listensOnJSON reports whether listen addresses include port.
+func listensOnJSON(listen []string, port int) bool {
+	for _, l := range listen {
+		na, err := caddy.ParseNetworkAddress(l)
+		if err != nil {
+			continue
+		}
+		if uint(port) >= na.StartPort && uint(port) <= na.EndPort {
+			return true
+		}
+	}
+	return false
+}

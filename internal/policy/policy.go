@@ -1,0 +1,527 @@
+// Package policy is the one decision of caddy-robots: given plain facts about
+// a bot's request (the request as the client sent it, who the client is and
+// how that was verified, the site's robots.txt versions and what we know of
+// who fetched which, the throttle and strike state read for it, the
+// handler's options and the time), it says what happens to the request and
+// why. The live handler, the admin API's check, `caddy robots check` and
+// `caddy robots audit` all call Assess, so they cannot disagree.
+//
+// Assess does no I/O, no logging and no rendering: the caller verifies the
+// claim, reads the state, takes the versions snapshot, calls Assess, writes
+// the state the assessment asks for (a strike, a throttle slot) and renders
+// the answer from the assessment (Explain).
+//
+// The package imports nothing of Caddy.
+package policy
+
+import (
+	"math"
+	"net/netip"
+	"time"
+
+	"github.com/caddyrobots/caddy-robots/agents"
+	"github.com/caddyrobots/caddy-robots/enforce"
+	"github.com/caddyrobots/caddy-robots/enforce/state"
+)
+
+// Action is what happens to a bot's request.
+type Action uint8
+
+// The actions.
+const (
+	Allow    Action = iota // served
+	Block                  // refused (403, or 400/414/503 by reason)
+	Throttle               // 503 with Retry-After: too fast for its Crawl-delay
+	Ban                    // 403: banned after repeated strikes
+)
+
+var actionNames = [...]string{"allow", "block", "throttle", "ban"}
+
+// String is the action's name: allow, block, throttle or ban.
+func (a Action) String() string { return actionNames[a] }
+
+// Reason is why a request was refused; None for an allowed one.
+type Reason uint8
+
+// The reasons.
+const (
+	None        Reason = iota
+	Rule               // a robots.txt rule disallows the target: 403
+	Spoofed            // the crawler's address provably is not its operator's: 403
+	Unavailable        // no robots.txt was ever obtained and the source fails: 503
+	Banned             // the crawler is banned: 403
+	Rate               // Crawl-delay / Request-rate: 503
+	BadTarget          // neither origin- nor absolute-form: 400
+	TooLong            // longer than MaxTargetLength: 414
+	Unverified         // a claim that could not be verified, refused only by "*": 503
+	Preference         // an AI usage preference excludes the crawler's purpose: 403
+)
+
+var reasonNames = [...]string{"", "rule", "spoofed", "unavailable", "ban", "rate", "target", "length", "unverified", "preference"}
+
+// String is the reason's name as placeholders, logs and metrics show it.
+func (r Reason) String() string { return reasonNames[r] }
+
+// Reasons is the number of reasons, for tables indexed by Reason.
+const Reasons = len(reasonNames)
+
+// Actions is the number of actions, for tables indexed by Action.
+const Actions = len(actionNames)
+
+// CrawlDelay says which crawlers Crawl-delay and Request-rate are enforced on.
+type CrawlDelay uint8
+
+// The CrawlDelay modes.
+const (
+	CrawlDelayOn  CrawlDelay = iota // crawlers that honour it or whose habits are unknown
+	CrawlDelayOff                   // nobody
+	CrawlDelayAll                   // every crawler
+)
+
+// Options are the handler's settings that bear on a decision.
+type Options struct {
+	// Grace is how long a crawler may keep an old robots.txt (RFC 9309
+	// §2.4: 24 h); a crawler whose operator documents a longer cache gets
+	// that, up to MaxGrace.
+	Grace time.Duration
+	// MaxGrace bounds a crawler's documented robots.txt cache.
+	MaxGrace time.Duration
+	// CrawlDelay says whom Crawl-delay applies to.
+	CrawlDelay CrawlDelay
+	// Burst is how many requests may come back to back (state.Pace).
+	Burst int
+	// SpoofedBlock refuses provable impostors (else they are judged by "*").
+	SpoofedBlock bool
+	// UnavailableDisallow refuses crawlers (503) while no robots.txt was
+	// ever obtained and the source fails.
+	UnavailableDisallow bool
+	// Preferences holds crawlers to the AI usage preferences robots.txt
+	// states (preferences enforce).
+	Preferences bool
+	// Strikes counts refusals that break the rules under every reading as
+	// strikes (strikes are on).
+	Strikes bool
+}
+
+// Version is one robots.txt version as a site served it. Immutable.
+type Version struct {
+	// Robots is the parsed file.
+	Robots *enforce.Robots
+	// ID is the short content hash that names the version.
+	ID string
+	// From is when it became current; Until when a newer one replaced it
+	// (zero while current).
+	From, Until time.Time
+	// Brief marks a version that was current for less than BriefFor: only
+	// the crawlers seen fetching /robots.txt while it was current may hold
+	// it, so it earns grace for them alone (see Site.FetchedAt).
+	Brief bool
+}
+
+// BriefFor is how long a version must have been current to earn grace for
+// every crawler; a shorter-lived one earns it only for crawlers seen
+// fetching it.
+const BriefFor = 10 * time.Minute
+
+// Site is what is known of the site's robots.txt when the request is judged.
+type Site struct {
+	// Versions are the versions a crawler may still hold, newest first.
+	// Empty: no copy was ever obtained (see Unavailable), or none yet.
+	Versions []*Version
+	// Unavailable is set while no copy was ever obtained because the source
+	// fails (5xx, timeout, unreachable).
+	Unavailable bool
+	// FetchedAt is when this crawler was last seen fetching /robots.txt
+	// (zero: never). A version replaced before that no longer earns grace.
+	// It matters only with more than one version.
+	FetchedAt time.Time
+	// FetchedDuring reports whether this crawler was seen fetching
+	// /robots.txt while version i was current; nil when not known. Only
+	// brief versions ask (see Version.Brief).
+	FetchedDuring func(i int) bool
+	// StrikeWindow is how far back a version served still excuses a strike
+	// (a crawler running several processes updates them one by one);
+	// StrikeWindow is used when zero.
+	StrikeWindow time.Duration
+}
+
+// StrikeWindow is how far back a robots.txt version still excuses a
+// request: RFC 9309 §2.4 lets a crawler keep its copy for 24 hours, and a
+// crawler running several processes updates them one by one.
+const StrikeWindow = 24 * time.Hour
+
+// Client is who sent the request, as the caller established it.
+type Client struct {
+	// Agent is the identified client (a bot: browsers are never judged).
+	Agent *agents.Agent
+	// Addr is the client address (after trusted proxies).
+	Addr netip.Addr
+	// Verdict is the verification's result: Verified (published ranges,
+	// reverse DNS or a Web Bot Auth signature), Spoofed or Unverified (no
+	// way to verify, or verification did not finish).
+	Verdict agents.Verdict
+	// Signer is the Web Bot Auth agent that signed the request, "" for a
+	// crawler known by its User-Agent.
+	Signer string
+}
+
+// Who is the identity a request's state is kept under, derived from the
+// client alone (see Identify): what the caller needs to read and write the
+// state before and after Assess.
+type Who struct {
+	// Name is the name budgets, strikes and fetches are kept under: the
+	// crawler's most specific token, else its name; "sig:<agent>" for a
+	// signed agent.
+	Name string
+	// Tokens are the tokens the request is judged by (nil for a spoofed
+	// claim), and Wildcard whether the "*" group applies.
+	Tokens   []string
+	Wildcard bool
+	// Verified is the verdict Verified.
+	Verified bool
+	// Claim is set for a claim of a verifiable crawler that could not be
+	// verified: it gets nothing more lenient than "*" gives.
+	Claim bool
+}
+
+// Identify derives the identity of the client's request.
+func Identify(c *Client) Who {
+	a := c.Agent
+	w := Who{Tokens: a.Tokens, Wildcard: !a.Profile.IgnoresWildcard, Verified: c.Verdict == agents.Verified}
+	if c.Verdict == agents.Spoofed {
+		w.Tokens, w.Wildcard = nil, true
+	}
+	w.Claim = c.Signer == "" && a.Profile.Verify != "" && c.Verdict == agents.Unverified
+	w.Name = a.Name
+	if len(w.Tokens) > 0 {
+		w.Name = w.Tokens[0]
+	}
+	if c.Signer != "" {
+		// A signing agent's budget and bans are its own, apart from any
+		// crawler that shares its token.
+		w.Name = "sig:" + c.Signer
+	}
+	return w
+}
+
+// Facts are everything a decision depends on.
+type Facts struct {
+	// Target is the request as sent: its method and target, with the
+	// target's forms.
+	Target *Target
+	// Client is who asks, and Who its identity (Identify(Client)).
+	Client *Client
+	Who    *Who
+	// Site is the robots.txt the site serves.
+	Site *Site
+	// Ban is the ban state read for Who; nil when strikes are off or
+	// nobody is banned. (A pointer: Assess copies nothing that holds a
+	// pointer out of Facts itself, so a caller's facts can stay on its
+	// stack.)
+	Ban *state.BanResult
+	// Now is the time of the decision. A decision needs it only when the
+	// site has more than one version (grace) or a ban is in force
+	// (NeedsTime), so a caller may leave it zero otherwise and spare an
+	// allowed request the clock read.
+	Now time.Time
+}
+
+// Assessment is the outcome of Assess: what happens to the request and
+// everything that explains it. Callers treat it as immutable once Assess
+// (and, for a throttled request, Throttled) returned it.
+type Assessment struct {
+	// Action is what happens; Reason why (None for Allow).
+	Action Action
+	Reason Reason
+	// Verdict is the client's verification verdict.
+	Verdict agents.Verdict
+	// Token is the token whose group was selected: an index into the
+	// agent's Tokens, TokenWildcard or TokenNone.
+	Token int32
+	// Decision is the current version's decision on the target (group and
+	// rule; for a refusal by rule, on the first form it refuses).
+	Decision enforce.Decision
+	// Version is the current version; nil when none applies.
+	Version *Version
+	// RefusedForm is the index in Target.Forms of the form a rule or
+	// preference refused (0: the target as sent, -1: none).
+	RefusedForm int
+	// Strike reports that the refusal counts as a strike (the caller
+	// records it); NoStrike, for a refusal by rule that does not, says why.
+	Strike   bool
+	NoStrike string
+	// Interval is the Crawl-delay / Request-rate that applies to the
+	// crawler (0: none, or not enforced on it), from RateGroup.
+	Interval  time.Duration
+	RateGroup *enforce.Group
+	// Pace is set when the request spends the crawler's throttle budget:
+	// the caller asks the store (ThrottlePace) and applies the answer with
+	// Throttled.
+	Pace bool
+	// RetryAfter is how long to wait: the throttle's, the ban's remaining
+	// time, or the retry time of a temporary refusal.
+	RetryAfter time.Duration
+	// Preference is the AI usage preference that refused the request
+	// (Reason Preference).
+	Preference enforce.Refusal
+	// BanUntil is when the ban ends (Reason Banned).
+	BanUntil time.Time
+	// Retry reports a throttled request that came back inside its own
+	// Retry-After (set by Throttled).
+	Retry bool
+}
+
+// The values of Assessment.Token that are not an index into the tokens.
+const (
+	TokenWildcard = -1 // the "*" group
+	TokenNone     = -2 // no group applies
+)
+
+// RetryUnavailable is the Retry-After of a temporary refusal: robots.txt
+// unavailable, or a claim whose verification is pending.
+const RetryUnavailable = 30 * time.Second
+
+// noInterval marks "no Crawl-delay applies" while versions are compared.
+const noInterval = time.Duration(math.MaxInt64)
+
+// Assess decides a bot's request. It reads nothing but f and o.
+//
+// The order is fixed: /robots.txt (always allowed); a target no bot may send (400, 414); a provable
+// impostor (with spoofed block); a ban; a site whose robots.txt was never
+// obtained; then the rules of every version the crawler may still hold (it
+// is refused only if all of them refuse it, on any form of the target);
+// the AI usage preferences (with preferences enforce); the "*" group for a
+// claim that could not be verified; and last the crawler's pace.
+func Assess(f *Facts, o *Options) Assessment {
+	a := Assessment{Action: Allow, Token: TokenNone, RefusedForm: -1, Verdict: f.Client.Verdict}
+	t := f.Target
+	switch {
+	case t.IsRobotsTxt():
+		return a // always served, to everyone, even to banned bots
+	case t.Bad:
+		a.Action, a.Reason = Block, BadTarget
+		return a
+	case len(t.Raw) > MaxTargetLength:
+		a.Action, a.Reason = Block, TooLong
+		return a
+	case a.Verdict == agents.Spoofed && o.SpoofedBlock:
+		a.Action, a.Reason = Block, Spoofed
+		return a
+	case f.Ban != nil && f.Ban.Banned:
+		a.Action, a.Reason, a.BanUntil = Ban, Banned, f.Ban.Until
+		a.RetryAfter = f.Ban.Until.Sub(f.Now)
+		return a
+	}
+	site, who := f.Site, f.Who
+	if len(site.Versions) == 0 {
+		if site.Unavailable && o.UnavailableDisallow {
+			a.Action, a.Reason, a.RetryAfter = Block, Unavailable, RetryUnavailable
+		}
+		return a
+	}
+	grace := o.Grace
+	if ttl := f.Client.Agent.Profile.RobotsCacheTTL; grace > 0 && ttl > grace && !who.Claim {
+		grace = min(ttl, o.MaxGrace)
+	}
+	forms := t.Forms()
+	refusedByAll, starRefusedByAll := true, who.Claim
+	interval, rateGroup := noInterval, (*enforce.Group)(nil)
+	var g0 *enforce.Group
+	for i, v := range site.Versions {
+		if i > 0 {
+			hold, older := mayHold(site, i, v, grace, f.Now)
+			if !older {
+				break
+			}
+			if !hold {
+				continue
+			}
+		}
+		g, ti := v.Robots.SelectIndex(who.Tokens, who.Wildcard)
+		d, form := DecideForms(g, forms)
+		if i == 0 {
+			g0 = g
+			a.Decision, a.Version = d, v
+			if !d.Allowed {
+				a.RefusedForm = form
+			}
+			switch {
+			case ti >= 0:
+				a.Token = int32(ti)
+			case g != nil:
+				a.Token = TokenWildcard
+			}
+		}
+		if d.Allowed {
+			refusedByAll = false
+		}
+		iv, ig := g.Interval(), g
+		if who.Claim {
+			// An unverified claim is also judged by "*", and keeps the
+			// stricter of the two rates.
+			gs, _ := v.Robots.SelectIndex(nil, true)
+			if gs != g {
+				if ds, _ := DecideForms(gs, forms); ds.Allowed {
+					starRefusedByAll = false
+				}
+				if siv := gs.Interval(); siv > iv {
+					iv, ig = siv, gs
+				}
+			} else if d.Allowed {
+				starRefusedByAll = false
+			}
+		}
+		// The most lenient version the crawler may hold sets the rate.
+		if iv < interval {
+			interval, rateGroup = iv, ig
+		}
+	}
+	if refusedByAll {
+		a.Action, a.Reason = Block, Rule
+		// A 403 protects the site, so it follows the strictest reading; a
+		// strike punishes the crawler, so it needs a violation under every
+		// reading and every version served within the strike window.
+		a.NoStrike = strikeExcuse(site, who, forms, f.Now)
+		a.Strike = o.Strikes && a.NoStrike == ""
+		return a
+	}
+	if o.Preferences && a.Version.Robots.HasPreferences() {
+		if ref, form, ok := preferenceRefusal(a.Version.Robots, g0, who.Tokens, forms, string(f.Client.Agent.Purpose)); ok {
+			a.Action, a.Reason, a.Preference, a.RefusedForm = Block, Preference, ref, form
+			return a
+		}
+	}
+	if starRefusedByAll {
+		// Only "*" refuses: a real crawler whose verification is pending
+		// comes back later and is never struck.
+		a.Action, a.Reason, a.RetryAfter = Block, Unverified, RetryUnavailable
+		return a
+	}
+	if interval > 0 && interval != noInterval && (who.Claim || throttles(o.CrawlDelay, &f.Client.Agent.Profile)) {
+		a.Interval, a.RateGroup, a.Pace = interval, rateGroup, true
+	}
+	return a
+}
+
+// NeedsTime reports whether a decision on a site with the given number of
+// versions, with or without a ban in force, reads Facts.Now.
+func NeedsTime(versions int, banned bool) bool { return versions > 1 || banned }
+
+// StarJudged reports whether the request was judged by the "*" group (or
+// by none): its throttle and strike state belong to its address rather than
+// to a token it chose.
+func (a *Assessment) StarJudged() bool { return a.Token < 0 }
+
+// Throttled applies the store's answer to a request that spent its
+// throttle budget (Pace set) and returns the completed assessment.
+func (a Assessment) Throttled(res state.ThrottleResult) Assessment {
+	if !a.Pace || res.Allowed {
+		return a
+	}
+	a.Action, a.Reason, a.RetryAfter, a.Retry = Throttle, Rate, res.RetryAfter, res.Retry
+	return a
+}
+
+// Refused reports whether the request is refused (in enforce mode).
+func (a *Assessment) Refused() bool { return a.Action != Allow }
+
+// mayHold reports whether the crawler may still hold version i (i > 0),
+// replaced at v.Until: within its grace window, unless it was seen fetching
+// /robots.txt after the version was replaced; a brief version only for a
+// crawler seen fetching it while it was current. older reports whether an
+// older version may still be held at all: versions are newest first, so
+// once one is past the grace window or was replaced before the crawler's
+// last fetch, so are all older ones.
+func mayHold(site *Site, i int, v *Version, grace time.Duration, now time.Time) (hold, older bool) {
+	if now.Sub(v.Until) > grace || !v.Until.After(site.FetchedAt) {
+		return false, false
+	}
+	if v.Brief {
+		return site.FetchedDuring != nil && site.FetchedDuring(i), true
+	}
+	return true, true
+}
+
+// throttles says whether Crawl-delay / Request-rate is enforced on a crawler
+// with profile p.
+func throttles(mode CrawlDelay, p *agents.Profile) bool {
+	switch mode {
+	case CrawlDelayOff:
+		return false
+	case CrawlDelayAll:
+		return true
+	}
+	return p.CrawlDelay != agents.SupportNo || p.RequestRate == agents.SupportYes
+}
+
+// DecideForms decides every form of a target against g: the target is
+// allowed only if every form is. It returns the decision of the first
+// refused form (or of the first form when all are allowed) and that form's
+// index.
+func DecideForms(g *enforce.Group, forms []string) (enforce.Decision, int) {
+	d := g.Decide(forms[0])
+	if !d.Allowed {
+		return d, 0
+	}
+	for i, f := range forms[1:] {
+		if df := g.Decide(f); !df.Allowed {
+			return df, i + 1
+		}
+	}
+	return d, 0
+}
+
+// strikeExcuse says why a refused request is no strike, or "" when it is
+// one: it must be disallowed, on some form, by every version served within
+// the strike window (whether or not the crawler fetched a newer one since),
+// under every reading real crawlers use (RFC 9309, the 1994 standard,
+// Google's).
+func strikeExcuse(site *Site, who *Who, forms []string, now time.Time) string {
+	window := site.StrikeWindow
+	if window == 0 {
+		window = StrikeWindow
+	}
+	for i, v := range site.Versions {
+		if i > 0 && now.Sub(v.Until) > window {
+			break
+		}
+		g, _ := v.Robots.SelectIndex(who.Tokens, who.Wildcard)
+		d, form := DecideForms(g, forms)
+		if d.Allowed {
+			if i == 0 {
+				return ""
+			}
+			return "robots.txt version " + v.ID + ", served until " + v.Until.UTC().Format(time.RFC3339) +
+				", allows this path, and a crawler may hold it for 24 hours"
+		}
+		if rd := v.Robots.Readings(who.Tokens, who.Wildcard, forms[form]); !rd.Unambiguous {
+			return rd.Why
+		}
+	}
+	return ""
+}
+
+// preferenceRefusal returns the refusal of a crawler whose purpose the
+// preference for some form of the target excludes, the index of that form,
+// and whether there is one. g is the group selected for the crawler; when
+// none applies, the file-level Content-Signal pairs do.
+func preferenceRefusal(r *enforce.Robots, g *enforce.Group, tokens []string, forms []string, purpose string) (enforce.Refusal, int, bool) {
+	if purpose == "" {
+		return enforce.Refusal{}, -1, false
+	}
+	for i, f := range forms {
+		var p enforce.Preferences
+		if g != nil {
+			p = g.Preferences(f)
+		} else {
+			p = r.Preferences(tokens, f)
+		}
+		if p.IsZero() {
+			continue
+		}
+		if ref, ok := p.Refuses(purpose); ok {
+			return ref, i, true
+		}
+	}
+	return enforce.Refusal{}, -1, false
+}

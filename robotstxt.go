@@ -1,0 +1,133 @@
+package caddyrobots
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"hash"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"go.uber.org/zap"
+
+	"github.com/caddyrobots/caddy-robots/enforce"
+	"github.com/caddyrobots/caddy-robots/internal/policy"
+)
+
+// serveRobotsTxt serves /robots.txt to everyone, even banned bots. For
+// source file and inline it answers with the rules it enforces (unless
+// robots_txt pass), so that crawlers read exactly what is enforced. For
+// source site the site answers; when a client's copy differs from ours, the
+// loader looks again. A bot's fetch is remembered so it stops getting grace
+// for versions older than the one it just read.
+func (h *Handler) serveRobotsTxt(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	stripRewriteHeaders(r)
+	if a := h.identifyRequest(r); a != nil {
+		addr := clientAddr{r: r}
+		c := policy.Client{Agent: &a.Agent}
+		c.Verdict = h.verify(r.Context(), &c, &addr)
+		who := policy.Identify(&c)
+		h.rules.fetched.Put(fetchIdentity(hostOf(r.Host), &who, addr.get()), h.now())
+	}
+	if h.serveEnforced {
+		if r.Method == http.MethodGet || r.Method == http.MethodHead {
+			return h.writeEnforced(w, r)
+		}
+		return next.ServeHTTP(w, r)
+	}
+	if r.Method != http.MethodGet || r.Header.Get("Range") != "" {
+		return next.ServeHTTP(w, r)
+	}
+	hw := &hashWriter{ResponseWriterWrapper: &caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, h: sha256.New(), limit: enforce.MaxSize + 1}
+	err := next.ServeHTTP(hw, r)
+	if err != nil || hw.status != http.StatusOK || !hw.identity {
+		return err
+	}
+	id := hex.EncodeToString(hw.h.Sum(nil)[:6])
+	if cur := h.rules.current(r); cur == nil || cur.ID != id {
+		if h.Source == "site" {
+			h.rules.prompt(r)
+		} else {
+			h.warnf("robots: the site's /robots.txt differs from the rules enforced (robots_txt pass): crawlers that follow it may be refused",
+				zap.String("source", h.Source), zap.String("served_version", id))
+		}
+	}
+	return nil
+}
+
+// writeEnforced answers /robots.txt with the text of the version enforced.
+func (h *Handler) writeEnforced(w http.ResponseWriter, r *http.Request) error {
+	v := h.rules.current(r)
+	hdr := w.Header()
+	hdr.Set("Content-Type", "text/plain; charset=utf-8")
+	hdr.Set("X-Content-Type-Options", "nosniff")
+	if v == nil {
+		// Nothing could be read yet: what RFC 9309 §2.3.1.4 calls
+		// unreachable, so crawlers come back.
+		hdr.Set("Retry-After", policy.RetryAfterSeconds(retryAfterError))
+		hdr.Set("Cache-Control", "no-store")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		return nil
+	}
+	body := v.pv.body
+	if len(body) > enforce.MaxSize {
+		body = body[:enforce.MaxSize]
+	}
+	hdr.Set("ETag", `"`+v.ID+`"`)
+	hdr.Set("Content-Length", strconv.Itoa(len(body)))
+	if inm := r.Header.Get("If-None-Match"); inm != "" && strings.Contains(inm, `"`+v.ID+`"`) {
+		w.WriteHeader(http.StatusNotModified)
+		return nil
+	}
+	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodHead {
+		return nil
+	}
+	if _, err := w.Write(body); err != nil {
+		return caddyhttp.Error(http.StatusInternalServerError, fmt.Errorf("robots: writing robots.txt: %w", err))
+	}
+	return nil
+}
+
+// hashWriter hashes the first limit bytes of a /robots.txt response body
+// while passing it through unchanged; it keeps no copy.
+type hashWriter struct {
+	*caddyhttp.ResponseWriterWrapper
+	h        hash.Hash
+	limit    int
+	n        int
+	status   int
+	identity bool
+}
+
+func (t *hashWriter) WriteHeader(code int) {
+	if t.status == 0 && code >= 200 {
+		t.status = code
+		ce := t.Header().Get("Content-Encoding")
+		t.identity = ce == "" || strings.EqualFold(ce, "identity")
+	}
+	t.ResponseWriterWrapper.WriteHeader(code)
+}
+
+func (t *hashWriter) Write(p []byte) (int, error) {
+	if t.status == 0 {
+		t.WriteHeader(http.StatusOK)
+	}
+	if room := t.limit - t.n; room > 0 {
+		q := p[:min(len(p), room)]
+		t.h.Write(q)
+		t.n += len(q)
+	}
+	return t.ResponseWriterWrapper.Write(p)
+}
+
+// ReadFrom keeps io.Copy going through Write, so the hash sees the body.
+func (t *hashWriter) ReadFrom(r io.Reader) (int64, error) {
+	return io.Copy(writerOnly{t}, r)
+}
+
+// writerOnly hides every method but Write, so io.Copy cannot bypass it.
+type writerOnly struct{ io.Writer }
