@@ -392,6 +392,8 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		return err
 	}
 
+	h.warnStrippedPrefix(strippedPrefixes(ctx))
+
 	src, err := newRuleSource(h, ctx)
 	if err != nil {
 		return err

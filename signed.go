@@ -101,7 +101,7 @@ func (h *Handler) releaseSignatures() error {
 // identity), an Invalid result to refuse, or neither (nil, "") to judge the
 // request by its User-Agent.
 func (h *Handler) signedAgent(r *http.Request) (a *agents.Shared, signer string, invalid *webbotauth.Result) {
-	res := h.sig.Verify(r.Context(), r, h.now())
+	res := h.sig.Verify(r.Context(), asReceived(r), h.now())
 	switch res.Outcome {
 	case webbotauth.Verified:
 	case webbotauth.Invalid:
@@ -127,6 +127,25 @@ func (h *Handler) signedAgent(r *http.Request) (a *agents.Shared, signer string,
 	}
 	ag.Profile.Verify = "" // the signature is the verification
 	return agents.NewShared(ag), res.Agent, nil
+}
+
+// asReceived returns r with the URL and target the client sent (Caddy's
+// copy of the original request): a signature covers @path, @query and
+// @target-uri as the client signed them, not as the operator's routing
+// (handle_path, rewrite) changed them ahead of this handler.
+func asReceived(r *http.Request) *http.Request {
+	or, ok := r.Context().Value(caddyhttp.OriginalRequestCtxKey).(http.Request)
+	if !ok || or.URL == nil || r.URL == nil {
+		return r
+	}
+	if or.URL.Path == r.URL.Path && or.URL.RawPath == r.URL.RawPath && or.URL.RawQuery == r.URL.RawQuery && or.RequestURI == r.RequestURI {
+		return r
+	}
+	c := *r
+	u := *or.URL
+	u.Scheme, u.Host = r.URL.Scheme, r.URL.Host
+	c.URL, c.RequestURI = &u, or.RequestURI
+	return &c
 }
 
 // invalidSignature is the outcome of a request whose Web Bot Auth
