@@ -1,0 +1,338 @@
+package caddyrobots
+
+// GET /robots/status (and the status page's facts): per handler its sites,
+// versions in grace, last load, top crawlers, bans, store health, IP lists.
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/caddyrobots/caddy-robots/agents"
+	"github.com/caddyrobots/caddy-robots/enforce/state"
+)
+
+// statusReport is the answer of GET /robots/status.
+type statusReport struct {
+	Time     time.Time       `json:"time"`
+	Handlers []handlerStatus `json:"handlers"`
+}
+
+// handlerStatus describes one robots handler of the running configuration.
+type handlerStatus struct {
+	// Index is the handler's position, for "handler" in /robots/check.
+	Index  int    `json:"index"`
+	Source string `json:"source"`
+	File   string `json:"file,omitempty"`
+	Mode   string `json:"mode"`
+	// Server is the listen addresses of the server the handler serves,
+	// known from its first request.
+	Server       string         `json:"server,omitempty"`
+	GraceSeconds float64        `json:"grace_seconds"`
+	Strikes      string         `json:"strikes"`
+	Sites        []siteStatus   `json:"sites"`
+	TopCrawlers  []crawlerCount `json:"top_crawlers"`
+	TopOffenders []crawlerCount `json:"top_offenders"`
+	Bans         banCount       `json:"bans"`
+	Store        storeStatus    `json:"store"`
+	// IPLists are the published crawler IP lists the handler verifies
+	// claims with: their age and where they come from.
+	IPLists []ipListStatus `json:"ip_lists"`
+	// moreSites is how many sites the status page leaves out.
+	moreSites int
+}
+
+// ipListStatus is one verification method's IP list.
+type ipListStatus struct {
+	Method string `json:"method"`
+	// AsOf is the list's date: the embedded snapshot's, or when its
+	// operator last confirmed the downloaded one.
+	AsOf       time.Time `json:"as_of"`
+	AgeSeconds float64   `json:"age_seconds"`
+	// ProvesSpoofs is false for a list too old to call an address outside
+	// it an impostor.
+	ProvesSpoofs bool `json:"proves_spoofs"`
+	// Sources are the operator URLs the list is downloaded from (or the
+	// URL or file configured with verify ranges).
+	Sources []string `json:"sources,omitempty"`
+}
+
+// ipListsOf describes the IP lists of h's verifier.
+func ipListsOf(h *Handler, now time.Time) []ipListStatus {
+	out := []ipListStatus{}
+	if h.verifier == nil {
+		return out
+	}
+	stale := map[string]bool{}
+	for _, m := range h.verifier.StaleLists() {
+		stale[m] = true
+	}
+	sources := map[string][]string{}
+	for _, pl := range agents.PublishedLists() {
+		sources[pl.Method] = append(sources[pl.Method], pl.URL)
+	}
+	if v := h.Verify; v != nil {
+		for m, src := range v.Ranges {
+			sources[m] = []string{src}
+		}
+	}
+	for _, m := range agents.VerificationMethods() {
+		asOf, ok := h.verifier.ListAsOf(m.Key)
+		if !ok {
+			continue
+		}
+		out = append(out, ipListStatus{Method: m.Key, AsOf: asOf.UTC(), AgeSeconds: now.Sub(asOf).Seconds(),
+			ProvesSpoofs: !stale[m.Key], Sources: sources[m.Key]})
+	}
+	return out
+}
+
+// siteStatus describes the robots.txt of one site.
+type siteStatus struct {
+	// Host is the site's host name; empty for source file and inline.
+	Host   string `json:"host"`
+	Server string `json:"server,omitempty"`
+	// State is ok (a copy is in force), pending (the first load has not
+	// finished) or unavailable (no copy was ever obtained).
+	State   string `json:"state"`
+	Version string `json:"version,omitempty"`
+	// CurrentSince is when the current version became current.
+	CurrentSince *time.Time `json:"current_since,omitempty"`
+	// AgeSeconds is how old the current copy is: the time since the last
+	// successful load, or, when the last load failed or the source is a
+	// file or inline text, since the version became current.
+	AgeSeconds *float64 `json:"age_seconds,omitempty"`
+	// Versions lists the versions kept, current first; older ones are
+	// still honoured while in_grace.
+	Versions []versionStatus `json:"versions"`
+	Fetch    *fetchStatus    `json:"fetch,omitempty"`
+}
+
+type versionStatus struct {
+	ID      string     `json:"id"`
+	From    time.Time  `json:"from"`
+	Until   *time.Time `json:"until,omitempty"`
+	Current bool       `json:"current,omitempty"`
+	InGrace bool       `json:"in_grace,omitempty"`
+}
+
+type fetchStatus struct {
+	Last   *time.Time `json:"last,omitempty"`
+	Result string     `json:"result,omitempty"`
+	Error  string     `json:"error,omitempty"`
+	Next   *time.Time `json:"next,omitempty"`
+}
+
+type banCount struct {
+	Count int `json:"count"`
+	// Truncated is set when more bans exist than were counted.
+	Truncated bool   `json:"truncated,omitempty"`
+	Error     string `json:"error,omitempty"`
+}
+
+// storeStatus describes the throttle and strike store of a handler.
+type storeStatus struct {
+	Type    string `json:"type"`
+	Healthy bool   `json:"healthy"`
+	// PingMS is how long the Redis PING took (limit 100 ms).
+	PingMS float64 `json:"ping_ms,omitempty"`
+	Error  string  `json:"error,omitempty"`
+	// DecidingLocally is set while Redis failed recently and decisions
+	// come from the local memory store (fail open).
+	DecidingLocally bool `json:"deciding_locally,omitempty"`
+	// Entries and Capacity are the memory store's identities held and cap.
+	Entries  int `json:"entries,omitempty"`
+	Capacity int `json:"capacity,omitempty"`
+}
+
+// storeFacts is what one status request learnt about a store, shared by
+// the handlers that use it.
+type storeFacts struct {
+	status storeStatus
+	bans   banCount
+}
+
+// banScans holds each store's list of bans for one report, so that the
+// status page, which shows both the counts of GET /robots/status and the
+// list of GET /robots/bans, asks each store once (with Redis, one SCAN of
+// the ban keys instead of two). A nil banScans asks every time.
+type banScans map[state.Store]banScan
+
+type banScan struct {
+	bans []state.Ban
+	err  error
+}
+
+// list returns the bans of h's store in force at now, at most
+// state.MaxBansListed, waiting at most adminStoreWait.
+func (m banScans) list(ctx context.Context, h *Handler, l state.BanLister, now time.Time) ([]state.Ban, error) {
+	if sc, ok := m[h.store]; ok {
+		return sc.bans, sc.err
+	}
+	bctx, cancel := context.WithTimeout(ctx, adminStoreWait)
+	bans, err := l.Bans(bctx, now, state.MaxBansListed)
+	cancel()
+	if m != nil {
+		m[h.store] = banScan{bans, err}
+	}
+	return bans, err
+}
+
+// buildStatus describes hs at now; scans may be shared with listBans.
+func buildStatus(ctx context.Context, hs []*Handler, now time.Time, scans banScans) statusReport {
+	rep := statusReport{Time: now.UTC(), Handlers: []handlerStatus{}}
+	stores := map[state.Store]*storeFacts{}
+	for i, h := range hs {
+		hs := handlerStatus{
+			Index:        i,
+			Source:       h.Source,
+			File:         h.File,
+			Mode:         h.Mode,
+			Sites:        []siteStatus{},
+			TopCrawlers:  h.stats.top(adminTop, false),
+			TopOffenders: h.stats.top(adminTop, true),
+			IPLists:      ipListsOf(h, now),
+		}
+		hs.GraceSeconds = h.grace.Seconds()
+		if p := h.strikes; p.Enabled() {
+			hs.Strikes = fmt.Sprintf("%d in %s, ban %s", p.Strikes, p.Window, p.Ban)
+		} else {
+			hs.Strikes = "off"
+		}
+		if h.rules != nil {
+			if k := h.rules.srvKey.Load(); k != nil {
+				hs.Server = *k
+			}
+		}
+		for _, hr := range adminSites(h) {
+			hs.Sites = append(hs.Sites, siteStatusOf(h, hr, now))
+		}
+		if hs.TopCrawlers == nil {
+			hs.TopCrawlers = []crawlerCount{}
+		}
+		if hs.TopOffenders == nil {
+			hs.TopOffenders = []crawlerCount{}
+		}
+		if h.store != nil {
+			f, ok := stores[h.store]
+			if !ok {
+				f = storeFactsOf(ctx, h, now, scans)
+				stores[h.store] = f
+			}
+			hs.Store, hs.Bans = f.status, f.bans
+		}
+		rep.Handlers = append(rep.Handlers, hs)
+	}
+	return rep
+}
+
+// adminSites returns the sites of h, by host name: for source site, those
+// of the server it serves (handlers of one server share them); for file
+// and inline, the one entry.
+func adminSites(h *Handler) []*hostRules {
+	s := h.rules
+	if s == nil {
+		return nil
+	}
+	if !s.site {
+		if s.fixed == nil {
+			return nil
+		}
+		return []*hostRules{s.fixed}
+	}
+	k := s.srvKey.Load()
+	if k == nil {
+		return nil
+	}
+	var out []*hostRules
+	for _, hr := range s.allHosts() {
+		if hr.key.server == *k {
+			out = append(out, hr)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].key.host < out[j].key.host })
+	return out
+}
+
+func siteStatusOf(h *Handler, hr *hostRules, now time.Time) siteStatus {
+	st := siteStatus{Host: hr.key.host, Server: hr.key.server, Versions: []versionStatus{}}
+	snap := hr.snap.Load()
+	switch {
+	case len(snap.versions) > 0:
+		st.State = "ok"
+	case snap.pending:
+		st.State = "pending"
+	default:
+		st.State = "unavailable"
+	}
+	for i, v := range snap.versions {
+		vs := versionStatus{ID: v.ID, From: v.From.UTC(), Current: i == 0}
+		if !v.Until.IsZero() {
+			u := v.Until.UTC()
+			vs.Until = &u
+			vs.InGrace = now.Sub(v.Until) <= h.grace
+		}
+		st.Versions = append(st.Versions, vs)
+	}
+	hr.mu.Lock()
+	lastFetch, lastResult, lastErr, next := hr.lastFetch, hr.lastResult, hr.lastErr, hr.next
+	hr.mu.Unlock()
+	if !lastFetch.IsZero() || lastResult != "" {
+		f := &fetchStatus{Result: lastResult, Error: lastErr}
+		if !lastFetch.IsZero() {
+			t := lastFetch.UTC()
+			f.Last = &t
+		}
+		if !next.IsZero() && h.rules != nil && h.rules.site {
+			t := next.UTC()
+			f.Next = &t
+		}
+		st.Fetch = f
+	}
+	if len(snap.versions) > 0 {
+		cur := snap.versions[0]
+		st.Version = cur.ID
+		since := cur.From.UTC()
+		st.CurrentSince = &since
+		ref := cur.From
+		if lastResult == "ok" && lastFetch.After(ref) {
+			ref = lastFetch
+		}
+		age := max(now.Sub(ref), 0).Seconds()
+		st.AgeSeconds = &age
+	}
+	return st
+}
+
+// storeFactsOf checks h's store: its type, a PING within 100 ms for Redis,
+// and the bans in force.
+func storeFactsOf(ctx context.Context, h *Handler, now time.Time, scans banScans) *storeFacts {
+	f := &storeFacts{status: storeStatus{Type: h.storeType(), Healthy: true}}
+	if m, ok := h.store.(*state.Memory); ok {
+		f.status.Entries, f.status.Capacity = m.Len(), m.Cap()
+	}
+	if p, ok := h.store.(state.Pinger); ok {
+		pctx, cancel := context.WithTimeout(ctx, adminPingTimeout)
+		start := time.Now()
+		err := p.Ping(pctx)
+		cancel()
+		f.status.PingMS = float64(time.Since(start).Microseconds()) / 1000
+		if err != nil {
+			f.status.Healthy = false
+			f.status.Error = err.Error()
+		}
+	}
+	if fo, ok := h.store.(*state.Failover); ok && fo.DecidingLocally() {
+		f.status.DecidingLocally = true
+	}
+	if l, ok := h.store.(state.BanLister); ok {
+		bans, err := scans.list(ctx, h, l, now)
+		f.bans.Count = len(bans)
+		f.bans.Truncated = len(bans) >= state.MaxBansListed
+		if err != nil {
+			f.bans.Error = err.Error()
+		}
+	}
+	return f
+}
