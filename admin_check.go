@@ -139,6 +139,9 @@ func checkRequestNow(ctx context.Context, hs []*Handler, app *caddyhttp.App, req
 		return checkResponse{}, caddy.APIError{HTTPStatus: http.StatusConflict,
 			Err: errors.New("robots: check: the server this handler loads robots.txt through is not known (it is not in the running config's routes, and it served no request yet)")}
 	}
+	if srv := h.rules.srv.Load(); srv != nil {
+		r = r.WithContext(context.WithValue(r.Context(), caddyhttp.ServerCtxKey, srv))
+	}
 	res := checkResponse{Mode: h.Mode, Handler: ans.Handler, AnsweredBy: ans}
 	if isRobotsTxtRequest(r) {
 		res.Decision, res.Reason = policy.Allow.String(), "/robots.txt is always served"

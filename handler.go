@@ -170,16 +170,19 @@ func (h *Handler) decide(r *http.Request, o *outcome, addr *clientAddr, signer s
 	o.client = policy.Client{Agent: &o.agent.Agent, Signer: signer}
 	o.client.Verdict = h.verify(r.Context(), &o.client, addr)
 	o.who = policy.Identify(&o.client)
+	if !o.who.Verified {
+		o.who.Rotating = h.rotations.note(h.scopeFor(r).key, addr.get(), o.who.Name, coarseNow.Load(), dry)
+	}
 	clock := lazyClock{now: h.now}
-	scope := h.stateScope(o.host)
+	sc := h.stateScopes(r, o.host)
 	var ban state.BanResult
 	if h.strikes.Strikes > 0 && (h.banHint == nil || h.banHint.MayHaveBans()) {
-		ban, _ = h.store.Banned(r.Context(), strikeIdentity(scope, &o.who, addr.get()), clock.get())
+		ban, _ = h.store.Banned(r.Context(), policy.StrikeIdentity(sc.ban, &o.who, addr.get()), clock.get())
 	}
 	snap := h.rules.rulesFor(r, o.host)
 	o.site = policy.Site{Versions: snap.judged, Unavailable: snap.unavailable}
 	if len(snap.judged) > 1 {
-		o.site.FetchedAt, _ = h.rules.fetched.Get(fetchIdentity(o.host, &o.who, addr.get()))
+		o.site.FetchedAt, _ = h.rules.fetched.Get(policy.FetchIdentity(o.host, &o.who, addr.get()))
 	}
 	var now time.Time
 	if policy.NeedsTime(len(snap.judged), ban.Banned) {
@@ -188,7 +191,7 @@ func (h *Handler) decide(r *http.Request, o *outcome, addr *clientAddr, signer s
 	f := o.facts(now)
 	f.Ban = &ban
 	o.assessment = policy.Assess(&f, &h.policy)
-	h.writeState(r.Context(), o, scope, addr, &clock, dry)
+	h.writeState(r.Context(), o, sc, addr, &clock, dry)
 	if o.assessment.Refused() || h.debug {
 		o.client.Addr = addr.get() // for the explanation and the log line
 	}
@@ -218,17 +221,17 @@ func (h *Handler) verify(ctx context.Context, c *policy.Client, addr *clientAddr
 // writeState records what the assessment asks for: a strike, and for a
 // request that spends a throttle budget, the store's answer (dry: the
 // store's answer for the next request, read without spending).
-func (h *Handler) writeState(ctx context.Context, o *outcome, scope string, addr *clientAddr, clock *lazyClock, dry bool) {
+func (h *Handler) writeState(ctx context.Context, o *outcome, sc stateScopes, addr *clientAddr, clock *lazyClock, dry bool) {
 	as := &o.assessment
 	if as.Strike && !dry && h.strikes.Strikes > 0 {
 		// The ban, if this strike starts one, is seen from the next
 		// request on; this one is refused by its rule either way.
-		_, _ = h.store.Strike(ctx, strikeIdentity(scope, &o.who, addr.get()), h.strikes, clock.get())
+		_, _ = h.store.Strike(ctx, policy.StrikeIdentity(sc.ban, &o.who, addr.get()), h.strikes, clock.get())
 	}
 	if !as.Pace {
 		return
 	}
-	id := throttleIdentity(scope, &o.who, as.StarJudged(), addr.get())
+	id := policy.ThrottleIdentity(sc.pace, &o.who, addr.get())
 	pace := state.Pace{Interval: as.Interval, Burst: h.burst, Fetch: state.NewFetch(o.target.Method, o.host, o.target.Raw)}
 	var res state.ThrottleResult
 	var err error
@@ -247,14 +250,21 @@ func (h *Handler) writeState(ctx context.Context, o *outcome, scope string, addr
 	}
 }
 
-// stateScope is the scope of the state a request reads and writes: the
-// site's host; log mode keeps its own throttle and strike state, so that
-// what it would have done never carries over into enforce mode.
-func (h *Handler) stateScope(host string) string {
+// stateScopes are the scopes of the state a request reads and writes: the
+// handler's site block for strikes and bans (whatever Host the client
+// sends), the site's host for the Crawl-delay budget (robots.txt is the
+// host's). Log mode keeps its own throttle and strike state, so that what
+// it would have done never carries over into enforce mode.
+type stateScopes struct {
+	ban, pace string
+}
+
+func (h *Handler) stateScopes(r *http.Request, host string) stateScopes {
+	sc := h.scopeFor(r)
 	if !h.enforce {
-		return "log|" + host
+		return stateScopes{ban: sc.logKey, pace: "log|" + host}
 	}
-	return host
+	return stateScopes{ban: sc.key, pace: host}
 }
 
 // lazyClock reads the clock once, on first use: an allowed request with no

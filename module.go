@@ -222,6 +222,12 @@ type Handler struct {
 	// privateClaims limits the warning about crawler claims from private
 	// addresses.
 	privateClaims *logLimiter
+	// scope is the handler's site block, found from its first request
+	// (a pointer: Handler values are copied by CaddyModule).
+	scope *atomic.Pointer[handlerScope]
+	// rotations detects addresses that present many names (the
+	// process's table, shared by every handler and kept across reloads).
+	rotations     *rotations
 	releaseRanges func() error // from startRanges; called by Cleanup
 	sigKey        string       // sigPool key of sig
 }
@@ -324,6 +330,8 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	h.warn = &logLimiter{}
 	h.privateClaims = &logLimiter{}
 	h.trustWarned = new(atomic.Bool)
+	h.scope = new(atomic.Pointer[handlerScope])
+	h.rotations = rotationTable
 	h.stats = newCrawlerStats()
 	if h.now == nil {
 		h.now = time.Now

@@ -30,7 +30,7 @@ func (h *Handler) serveRobotsTxt(w http.ResponseWriter, r *http.Request, next ca
 		c := policy.Client{Agent: &a.Agent}
 		c.Verdict = h.verify(r.Context(), &c, &addr)
 		who := policy.Identify(&c)
-		h.rules.fetched.Put(fetchIdentity(hostOf(r.Host), &who, addr.get()), h.now())
+		h.rules.fetched.Put(policy.FetchIdentity(hostOf(r.Host), &who, addr.get()), h.now())
 	}
 	if h.serveEnforced {
 		if r.Method == http.MethodGet || r.Method == http.MethodHead {

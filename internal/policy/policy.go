@@ -182,6 +182,10 @@ type Who struct {
 	// Claim is set for a claim of a verifiable crawler that could not be
 	// verified: it gets nothing more lenient than "*" gives.
 	Claim bool
+	// Rotating is set, by the caller, for an unverified name that is not
+	// a resident of an address seen presenting many names: its state is
+	// the address's (see RotationName).
+	Rotating bool
 }
 
 // Identify derives the identity of the client's request.

@@ -1,0 +1,96 @@
+package caddyrobots
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+)
+
+// A ban belongs to the site block that issued it: the handler the operator
+// wrote, on its server. It holds whatever Host the client sends next (a
+// catch-all site's bot cannot escape its ban by changing the Host header),
+// and it never reaches another handler (another site block, or the same
+// host on another server). The scope is named by the server's listen
+// addresses and the host patterns of the routes that lead to the handler,
+// so it survives config reloads that keep the site block.
+
+// handlerScope names a handler's site block.
+type handlerScope struct {
+	// key is the state's Site for strikes and bans: a short hash, so that a
+	// site block with many host names keeps a short key; logKey is the
+	// same for mode log, whose state is kept apart.
+	key, logKey string
+	// desc names the site block for people: "a.example, b.example on :443".
+	desc string
+}
+
+// scopeOf describes a placement.
+func scopeOf(p placement) *handlerScope {
+	hosts := slices.Clone(p.Hosts)
+	slices.Sort(hosts)
+	listen := slices.Clone(p.Listen)
+	slices.Sort(listen)
+	site := "*"
+	if len(hosts) > 0 {
+		site = strings.Join(hosts, ", ")
+	}
+	desc := site + " on " + strings.Join(listen, " ")
+	sum := sha256.Sum256([]byte(strings.Join(listen, ",") + "\x00" + strings.Join(hosts, ",")))
+	key := "h:" + hex.EncodeToString(sum[:6])
+	return &handlerScope{key: key, logKey: "log|" + key, desc: desc}
+}
+
+// noScope is the scope outside a Caddy server (unit tests, a handler not
+// found in its server's routes): one scope for the handler.
+var noScope = &handlerScope{logKey: "log|", desc: "this handler"}
+
+// scopeFor returns the handler's scope, found once from the server serving
+// r: the walk over its routes costs the first request only.
+func (h *Handler) scopeFor(r *http.Request) *handlerScope {
+	if s := h.scope.Load(); s != nil {
+		return s
+	}
+	srv, _ := r.Context().Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server)
+	s := h.scopeIn(srv)
+	if srv == nil {
+		return s // no server yet to learn from: do not keep the guess
+	}
+	h.scope.CompareAndSwap(nil, s)
+	return h.scope.Load()
+}
+
+// scopeIn finds the handler in srv's routes.
+func (h *Handler) scopeIn(srv *caddyhttp.Server) *handlerScope {
+	if srv == nil {
+		return noScope
+	}
+	var found *placement
+	var walk func(routes caddyhttp.RouteList, hosts []string)
+	walk = func(routes caddyhttp.RouteList, hosts []string) {
+		for _, rt := range routes {
+			hs := append(slices.Clip(hosts), hostPatterns(rt.MatcherSets)...)
+			for _, mh := range rt.Handlers {
+				if found != nil {
+					return
+				}
+				switch x := mh.(type) {
+				case *Handler:
+					if x == h {
+						found = &placement{Listen: srv.Listen, Hosts: hs}
+					}
+				case *caddyhttp.Subroute:
+					walk(x.Routes, hs)
+				}
+			}
+		}
+	}
+	walk(srv.Routes, nil)
+	if found == nil {
+		return &handlerScope{logKey: "log|", desc: "this handler on " + strings.Join(srv.Listen, " ")}
+	}
+	return scopeOf(*found)
+}
