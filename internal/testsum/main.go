@@ -3,7 +3,7 @@
 // the slowest tests, and ends with a closing line "N passed, N failed, N
 // skipped". It exits 1 when anything failed, and also when a test was
 // skipped while CI=true: in CI an integration test that skips (no
-// redis-server, no shared data, -short) would hide a missing install step.
+// redis-server, no Chromium, -short) would hide a missing install step.
 //
 // It prints a line per package when the package finishes and, while a
 // package runs for long (the integration tests run for minutes), a progress
