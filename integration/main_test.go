@@ -116,6 +116,9 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "ports:", err)
 		os.Exit(1)
 	}
+	// In the package's output, for when a failure looks like a clash.
+	fmt.Printf("integration ports: admin %d, http %d, https %d, alt %d and %d, crawl %d, second admin %d\n",
+		adminPort, httpPort, httpsPort, altPort, alt2Port, crawlPort, admin2Port)
 	dir, err := os.MkdirTemp("", "caddy-robots-it-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "tempdir:", err)
