@@ -2,28 +2,35 @@ package agents
 
 import (
 	"bufio"
+	"compress/gzip"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
-// sharedData is the team's shared reference data (see its README.md).
-const sharedData = "../../shared/data"
-
-// openShared opens a file of the shared data. The tests that need it skip
-// when it is missing, except under CI=true, where they fail.
-func openShared(t testing.TB, name string) *os.File {
+// openData opens a reference data file the identification tests read,
+// relative to this package, and registers its closing. The files are in the
+// repository (see NOTICE): the crawler lists under data/upstream are the
+// ones the catalogue is built from, the rest are under testdata. A name
+// ending in .gz is read decompressed.
+func openData(t testing.TB, name string) io.Reader {
 	t.Helper()
-	f, err := os.Open(filepath.Join(sharedData, name))
+	f, err := os.Open(filepath.FromSlash(name))
 	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("shared data missing under CI: %v", err)
-		}
-		t.Skipf("shared data missing: %v", err)
+		t.Fatalf("reference data: %v", err)
 	}
 	t.Cleanup(func() { f.Close() })
-	return f
+	if !strings.HasSuffix(name, ".gz") {
+		return f
+	}
+	z, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatalf("reference data %s: %v", name, err)
+	}
+	return z
 }
 
 type crawlerRecord struct {
@@ -34,7 +41,7 @@ type crawlerRecord struct {
 
 func loadCrawlerRecords(t testing.TB) []crawlerRecord {
 	var recs []crawlerRecord
-	if err := json.NewDecoder(openShared(t, "crawler-user-agents/crawler-user-agents.json")).Decode(&recs); err != nil {
+	if err := json.NewDecoder(openData(t, "data/upstream/crawler-user-agents.json")).Decode(&recs); err != nil {
 		t.Fatalf("decoding crawler-user-agents.json: %v", err)
 	}
 	return recs
@@ -42,14 +49,14 @@ func loadCrawlerRecords(t testing.TB) []crawlerRecord {
 
 func loadAIRobots(t testing.TB) map[string]json.RawMessage {
 	var m map[string]json.RawMessage
-	if err := json.NewDecoder(openShared(t, "crawler-user-agents/ai-robots-txt-robots.json")).Decode(&m); err != nil {
+	if err := json.NewDecoder(openData(t, "data/upstream/ai-robots-txt-robots.json")).Decode(&m); err != nil {
 		t.Fatalf("decoding ai-robots-txt-robots.json: %v", err)
 	}
 	return m
 }
 
 func loadBrowsers(t testing.TB) []string {
-	sc := bufio.NewScanner(openShared(t, "browser-user-agents.txt"))
+	sc := bufio.NewScanner(openData(t, "testdata/browsers/browser-user-agents.txt.gz"))
 	sc.Buffer(make([]byte, 1<<16), 1<<20)
 	var out []string
 	for sc.Scan() {

@@ -194,7 +194,7 @@ func TestVerificationKeys(t *testing.T) {
 			UATokens []string `json:"ua_tokens"`
 		} `json:"crawlers"`
 	}
-	if err := json.NewDecoder(openShared(t, "crawler-verification.json")).Decode(&v); err != nil {
+	if err := json.NewDecoder(openData(t, "testdata/crawler-verification.json")).Decode(&v); err != nil {
 		t.Fatal(err)
 	}
 	seen := map[string]bool{}

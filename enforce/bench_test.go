@@ -2,9 +2,6 @@ package enforce
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 )
@@ -100,27 +97,13 @@ func corpusTargets(body []byte) []string {
 	return out
 }
 
-func corpusDir() string { return filepath.Join("..", "..", "shared", "data", "robots-corpus") }
-
 func loadCorpus(tb testing.TB) []corpusCase {
-	files, _ := filepath.Glob(filepath.Join(corpusDir(), "*.txt"))
-	if len(files) == 0 {
-		if os.Getenv("CI") == "true" {
-			tb.Fatalf("robots corpus missing at %s", corpusDir())
-		}
-		tb.Skipf("robots corpus missing at %s", corpusDir())
-	}
-	sort.Strings(files)
 	var cases []corpusCase
 	agents := [][]string{{"Googlebot"}, {"bingbot"}, {"SomeNewBot"}}
-	for _, f := range files {
-		body, err := os.ReadFile(f)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		r := Parse(body)
-		for i, t := range corpusTargets(body) {
-			cases = append(cases, corpusCase{r, filepath.Base(f), body, agents[i%len(agents)], t})
+	for _, f := range readCorpus(tb) {
+		r := Parse(f.body)
+		for i, t := range corpusTargets(f.body) {
+			cases = append(cases, corpusCase{r, f.name, f.body, agents[i%len(agents)], t})
 		}
 	}
 	return cases
@@ -219,22 +202,12 @@ func BenchmarkDecidePathologicalEscaped(b *testing.B) {
 
 // big500k returns a realistic 500 KiB file: corpus files concatenated.
 func big500k(tb testing.TB) []byte {
-	cases, _ := filepath.Glob(filepath.Join(corpusDir(), "*.txt"))
+	files := readCorpus(tb)
 	var buf []byte
-	if len(cases) == 0 {
-		file, _ := synthetic10k()
-		buf = []byte(file)
-	}
-	sort.Strings(cases)
 	for len(buf) < MaxSize {
-		for _, f := range cases {
-			b, _ := os.ReadFile(f)
-			buf = append(buf, b...)
+		for _, f := range files {
+			buf = append(buf, f.body...)
 			buf = append(buf, '\n')
-		}
-		if len(cases) == 0 {
-			file, _ := synthetic10k()
-			buf = append(buf, file...)
 		}
 	}
 	return buf[:MaxSize]

@@ -9,18 +9,9 @@ import (
 // All real files parse without panicking, with sane invariants, and every
 // derived target can be decided.
 func TestCorpusParses(t *testing.T) {
-	files, _ := filepath.Glob(filepath.Join(corpusDir(), "*.txt"))
-	if len(files) == 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("robots corpus missing at %s (required when CI=true)", corpusDir())
-		}
-		t.Skipf("robots corpus missing at %s", corpusDir())
-	}
+	files := readCorpus(t)
 	for _, f := range files {
-		body, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
+		body := f.body
 		r := Parse(body)
 		checkInvariants(t, r, body, MaxSize)
 		targets := corpusTargets(body)
@@ -28,7 +19,7 @@ func TestCorpusParses(t *testing.T) {
 			rules, found := refSelect(string(body), agent)
 			for _, target := range targets {
 				if diff := vsReference(r, agent, rules, found, target); diff != "" {
-					t.Errorf("%s: %s", filepath.Base(f), diff)
+					t.Errorf("%s: %s", f.name, diff)
 				}
 			}
 		}

@@ -289,19 +289,10 @@ func (rp *ref1994) canFetch(ua, target string) bool {
 // (the independent reference above) refuses it too, and that the 1994
 // reading really is consulted: some refusals are found ambiguous.
 func TestReadingsCorpus(t *testing.T) {
-	files, _ := filepath.Glob(filepath.Join(corpusDir(), "*.txt"))
-	if len(files) == 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("robots corpus missing at %s (required when CI=true)", corpusDir())
-		}
-		t.Skipf("robots corpus missing at %s", corpusDir())
-	}
+	files := readCorpus(t)
 	var refused, unambiguous, by1994, byGoogle int
 	for _, f := range files {
-		body, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
+		body := f.body
 		r := Parse(body)
 		ref := parseRef1994(r.src)
 		targets := append(corpusTargets(body), "/search?q=x", "/a/b?q=1&page=2", "/print$")
@@ -316,20 +307,20 @@ func TestReadingsCorpus(t *testing.T) {
 				case got.Unambiguous:
 					unambiguous++
 					if ref.canFetch(agent, target) {
-						t.Errorf("%s: %s %q: Unambiguous, but the 1994 prefix reading allows it", filepath.Base(f), agent, target)
+						t.Errorf("%s: %s %q: Unambiguous, but the 1994 prefix reading allows it", f.name, agent, target)
 					}
 				case got.Lenient == Reading1994:
 					by1994++
 					if !ref.canFetch(agent, target) {
-						t.Errorf("%s: %s %q: said the 1994 reading allows it (%s), the reference refuses", filepath.Base(f), agent, target, got.Why)
+						t.Errorf("%s: %s %q: said the 1994 reading allows it (%s), the reference refuses", f.name, agent, target, got.Why)
 					}
 				case got.Lenient == ReadingGoogle:
 					byGoogle++
 				default:
-					t.Errorf("%s: %s %q: refused by RFC 9309 but answered %+v", filepath.Base(f), agent, target, got)
+					t.Errorf("%s: %s %q: refused by RFC 9309 but answered %+v", f.name, agent, target, got)
 				}
 				if !got.Unambiguous && got.Why == "" {
-					t.Errorf("%s: %s %q: no explanation", filepath.Base(f), agent, target)
+					t.Errorf("%s: %s %q: no explanation", f.name, agent, target)
 				}
 			}
 		}

@@ -16,9 +16,6 @@ import (
 	"github.com/caddyrobots/caddy-robots/internal/chromiumtest"
 )
 
-// adminURL is the admin endpoint of the test Caddy.
-const adminURL = "http://localhost:2999"
-
 // admin sends a request to the admin API and returns the status and body.
 func admin(t *testing.T, method, path string, body any) (int, []byte) {
 	t.Helper()
@@ -30,7 +27,7 @@ func admin(t *testing.T, method, path string, body any) (int, []byte) {
 		}
 		rd = bytes.NewReader(b)
 	}
-	req, err := http.NewRequest(method, adminURL+path, rd)
+	req, err := http.NewRequest(method, adminURL()+path, rd)
 	if err != nil {
 		t.Fatalf("building %s %s: %v", method, path, err)
 	}
@@ -186,7 +183,7 @@ func siteVersion(t *testing.T, host string) (string, bool) {
 // real requests is listed, lifted by DELETE, and the bot is allowed again.
 func TestAdminStatusCheckBans(t *testing.T) {
 	backend.set("adm.localhost", 200, "User-agent: *\nDisallow: /private/\n")
-	c := newClient(t, globals+`http://adm.localhost:9080 {
+	c := newClient(t, globals+siteURL("adm.localhost")+` {
 	robots {
 		strikes 2 10m 1h
 		crawl_delay off
@@ -194,16 +191,16 @@ func TestAdminStatusCheckBans(t *testing.T) {
 	reverse_proxy `+backend.addr+`
 }
 `)
-	settle(c, "http://adm.localhost:9080/")
+	settle(c, siteURL("adm.localhost")+"/")
 	const bot = "AdminTestBot/1.0 (+https://admin-test.example/bot)"
-	c.expect("http://adm.localhost:9080/public", bot, 200, "app:/public")
+	c.expect(siteURL("adm.localhost")+"/public", bot, 200, "app:/public")
 
 	version, ok := siteVersion(t, "adm.localhost")
 	if !ok || version == "" {
 		t.Fatalf("site adm.localhost not in /robots/status (version %q)", version)
 	}
 
-	check := map[string]string{"user_agent": bot, "ip": "127.0.0.1", "url": "http://adm.localhost:9080/private/x"}
+	check := map[string]string{"user_agent": bot, "ip": "127.0.0.1", "url": siteURL("adm.localhost") + "/private/x"}
 	for range 4 {
 		var res adminCheck
 		adminJSON(t, http.MethodPost, "/robots/check", check, http.StatusOK, &res)
@@ -214,18 +211,18 @@ func TestAdminStatusCheckBans(t *testing.T) {
 	}
 	// Four checks of a disallowed URL with strikes 2: had they counted,
 	// the bot would be banned now.
-	c.expect("http://adm.localhost:9080/public", bot, 200, "app:/public")
+	c.expect(siteURL("adm.localhost")+"/public", bot, 200, "app:/public")
 	var res adminCheck
-	adminJSON(t, http.MethodPost, "/robots/check", map[string]string{"user_agent": chromeUA, "ip": "127.0.0.1", "url": "http://adm.localhost:9080/private/x"}, http.StatusOK, &res)
+	adminJSON(t, http.MethodPost, "/robots/check", map[string]string{"user_agent": chromeUA, "ip": "127.0.0.1", "url": siteURL("adm.localhost") + "/private/x"}, http.StatusOK, &res)
 	if res.Decision != "allow" || res.Reason != "not a crawler" {
 		t.Errorf("browser check: %+v", res)
 	}
 
 	// A real ban: two disallowed requests.
-	c.expect("http://adm.localhost:9080/private/1", bot, 403, "Disallow: /private/")
-	c.expect("http://adm.localhost:9080/private/2", bot, 403)
-	c.expect("http://adm.localhost:9080/public", bot, 403, "banned until")
-	adminJSON(t, http.MethodPost, "/robots/check", map[string]string{"user_agent": bot, "ip": "127.0.0.1", "url": "http://adm.localhost:9080/public"}, http.StatusOK, &res)
+	c.expect(siteURL("adm.localhost")+"/private/1", bot, 403, "Disallow: /private/")
+	c.expect(siteURL("adm.localhost")+"/private/2", bot, 403)
+	c.expect(siteURL("adm.localhost")+"/public", bot, 403, "banned until")
+	adminJSON(t, http.MethodPost, "/robots/check", map[string]string{"user_agent": bot, "ip": "127.0.0.1", "url": siteURL("adm.localhost") + "/public"}, http.StatusOK, &res)
 	if res.Decision != "ban" || res.Reason != "ban" {
 		t.Errorf("check of the banned bot: %+v", res)
 	}
@@ -268,7 +265,7 @@ func TestAdminStatusCheckBans(t *testing.T) {
 	if lifted["lifted"] != true {
 		t.Errorf("DELETE answered %v", lifted)
 	}
-	c.expect("http://adm.localhost:9080/public", bot, 200, "app:/public")
+	c.expect(siteURL("adm.localhost")+"/public", bot, 200, "app:/public")
 	if status, out := admin(t, http.MethodDelete, "/robots/bans/"+url.PathEscape(identity), nil); status != http.StatusNotFound {
 		t.Errorf("second DELETE: %d %s, want 404", status, out)
 	}
@@ -285,7 +282,7 @@ func TestAdminReloadFileServer(t *testing.T) {
 	if err := os.WriteFile(robots, []byte("User-agent: *\nDisallow: /one/\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	c := newClient(t, globals+`http://adminreload.localhost:9080 {
+	c := newClient(t, globals+siteURL("adminreload.localhost")+` {
 	robots {
 		refresh 1h
 		grace 0s
@@ -296,10 +293,10 @@ func TestAdminReloadFileServer(t *testing.T) {
 	file_server
 }
 `)
-	settle(c, "http://adminreload.localhost:9080/")
+	settle(c, siteURL("adminreload.localhost")+"/")
 	const bot = "ReloadBot/1.0 (+https://reload.example/bot)"
-	c.expect("http://adminreload.localhost:9080/one/x", bot, 403, "Disallow: /one/")
-	c.expect("http://adminreload.localhost:9080/two/x", bot, 404)
+	c.expect(siteURL("adminreload.localhost")+"/one/x", bot, 403, "Disallow: /one/")
+	c.expect(siteURL("adminreload.localhost")+"/two/x", bot, 404)
 	before, ok := siteVersion(t, "adminreload.localhost")
 	if !ok {
 		t.Fatal("site adminreload.localhost not in /robots/status")
@@ -321,8 +318,8 @@ func TestAdminReloadFileServer(t *testing.T) {
 	if !found {
 		t.Fatalf("adminreload.localhost not reloaded: %+v", rep)
 	}
-	c.expect("http://adminreload.localhost:9080/two/x", bot, 403, "Disallow: /two/")
-	c.expect("http://adminreload.localhost:9080/one/x", bot, 404)
+	c.expect(siteURL("adminreload.localhost")+"/two/x", bot, 403, "Disallow: /two/")
+	c.expect(siteURL("adminreload.localhost")+"/one/x", bot, 404)
 	if after, _ := siteVersion(t, "adminreload.localhost"); after == before {
 		t.Errorf("status still shows version %s", after)
 	}
@@ -336,21 +333,21 @@ func TestAdminReloadFileServer(t *testing.T) {
 func TestAdminStatusPageInChromium(t *testing.T) {
 	chromium := chromiumtest.Find(t)
 	backend.set("page.localhost", 200, "User-agent: *\nDisallow: /private/\n\nUser-agent: GPTBot\nDisallow: /\n")
-	c := newClient(t, globals+`http://page.localhost:9080 {
+	c := newClient(t, globals+siteURL("page.localhost")+` {
 	robots {
 		strikes 2 10m 1h
 		crawl_delay off
 	}
 	reverse_proxy `+backend.addr+`
 }
-http://status.localhost:9080 {
+`+siteURL("status.localhost")+` {
 	@page {
 		path /robots/
 		method GET
 	}
 	handle @page {
-		reverse_proxy localhost:2999 {
-			header_up Host localhost:2999
+		reverse_proxy `+hostPort("localhost", adminPort)+` {
+			header_up Host `+hostPort("localhost", adminPort)+`
 			header_up -Sec-Fetch-*
 			header_up -Origin
 		}
@@ -358,14 +355,14 @@ http://status.localhost:9080 {
 	respond 404
 }
 `)
-	settle(c, "http://page.localhost:9080/")
+	settle(c, siteURL("page.localhost")+"/")
 	const bot = "PageBot/1.0 (+https://page.example/bot)"
 	for range 3 {
-		c.expect("http://page.localhost:9080/public", bot, 200)
+		c.expect(siteURL("page.localhost")+"/public", bot, 200)
 	}
-	c.expect("http://page.localhost:9080/", gptbotUA, 403)
-	c.expect("http://page.localhost:9080/private/a", "BadBot/2.0 (+https://bad.example)", 403)
-	c.expect("http://page.localhost:9080/private/b", "BadBot/2.0 (+https://bad.example)", 403)
+	c.expect(siteURL("page.localhost")+"/", gptbotUA, 403)
+	c.expect(siteURL("page.localhost")+"/private/a", "BadBot/2.0 (+https://bad.example)", 403)
+	c.expect(siteURL("page.localhost")+"/private/b", "BadBot/2.0 (+https://bad.example)", 403)
 	version, ok := siteVersion(t, "page.localhost")
 	if !ok {
 		t.Fatal("site page.localhost not in /robots/status")
@@ -382,12 +379,12 @@ http://status.localhost:9080 {
 		}
 	}
 	// And through the proxy, as the browser reads it.
-	res := c.get("http://status.localhost:9080/robots/", chromeUA, "Sec-Fetch-Mode: navigate", "Sec-Fetch-Site: none")
+	res := c.get(siteURL("status.localhost")+"/robots/", chromeUA, "Sec-Fetch-Mode: navigate", "Sec-Fetch-Site: none")
 	if res.status != http.StatusOK || !strings.Contains(res.body, version) {
 		t.Fatalf("status page through the proxy: %d %.300s", res.status, res.body)
 	}
 
-	const statusPage = "http://status.localhost:9080/robots/"
+	statusPage := siteURL("status.localhost") + "/robots/"
 	img := chromiumtest.Screenshot(t, chromium, statusPage, 412, 915, os.Getenv("ROBOTS_SCREENSHOT"))
 	if p := os.Getenv("ROBOTS_SCREENSHOT"); p != "" {
 		// A tall one too, to look at the whole page.
@@ -410,7 +407,7 @@ http://status.localhost:9080 {
 func TestAdminRedisBans(t *testing.T) {
 	r := needRedis(t)
 	prefix := "admin" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	c := newClient(t, globals+`http://adminredis.localhost:9080 {
+	c := newClient(t, globals+siteURL("adminredis.localhost")+` {
 	robots {
 		source inline "User-agent: *\nDisallow: /private/\n"
 		strikes 2 10m 1h
@@ -423,12 +420,12 @@ func TestAdminRedisBans(t *testing.T) {
 	respond "ok"
 }
 `)
-	settle(c, "http://adminredis.localhost:9080/")
+	settle(c, siteURL("adminredis.localhost")+"/")
 	const bot = "RedisAdminBot/1.0 (+https://redis-admin.example/bot)"
-	c.expect("http://adminredis.localhost:9080/public", bot, 200, "ok")
-	c.expect("http://adminredis.localhost:9080/private/1", bot, 403)
-	c.expect("http://adminredis.localhost:9080/private/2", bot, 403)
-	c.expect("http://adminredis.localhost:9080/public", bot, 403, "banned until")
+	c.expect(siteURL("adminredis.localhost")+"/public", bot, 200, "ok")
+	c.expect(siteURL("adminredis.localhost")+"/private/1", bot, 403)
+	c.expect(siteURL("adminredis.localhost")+"/private/2", bot, 403)
+	c.expect(siteURL("adminredis.localhost")+"/public", bot, 403, "banned until")
 
 	var st struct {
 		Handlers []struct {
@@ -477,7 +474,7 @@ func TestAdminRedisBans(t *testing.T) {
 	}
 	adminJSON(t, http.MethodDelete, "/robots/bans/"+url.PathEscape(identity), nil, http.StatusOK, nil)
 	// Allowed again: Redis and the local fallback store both forgot it.
-	c.expect("http://adminredis.localhost:9080/public", bot, 200, "ok")
+	c.expect(siteURL("adminredis.localhost")+"/public", bot, 200, "ok")
 	adminJSON(t, http.MethodGet, "/robots/bans", nil, http.StatusOK, &bans)
 	for _, b := range bans.Bans {
 		if b.Identity == identity {

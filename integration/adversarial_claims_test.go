@@ -20,7 +20,7 @@ import (
 func TestAdversarialUnverifiedClaim(t *testing.T) {
 	dir := advSite(t, "User-agent: *\nDisallow: /private/\nCrawl-delay: 30\n\nUser-agent: Googlebot\nUser-agent: AdsBot-Google\nAllow: /\nDisallow: /nogoogle/\n")
 	c := newClient(t, globals+`
-http://claims.localhost:9080 {
+`+siteURL("claims.localhost")+` {
 	root * `+dir+`
 	robots {
 		strikes 3 10m 1h
@@ -31,7 +31,7 @@ http://claims.localhost:9080 {
 `)
 	for _, ua := range []string{googleUA, "AdsBot-Google (+http://www.google.com/adsbot.html)"} {
 		for i := range 6 {
-			res := c.get("http://claims.localhost:9080/private/secret.html", ua)
+			res := c.get(siteURL("claims.localhost")+"/private/secret.html", ua)
 			if res.status != 503 || strings.Contains(res.body, secret) {
 				t.Fatalf("%q request %d for /private/: %d %q, want 503", ua, i, res.status, res.body)
 			}
@@ -40,16 +40,16 @@ http://claims.localhost:9080 {
 			}
 		}
 		// Its own group still refuses with 403 ...
-		c.expect("http://claims.localhost:9080/nogoogle/x", ua, 403)
+		c.expect(siteURL("claims.localhost")+"/nogoogle/x", ua, 403)
 	}
 	// ... and six 503s were no strikes: a fresh address-level check shows
 	// no ban for the public page (the Crawl-delay of "*" applies though:
 	// 200 once, then 503 for the rate).
-	res := c.get("http://claims.localhost:9080/public/", googleUA)
+	res := c.get(siteURL("claims.localhost")+"/public/", googleUA)
 	if res.status == 403 {
 		t.Fatalf("unverified claim banned after 503s: %q", res.body)
 	}
-	res = c.get("http://claims.localhost:9080/index.html", googleUA)
+	res = c.get(siteURL("claims.localhost")+"/index.html", googleUA)
 	if res.status != 503 || !strings.Contains(res.body, "wait") {
 		t.Errorf("unverified Googlebot not throttled by \"*\"'s Crawl-delay: %d %q", res.status, res.body)
 	}
@@ -61,7 +61,7 @@ http://claims.localhost:9080 {
 func TestAdversarialRotatingTokens(t *testing.T) {
 	dir := advSite(t, "User-agent: *\nDisallow: /private/\nCrawl-delay: 30\n")
 	c := newClient(t, globals+`
-http://rotate.localhost:9080 {
+`+siteURL("rotate.localhost")+` {
 	root * `+dir+`
 	robots {
 		strikes 3 10m 1h
@@ -71,20 +71,20 @@ http://rotate.localhost:9080 {
 }
 `)
 	ua := func(i int) string { return fmt.Sprintf("RandBot%d/1.0 (+https://example.net/bot)", i) }
-	c.expect("http://rotate.localhost:9080/public/", ua(0), 200)
-	res := c.get("http://rotate.localhost:9080/public/", ua(1))
+	c.expect(siteURL("rotate.localhost")+"/public/", ua(0), 200)
+	res := c.get(siteURL("rotate.localhost")+"/public/", ua(1))
 	if res.status != 503 {
 		t.Errorf("a new token bought a new Crawl-delay budget: %d", res.status)
 	}
 	for i := 2; i < 5; i++ {
-		c.expect("http://rotate.localhost:9080/private/secret.html", ua(i), 403)
+		c.expect(siteURL("rotate.localhost")+"/private/secret.html", ua(i), 403)
 	}
-	res = c.get("http://rotate.localhost:9080/public/", ua(99))
+	res = c.get(siteURL("rotate.localhost")+"/public/", ua(99))
 	if res.status != 403 || !strings.Contains(res.body, "banned") {
 		t.Errorf("the banned address escaped with a new token: %d %q", res.status, res.body)
 	}
 	// robots.txt is still served to the banned address.
-	c.expect("http://rotate.localhost:9080/robots.txt", ua(100), 200, "Disallow: /private/")
+	c.expect(siteURL("rotate.localhost")+"/robots.txt", ua(100), 200, "Disallow: /private/")
 }
 
 // TestAdversarialMultipleUserAgents: a browser User-Agent followed by a
@@ -92,18 +92,18 @@ http://rotate.localhost:9080 {
 func TestAdversarialMultipleUserAgents(t *testing.T) {
 	dir := advSite(t, "User-agent: GPTBot\nDisallow: /\n")
 	newClient(t, globals+`
-http://multi.localhost:9080 {
+`+siteURL("multi.localhost")+` {
 	root * `+dir+`
 	robots
 	file_server
 }
 `)
-	status, body := rawGet(t, "127.0.0.1:9080", "GET", "/private/secret.html", "multi.localhost:9080",
+	status, body := rawGet(t, httpAddr(), "GET", "/private/secret.html", at("multi.localhost"),
 		"User-Agent: "+chromeUA, "User-Agent: GPTBot/1.2")
 	if status != 403 || strings.Contains(body, secret) {
 		t.Errorf("browser + GPTBot User-Agents: %d, want 403", status)
 	}
-	status, _ = rawGet(t, "127.0.0.1:9080", "GET", "/private/secret.html", "multi.localhost:9080",
+	status, _ = rawGet(t, httpAddr(), "GET", "/private/secret.html", at("multi.localhost"),
 		"User-Agent: "+chromeUA, "User-Agent: "+chromeUA)
 	if status != 200 {
 		t.Errorf("two browser User-Agents: %d, want 200", status)
@@ -116,7 +116,7 @@ func TestAdversarialLogModeNoCarryOver(t *testing.T) {
 	dir := advSite(t, "User-agent: *\nDisallow: /private/\n")
 	site := func(mode string) string {
 		return globals + `
-http://logmode.localhost:9080 {
+` + siteURL("logmode.localhost") + ` {
 	root * ` + dir + `
 	robots {
 		mode ` + mode + `
@@ -129,11 +129,11 @@ http://logmode.localhost:9080 {
 	}
 	c := newClient(t, site("log"))
 	for range 6 {
-		c.expect("http://logmode.localhost:9080/private/secret.html", exampleUA, 200)
+		c.expect(siteURL("logmode.localhost")+"/private/secret.html", exampleUA, 200)
 	}
 	c.tc.InitServer(site("enforce"), "caddyfile")
-	c.expect("http://logmode.localhost:9080/public/", exampleUA, 200)
-	c.expect("http://logmode.localhost:9080/private/secret.html", exampleUA, 403)
+	c.expect(siteURL("logmode.localhost")+"/public/", exampleUA, 200)
+	c.expect(siteURL("logmode.localhost")+"/private/secret.html", exampleUA, 403)
 }
 
 // TestAdversarialForgedForwardedFor: behind trusted_proxies without
@@ -141,20 +141,10 @@ http://logmode.localhost:9080 {
 // verified Googlebot a ban, but only for the network it came from.
 func TestAdversarialForgedForwardedFor(t *testing.T) {
 	dir := advSite(t, "User-agent: *\nDisallow: /private/\n")
-	c := newClient(t, `{
-	admin localhost:2999
-	http_port 9080
-	https_port 9443
-	grace_period 3s
-	persist_config off
-	skip_install_trust
-	auto_https off
-	storage file_system {$CADDY_ROBOTS_IT_STORAGE}
-	servers {
+	c := newClient(t, globalsWith(`	servers {
 		trusted_proxies static 127.0.0.1/32
 	}
-}
-http://xff.localhost:9080 {
+`)+siteURL("xff.localhost")+` {
 	root * `+dir+`
 	robots {
 		strikes 3 10m 1h
@@ -164,7 +154,7 @@ http://xff.localhost:9080 {
 }
 `)
 	get := func(path, xff string) int {
-		req, _ := http.NewRequest("GET", "http://xff.localhost:9080"+path, nil)
+		req, _ := http.NewRequest("GET", siteURL("xff.localhost")+path, nil)
 		req.Header.Set("User-Agent", googleUA)
 		req.Header.Set("X-Forwarded-For", xff)
 		res, err := c.tc.Client.Do(req)
@@ -191,7 +181,7 @@ http://xff.localhost:9080 {
 func TestAdversarialTextBrowsers(t *testing.T) {
 	dir := advSite(t, "User-agent: *\nDisallow: /\n")
 	c := newClient(t, globals+`
-http://text.localhost:9080 {
+`+siteURL("text.localhost")+` {
 	root * `+dir+`
 	robots
 	file_server
@@ -203,7 +193,7 @@ http://text.localhost:9080 {
 		"Links (2.29; Linux 6.1.0-13-amd64 x86_64; GNU C 12.2; text)",
 		"ELinks/0.16.1.1 (textmode; Linux 6.1.0 x86_64; 200x50-2)",
 	} {
-		c.expect("http://text.localhost:9080/private/secret.html", ua, 200, secret)
+		c.expect(siteURL("text.localhost")+"/private/secret.html", ua, 200, secret)
 	}
 }
 
@@ -218,7 +208,7 @@ func TestAdversarialHistorySurvivesRestart(t *testing.T) {
 		_ = os.WriteFile(filepath.Join(dir, d, "x"), []byte(d), 0o644)
 	}
 	site := globals + `
-http://history.localhost:9080 {
+` + siteURL("history.localhost") + ` {
 	root * ` + dir + `
 	robots {
 		refresh 1s
@@ -230,26 +220,26 @@ http://history.localhost:9080 {
 `
 	c := newClient(t, site)
 	const reader = "FreshReader/1.0 (+https://example.org/bot)" // re-reads robots.txt
-	c.expect("http://history.localhost:9080/a/x", exampleUA, 403)
+	c.expect(siteURL("history.localhost")+"/a/x", exampleUA, 403)
 	if err := os.WriteFile(filepath.Join(dir, "robots.txt"), []byte("User-agent: *\nDisallow: /b/\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 10*time.Second, "the new version", func() bool {
-		c.get("http://history.localhost:9080/robots.txt", reader)
-		return c.get("http://history.localhost:9080/b/x", reader).status == 403
+		c.get(siteURL("history.localhost")+"/robots.txt", reader)
+		return c.get(siteURL("history.localhost")+"/b/x", reader).status == 403
 	})
 	// Within grace, a crawler that never re-read the file may do /b/.
-	c.expect("http://history.localhost:9080/b/x", exampleUA, 200)
+	c.expect(siteURL("history.localhost")+"/b/x", exampleUA, 200)
 	time.Sleep(500 * time.Millisecond) // the history is written in the background
 	// "Restart": a config without the handler drops every table, then the
 	// site comes back.
-	c.tc.InitServer(globals+"http://history.localhost:9080 {\n\trespond ok\n}\n", "caddyfile")
+	c.tc.InitServer(globals+siteURL("history.localhost")+" {\n\trespond ok\n}\n", "caddyfile")
 	c.tc.InitServer(site, "caddyfile")
-	c.expect("http://history.localhost:9080/b/x", exampleUA, 200)
-	c.expect("http://history.localhost:9080/a/x", exampleUA, 200)
+	c.expect(siteURL("history.localhost")+"/b/x", exampleUA, 200)
+	c.expect(siteURL("history.localhost")+"/a/x", exampleUA, 200)
 	// A crawler seen reading the current file gets no grace.
-	c.get("http://history.localhost:9080/robots.txt", reader)
-	c.expect("http://history.localhost:9080/b/x", reader, 403)
+	c.get(siteURL("history.localhost")+"/robots.txt", reader)
+	c.expect(siteURL("history.localhost")+"/b/x", reader, 403)
 }
 
 // TestAdversarialHistoryAfterPersonFirst: after a restart, a person's
@@ -270,18 +260,18 @@ func TestAdversarialHistoryAfterPersonFirst(t *testing.T) {
 		strikes off
 	}`
 	site := globals + `
-http://personfirst.localhost:9080 {
+` + siteURL("personfirst.localhost") + ` {
 	root * ` + dir + `
 	` + robots + `
 	file_server
 }
-http://prefs-personfirst.localhost:9080 {
+` + siteURL("prefs-personfirst.localhost") + ` {
 	root * ` + prefs + `
 	` + robots + `
 	file_server
 }
 `
-	const url = "http://personfirst.localhost:9080"
+	url := siteURL("personfirst.localhost")
 	const reader = "FreshReader/1.0 (+https://example.org/bot)" // re-reads robots.txt
 	c := newClient(t, site)
 	c.expect(url+"/a/x", exampleUA, 403)
@@ -294,11 +284,11 @@ http://prefs-personfirst.localhost:9080 {
 	})
 	time.Sleep(500 * time.Millisecond) // the history is written in the background
 	for round := range 3 {
-		c.tc.InitServer(globals+"http://personfirst.localhost:9080 {\n\trespond ok\n}\n", "caddyfile")
+		c.tc.InitServer(globals+siteURL("personfirst.localhost")+" {\n\trespond ok\n}\n", "caddyfile")
 		c.tc.InitServer(site, "caddyfile")
 		// A version with preferences in the table, so people's requests
 		// load sites; then a person first, the crawler right after.
-		c.expect("http://prefs-personfirst.localhost:9080/", exampleUA, 200)
+		c.expect(siteURL("prefs-personfirst.localhost")+"/", exampleUA, 200)
 		c.expect(url+"/", chromeUA, 200)
 		if res := c.get(url+"/b/x", exampleUA); res.status != 200 {
 			t.Fatalf("round %d: a crawler holding the old file got %d for /b/x after a person's request came first", round, res.status)

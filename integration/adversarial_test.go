@@ -19,6 +19,7 @@ import (
 	"path"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -207,7 +208,7 @@ func TestAdversarialPathForms(t *testing.T) {
 	dir := advSite(t, advRobots)
 	app := startNormalising(t, advRobots)
 	c := newClient(t, globals+`
-http://files.localhost:9080 {
+`+siteURL("files.localhost")+` {
 	root * `+dir+`
 	robots {
 		crawl_delay off
@@ -215,7 +216,7 @@ http://files.localhost:9080 {
 	}
 	file_server
 }
-http://proxied.localhost:9080 {
+`+siteURL("proxied.localhost")+` {
 	robots {
 		crawl_delay off
 		strikes off
@@ -243,13 +244,13 @@ http://proxied.localhost:9080 {
 		"/%70rivate/secret.html",
 		"/private/./secret.html",
 		"///private///secret.html",
-		"http://files.localhost:9080/private/secret.html",
-		"HTTP://files.localhost:9080//private/secret.html",
+		siteURL("files.localhost") + "/private/secret.html",
+		"HTTP://" + at("files.localhost") + "//private/secret.html",
 	}
-	for _, host := range []string{"files.localhost:9080", "proxied.localhost:9080"} {
+	for _, host := range []string{at("files.localhost"), at("proxied.localhost")} {
 		for _, f := range forms {
-			target := strings.Replace(f, "files.localhost:9080", host, 1)
-			status, body := rawGet(t, "127.0.0.1:9080", "GET", target, host, ua)
+			target := strings.Replace(f, at("files.localhost"), host, 1)
+			status, body := rawGet(t, httpAddr(), "GET", target, host, ua)
 			if strings.Contains(body, secret) {
 				t.Errorf("%s %s: a bot got the secret (status %d)", host, target, status)
 			}
@@ -258,7 +259,7 @@ http://proxied.localhost:9080 {
 			}
 		}
 		// The same forms are people's business: never judged.
-		status, body := rawGet(t, "127.0.0.1:9080", "GET", "//private/secret.html", host, "User-Agent: "+chromeUA)
+		status, body := rawGet(t, httpAddr(), "GET", "//private/secret.html", host, "User-Agent: "+chromeUA)
 		if status != 200 || !strings.Contains(body, secret) {
 			t.Errorf("%s: a browser got %d for a private page", host, status)
 		}
@@ -266,13 +267,13 @@ http://proxied.localhost:9080 {
 		// that a rule refuses, such as /private/../public/, is refused
 		// whatever it resolves to: no compliant crawler sends it.)
 		for _, ok := range []string{"/public/", "//public/", "/public/./", "/public/x/../", "/%70ublic/", "/public/?q=%2F"} {
-			if status, _ := rawGet(t, "127.0.0.1:9080", "GET", ok, host, ua); status != 200 {
+			if status, _ := rawGet(t, httpAddr(), "GET", ok, host, ua); status != 200 {
 				t.Errorf("%s %s: allowed path got %d", host, ok, status)
 			}
 		}
 		// Not origin-form, not absolute-form with an authority: 400.
 		for _, bad := range []string{"foo:/private/secret.html", "http:/private/secret.html", "http:///private/secret.html"} {
-			status, body := rawGet(t, "127.0.0.1:9080", "GET", bad, host, ua)
+			status, body := rawGet(t, httpAddr(), "GET", bad, host, ua)
 			if strings.Contains(body, secret) || (status != 400 && status != 403) {
 				t.Errorf("%s %s: status %d, want 400 (body %q)", host, bad, status, body)
 			}
@@ -280,7 +281,7 @@ http://proxied.localhost:9080 {
 		// Nothing odd panics or leaks.
 		for _, odd := range []string{"/private/%00", "/private%00/secret.html", "/private%C0%AFsecret.html", "/%C0%AE%C0%AE/private/secret.html",
 			"/private/secret.html%0A", "/pri%0Dvate/", "/\x7f/", "/private/secret.html;", "/private/secret.html?x=/robots.txt"} {
-			status, body := rawGet(t, "127.0.0.1:9080", "GET", odd, host, ua)
+			status, body := rawGet(t, httpAddr(), "GET", odd, host, ua)
 			if strings.Contains(body, secret) || status >= 500 {
 				t.Errorf("%s %q: status %d, body %q", host, odd, status, body)
 			}
@@ -298,7 +299,7 @@ func TestAdversarialLongTargets(t *testing.T) {
 	}
 	app := startNormalising(t, rules.String())
 	newClient(t, globals+`
-http://long.localhost:9080 {
+`+siteURL("long.localhost")+` {
 	robots {
 		crawl_delay off
 		strikes off
@@ -308,10 +309,10 @@ http://long.localhost:9080 {
 `)
 	ua := "User-Agent: " + exampleUA
 	long := "/" + strings.Repeat("a", 9<<10)
-	if status, _ := rawGet(t, "127.0.0.1:9080", "GET", long, "long.localhost:9080", ua); status != 414 {
+	if status, _ := rawGet(t, httpAddr(), "GET", long, at("long.localhost"), ua); status != 414 {
 		t.Errorf("9 KiB target: status %d, want 414", status)
 	}
-	if status, _ := rawGet(t, "127.0.0.1:9080", "GET", long, "long.localhost:9080", "User-Agent: "+chromeUA); status != 200 {
+	if status, _ := rawGet(t, httpAddr(), "GET", long, at("long.localhost"), "User-Agent: "+chromeUA); status != 200 {
 		t.Errorf("9 KiB target from a browser: status %d, want 200", status)
 	}
 	// A near-8 KiB target made of every segment in the wrong order.
@@ -322,7 +323,7 @@ http://long.localhost:9080 {
 	}
 	start := time.Now()
 	for range 20 {
-		rawGet(t, "127.0.0.1:9080", "GET", p.String(), "long.localhost:9080", ua)
+		rawGet(t, httpAddr(), "GET", p.String(), at("long.localhost"), ua)
 	}
 	if took := time.Since(start) / 20; took > 250*time.Millisecond {
 		t.Errorf("hostile target took %s per request", took)
@@ -337,7 +338,7 @@ func TestAdversarialRobotsTxtPoisoning(t *testing.T) {
 	dir := advSite(t, advRobots)
 	app := startNormalising(t, advRobots)
 	newClient(t, globals+`
-http://files.localhost:9080 {
+`+siteURL("files.localhost")+` {
 	root * `+dir+`
 	robots {
 		refresh 1s
@@ -346,7 +347,7 @@ http://files.localhost:9080 {
 	}
 	file_server
 }
-http://proxied.localhost:9080 {
+`+siteURL("proxied.localhost")+` {
 	robots {
 		refresh 1s
 		crawl_delay off
@@ -356,17 +357,17 @@ http://proxied.localhost:9080 {
 }
 `)
 	ua := "User-Agent: " + exampleUA
-	for _, host := range []string{"files.localhost:9080", "proxied.localhost:9080"} {
-		if s, _ := rawGet(t, "127.0.0.1:9080", "GET", "/private/secret.html", host, ua); s != 403 {
+	for _, host := range []string{at("files.localhost"), at("proxied.localhost")} {
+		if s, _ := rawGet(t, httpAddr(), "GET", "/private/secret.html", host, ua); s != 403 {
 			t.Fatalf("%s: baseline %d, want 403", host, s)
 		}
 		// Absolute-form with the path in the query: asks for "/".
-		status, body := rawGet(t, "127.0.0.1:9080", "GET", "http://"+host+"?/robots.txt", host, ua)
+		status, body := rawGet(t, httpAddr(), "GET", "http://"+host+"?/robots.txt", host, ua)
 		if status != 200 || strings.Contains(body, "User-agent") {
 			t.Logf("%s: http://host?/robots.txt answered %d %q", host, status, body)
 		}
 		time.Sleep(1500 * time.Millisecond)
-		if s, body := rawGet(t, "127.0.0.1:9080", "GET", "/private/secret.html", host, ua); s != 403 || strings.Contains(body, secret) {
+		if s, body := rawGet(t, httpAddr(), "GET", "/private/secret.html", host, ua); s != 403 || strings.Contains(body, secret) {
 			t.Errorf("%s: after http://host?/robots.txt the private page got %d", host, s)
 		}
 	}
@@ -375,14 +376,14 @@ http://proxied.localhost:9080 {
 	// "Allow: /". The last good copy stays.
 	app.set(func(b *normalisingBackend) { b.earlyClose = true })
 	time.Sleep(2500 * time.Millisecond) // two refreshes
-	if s, _ := rawGet(t, "127.0.0.1:9080", "GET", "/private/secret.html", "proxied.localhost:9080", ua); s != 403 {
+	if s, _ := rawGet(t, httpAddr(), "GET", "/private/secret.html", at("proxied.localhost"), ua); s != 403 {
 		t.Errorf("after an incomplete robots.txt: %d, want 403 (the last good copy)", s)
 	}
 	// A robots.txt that never finishes: the load times out, the last good
 	// copy stays, the server keeps answering.
 	app.set(func(b *normalisingBackend) { b.earlyClose, b.endless = false, true })
 	time.Sleep(2500 * time.Millisecond)
-	if s, _ := rawGet(t, "127.0.0.1:9080", "GET", "/private/secret.html", "proxied.localhost:9080", ua); s != 403 {
+	if s, _ := rawGet(t, httpAddr(), "GET", "/private/secret.html", at("proxied.localhost"), ua); s != 403 {
 		t.Errorf("during an endless robots.txt: %d, want 403", s)
 	}
 	app.set(func(b *normalisingBackend) { b.endless = false })
@@ -395,7 +396,7 @@ func TestAdversarialAbortedClientDownload(t *testing.T) {
 	dir := advSite(t, big)
 	app := startNormalising(t, big)
 	newClient(t, globals+`
-http://abortfiles.localhost:9080 {
+`+siteURL("abortfiles.localhost")+` {
 	root * `+dir+`
 	robots {
 		crawl_delay off
@@ -403,7 +404,7 @@ http://abortfiles.localhost:9080 {
 	}
 	file_server
 }
-http://abortproxied.localhost:9080 {
+`+siteURL("abortproxied.localhost")+` {
 	robots {
 		crawl_delay off
 		strikes off
@@ -412,12 +413,12 @@ http://abortproxied.localhost:9080 {
 }
 `)
 	ua := "User-Agent: " + exampleUA
-	for _, host := range []string{"abortfiles.localhost:9080", "abortproxied.localhost:9080"} {
-		if s, _ := rawGet(t, "127.0.0.1:9080", "GET", "/private/secret.html", host, ua); s != 403 {
+	for _, host := range []string{at("abortfiles.localhost"), at("abortproxied.localhost")} {
+		if s, _ := rawGet(t, httpAddr(), "GET", "/private/secret.html", host, ua); s != 403 {
 			t.Fatalf("%s: baseline %d", host, s)
 		}
 		for range 5 {
-			conn, err := net.Dial("tcp", "127.0.0.1:9080")
+			conn, err := net.Dial("tcp", httpAddr())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -427,7 +428,7 @@ http://abortproxied.localhost:9080 {
 			_ = conn.Close()
 		}
 		time.Sleep(300 * time.Millisecond)
-		if s, _ := rawGet(t, "127.0.0.1:9080", "GET", "/private/secret.html", host, ua); s != 403 {
+		if s, _ := rawGet(t, httpAddr(), "GET", "/private/secret.html", host, ua); s != 403 {
 			t.Errorf("%s: after aborted downloads the private page got %d, want 403", host, s)
 		}
 	}
@@ -451,14 +452,14 @@ func TestAdversarialCapCutsLine(t *testing.T) {
 			robots = "robots {\n\t\tsource file " + filepath.Join(dir, "robots.txt") + "\n\t\tcrawl_delay off\n\t}"
 		}
 		c := newClient(t, globals+`
-http://cap.localhost:9080 {
+`+siteURL("cap.localhost")+` {
 	root * `+dir+`
 	`+robots+`
 	file_server
 }
 `)
-		c.expect("http://cap.localhost:9080/public/", exampleUA, 200)
-		c.expect("http://cap.localhost:9080/private/secret.html", exampleUA, 403)
+		c.expect(siteURL("cap.localhost")+"/public/", exampleUA, 200)
+		c.expect(siteURL("cap.localhost")+"/private/secret.html", exampleUA, 403)
 	}
 }
 
@@ -468,7 +469,7 @@ http://cap.localhost:9080 {
 func TestAdversarialInlineServed(t *testing.T) {
 	dir := advSite(t, "User-agent: *\nAllow: /\n")
 	c := newClient(t, globals+`
-http://inline.localhost:9080 {
+`+siteURL("inline.localhost")+` {
 	root * `+dir+`
 	robots {
 		source inline "User-agent: *\nDisallow: /private/\n"
@@ -476,7 +477,7 @@ http://inline.localhost:9080 {
 	}
 	file_server
 }
-http://pass.localhost:9080 {
+`+siteURL("pass.localhost")+` {
 	root * `+dir+`
 	robots {
 		source inline "User-agent: *\nDisallow: /private/\n"
@@ -486,12 +487,12 @@ http://pass.localhost:9080 {
 	file_server
 }
 `)
-	res := c.expect("http://inline.localhost:9080/robots.txt", exampleUA, 200, "Disallow: /private/")
+	res := c.expect(siteURL("inline.localhost")+"/robots.txt", exampleUA, 200, "Disallow: /private/")
 	if strings.Contains(res.body, "Allow: /\n") {
 		t.Errorf("served the site's file, not the enforced one: %q", res.body)
 	}
-	c.expect("http://inline.localhost:9080/robots.txt", chromeUA, 200, "Disallow: /private/")
-	c.expect("http://pass.localhost:9080/robots.txt", exampleUA, 200, "Allow: /")
+	c.expect(siteURL("inline.localhost")+"/robots.txt", chromeUA, 200, "Disallow: /private/")
+	c.expect(siteURL("pass.localhost")+"/robots.txt", exampleUA, 200, "Allow: /")
 }
 
 // TestAdversarialLoaderScheme: an app that redirects every request without
@@ -500,21 +501,11 @@ http://pass.localhost:9080 {
 func TestAdversarialLoaderScheme(t *testing.T) {
 	app := startNormalising(t, advRobots)
 	app.set(func(b *normalisingBackend) { b.httpsOnly = true })
-	newClient(t, `{
-	admin localhost:2999
-	http_port 9080
-	https_port 9443
-	grace_period 3s
-	persist_config off
-	skip_install_trust
-	auto_https off
-	storage file_system {$CADDY_ROBOTS_IT_STORAGE}
-	servers {
+	newClient(t, globalsWith(`	servers {
 		trusted_proxies static 127.0.0.1/32
 		trusted_proxies_strict
 	}
-}
-http://tls.localhost:9080 {
+`)+siteURL("tls.localhost")+` {
 	robots {
 		crawl_delay off
 		strikes off
@@ -522,7 +513,7 @@ http://tls.localhost:9080 {
 	reverse_proxy `+app.addr+`
 }
 `)
-	status, body := rawGet(t, "127.0.0.1:9080", "GET", "/private/secret.html", "tls.localhost:9080",
+	status, body := rawGet(t, httpAddr(), "GET", "/private/secret.html", at("tls.localhost"),
 		"User-Agent: "+exampleUA, "X-Forwarded-Proto: https", "X-Forwarded-For: 203.0.113.9")
 	if status != 403 || strings.Contains(body, secret) {
 		t.Errorf("https-only app: bot got %d %q, want 403 (the loader must ask as https)", status, body)
@@ -536,28 +527,28 @@ func TestAdversarialSitesKeepTheirRules(t *testing.T) {
 	strict := advSite(t, advRobots)
 	open := advSite(t, "User-agent: *\nAllow: /\n")
 	c := newClient(t, globals+`
-http://twoport.localhost:9080 {
+`+siteURL("twoport.localhost")+` {
 	root * `+strict+`
 	robots {
 		crawl_delay off
 	}
 	file_server
 }
-http://twoport.localhost:9081 {
+http://`+hostPort("twoport.localhost", altPort)+` {
 	root * `+open+`
 	robots {
 		crawl_delay off
 	}
 	file_server
 }
-:9082 {
+:`+strconv.Itoa(alt2Port)+` {
 	root * `+open+`
 	robots {
 		crawl_delay off
 	}
 	file_server
 }
-http://strict.localhost:9082 {
+http://`+hostPort("strict.localhost", alt2Port)+` {
 	root * `+strict+`
 	robots {
 		crawl_delay off
@@ -565,18 +556,19 @@ http://strict.localhost:9082 {
 	file_server
 }
 `)
-	c.expect("http://twoport.localhost:9081/private/secret.html", exampleUA, 200)
-	c.expect("http://twoport.localhost:9080/private/secret.html", exampleUA, 403)
-	status, _ := rawGet(t, "127.0.0.1:9082", "GET", "/private/secret.html", "strict.localhost.:9082", "User-Agent: "+exampleUA)
+	c.expect("http://"+hostPort("twoport.localhost", altPort)+"/private/secret.html", exampleUA, 200)
+	c.expect(siteURL("twoport.localhost")+"/private/secret.html", exampleUA, 403)
+	alt2 := hostPort("127.0.0.1", alt2Port)
+	status, _ := rawGet(t, alt2, "GET", "/private/secret.html", hostPort("strict.localhost.", alt2Port), "User-Agent: "+exampleUA)
 	_ = status // the catch-all (or the strict site) answers; either way its own rules
-	if s, body := rawGet(t, "127.0.0.1:9082", "GET", "/private/secret.html", "strict.localhost:9082", "User-Agent: "+exampleUA); s != 403 || strings.Contains(body, secret) {
+	if s, body := rawGet(t, alt2, "GET", "/private/secret.html", hostPort("strict.localhost", alt2Port), "User-Agent: "+exampleUA); s != 403 || strings.Contains(body, secret) {
 		t.Errorf("strict site after a trailing-dot request: %d, want 403", s)
 	}
 	// The Host as a bot may spell it: case and an explicit port name the
 	// same site, which keeps its rules (the handler parses the Host once
 	// for the site key and the crawler's identity).
-	for _, host := range []string{"STRICT.Localhost:9082", "strict.LOCALHOST:9082"} {
-		if s, body := rawGet(t, "127.0.0.1:9082", "GET", "/private/secret.html", host, "User-Agent: "+exampleUA); s != 403 || strings.Contains(body, secret) {
+	for _, host := range []string{hostPort("STRICT.Localhost", alt2Port), hostPort("strict.LOCALHOST", alt2Port)} {
+		if s, body := rawGet(t, alt2, "GET", "/private/secret.html", host, "User-Agent: "+exampleUA); s != 403 || strings.Contains(body, secret) {
 			t.Errorf("strict site with Host %q: %d, want 403", host, s)
 		}
 	}
@@ -593,7 +585,7 @@ func TestAdversarialHostFlood(t *testing.T) {
 	}
 	dir := advSite(t, b.String())
 	c := newClient(t, globals+`
-:9080 {
+:`+strconv.Itoa(httpPort)+` {
 	root * `+dir+`
 	robots {
 		crawl_delay off
@@ -602,19 +594,19 @@ func TestAdversarialHostFlood(t *testing.T) {
 	file_server
 }
 `)
-	c.expect("http://real.localhost:9080/private/secret.html", exampleUA, 403)
+	c.expect(siteURL("real.localhost")+"/private/secret.html", exampleUA, 403)
 	runtime.GC()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	start := time.Now()
 	for i := range 300 {
-		host := fmt.Sprintf("%s.flood.localhost:9080", randHex(8))
-		status, _ := rawGet(t, "127.0.0.1:9080", "GET", "/private/secret.html", host, "User-Agent: "+exampleUA)
+		host := at(randHex(8) + ".flood.localhost")
+		status, _ := rawGet(t, httpAddr(), "GET", "/private/secret.html", host, "User-Agent: "+exampleUA)
 		if status != 403 {
 			t.Fatalf("flood request %d: %d", i, status)
 		}
 		if i%50 == 0 {
-			c.expect("http://real.localhost:9080/private/secret.html", exampleUA, 403)
+			c.expect(siteURL("real.localhost")+"/private/secret.html", exampleUA, 403)
 		}
 	}
 	runtime.GC()
@@ -682,14 +674,14 @@ func TestAdversarialHostileInputs(t *testing.T) {
 	binDir := advSite(t, string(bin))
 	groupsDir := advSite(t, groups.String())
 	newClient(t, globals+`
-http://binary.localhost:9080 {
+`+siteURL("binary.localhost")+` {
 	root * `+binDir+`
 	robots {
 		crawl_delay off
 	}
 	file_server
 }
-http://groups.localhost:9080 {
+`+siteURL("groups.localhost")+` {
 	root * `+groupsDir+`
 	robots {
 		crawl_delay off
@@ -702,10 +694,10 @@ http://groups.localhost:9080 {
 	runtime.ReadMemStats(&before)
 	start := time.Now()
 	hugeUA := "Bot/1.0 " + strings.Repeat("x", 64<<10)
-	for _, host := range []string{"binary.localhost:9080", "groups.localhost:9080"} {
+	for _, host := range []string{at("binary.localhost"), at("groups.localhost")} {
 		for _, ua := range []string{exampleUA, hugeUA, "Bot\x01/1.0", "Mozilla/5.0 \x7f", "ExampleCrawler/1.0\tx"} {
 			for _, path := range []string{"/public/", "/private/secret.html", "/x5/"} {
-				status, body := rawGet(t, "127.0.0.1:9080", "GET", path, host, "User-Agent: "+ua)
+				status, body := rawGet(t, httpAddr(), "GET", path, host, "User-Agent: "+ua)
 				if status >= 500 && status != 503 {
 					t.Errorf("%s %s UA %.20q: status %d %q", host, path, ua, status, body)
 				}
@@ -714,10 +706,10 @@ http://groups.localhost:9080 {
 	}
 	// The file of 100,000 groups is read up to its 500 KiB cap: group
 	// b5 is in it, "*" past the cap is not.
-	if s, _ := rawGet(t, "127.0.0.1:9080", "GET", "/x5/a", "groups.localhost:9080", "User-Agent: b5/1.0"); s != 403 {
+	if s, _ := rawGet(t, httpAddr(), "GET", "/x5/a", at("groups.localhost"), "User-Agent: b5/1.0"); s != 403 {
 		t.Errorf("group b5 of 100,000: %d, want 403", s)
 	}
-	if s, _ := rawGet(t, "127.0.0.1:9080", "GET", "/private/secret.html", "groups.localhost:9080", "User-Agent: "+exampleUA); s == 403 {
+	if s, _ := rawGet(t, httpAddr(), "GET", "/private/secret.html", at("groups.localhost"), "User-Agent: "+exampleUA); s == 403 {
 		t.Error("a rule past the 500 KiB cap was enforced")
 	}
 	runtime.GC()
@@ -743,7 +735,7 @@ func TestAdversarialReloadAppliesAtOnce(t *testing.T) {
 	after := advSite(t, "User-agent: *\nAllow: /public/\nDisallow: /x/\n")
 	config := func(root string) string {
 		return globals + `
-http://reload-at-once.localhost:9080 {
+` + siteURL("reload-at-once.localhost") + ` {
 	root * ` + root + `
 	robots {
 		refresh 1h
@@ -754,7 +746,7 @@ http://reload-at-once.localhost:9080 {
 }
 `
 	}
-	const site = "http://reload-at-once.localhost:9080"
+	site := siteURL("reload-at-once.localhost")
 	c := newClient(t, config(before))
 	c.expect(site+"/private/secret.html", exampleUA, 403)
 	c.expect(site+"/x/y", exampleUA, 403, "Rule: Disallow: /x/ (line 2)")

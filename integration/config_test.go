@@ -29,7 +29,7 @@ func TestConfigLoadErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			caddytest.AssertLoadError(t, globals+`http://config.localhost:9080 {
+			caddytest.AssertLoadError(t, globals+siteURL("config.localhost")+` {
 	robots {
 		`+c.block+`
 	}
@@ -48,7 +48,7 @@ func TestConfigPlaceholders(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("CADDY_ROBOTS_IT_FILE", file)
-	c := newClient(t, globals+`http://envfile.localhost:9080 {
+	c := newClient(t, globals+siteURL("envfile.localhost")+` {
 	robots {
 		source file {env.CADDY_ROBOTS_IT_FILE}
 		crawl_delay off
@@ -59,8 +59,8 @@ func TestConfigPlaceholders(t *testing.T) {
 	respond "ok"
 }
 `)
-	c.expect("http://envfile.localhost:9080/from-env/x", exampleUA, 403, "Disallow: /from-env/")
-	c.expect("http://envfile.localhost:9080/other", exampleUA, 200, "ok")
+	c.expect(siteURL("envfile.localhost")+"/from-env/x", exampleUA, 403, "Disallow: /from-env/")
+	c.expect(siteURL("envfile.localhost")+"/other", exampleUA, 200, "ok")
 }
 
 // TestConfigAccessLogLevel: Caddy writes the access-log line of any 5xx at
@@ -68,7 +68,7 @@ func TestConfigPlaceholders(t *testing.T) {
 // throttle) is logged at INFO instead, while a 503 of the site stays ERROR.
 func TestConfigAccessLogLevel(t *testing.T) {
 	logFile := filepath.Join(t.TempDir(), "access.log")
-	c := newClient(t, globals+`http://accesslog.localhost:9080 {
+	c := newClient(t, globals+siteURL("accesslog.localhost")+` {
 	log {
 		output file `+logFile+`
 		format json
@@ -81,9 +81,9 @@ func TestConfigAccessLogLevel(t *testing.T) {
 	respond "ok"
 }
 `)
-	c.expect("http://accesslog.localhost:9080/a", exampleUA, 200, "ok")
-	c.expect("http://accesslog.localhost:9080/b", exampleUA, 503)
-	c.expect("http://accesslog.localhost:9080/down", chromeUA, 503, "down")
+	c.expect(siteURL("accesslog.localhost")+"/a", exampleUA, 200, "ok")
+	c.expect(siteURL("accesslog.localhost")+"/b", exampleUA, 503)
+	c.expect(siteURL("accesslog.localhost")+"/down", chromeUA, 503, "down")
 	levels := map[string]string{}
 	eventually(t, 5*time.Second, "the access log lines", func() bool {
 		raw, _ := os.ReadFile(logFile)

@@ -21,7 +21,7 @@ import (
 // those requests must be refused, but must not count as strikes, and
 // randomised waits around Crawl-delay must not be throttled. Run with
 //
-//	flock /tmp/caddy-it.lock go test -count=1 -run TestRealCrawlers ./integration/
+//	go test -count=1 -run TestRealCrawlers ./integration/
 //
 // The crawlers come from scripts/need-crawlers.sh.
 
@@ -75,6 +75,10 @@ func makeCrawlSite(t *testing.T, dir string) (allowed, searches []string) {
 	write("robots.txt", crawlSiteRobots)
 	return allowed, searches
 }
+
+// crawlURL returns the address of the real-crawler tests' site, on a port
+// of its own, "http://localhost:<crawlPort>".
+func crawlURL() string { return "http://" + hostPort("localhost", crawlPort) }
 
 // accessEntry is the part of a Caddy JSON access log entry the tests read.
 type accessEntry struct {
@@ -153,7 +157,7 @@ func TestRealCrawlers(t *testing.T) {
 			logPath := filepath.Join(t.TempDir(), "access.log")
 			// A store of its own (the pool keys stores by their config), so
 			// that no throttle, strike or ban leaks into another test.
-			newClient(t, globals+`http://localhost:9085 {
+			newClient(t, globals+crawlURL()+` {
 	root * `+site+`
 	robots {
 		store memory `+strconv.Itoa(20001+i)+`
@@ -167,7 +171,7 @@ func TestRealCrawlers(t *testing.T) {
 `)
 			out := t.TempDir()
 			start := time.Now()
-			cmd := exec.Command(bin, cr.args(out, "http://localhost:9085/")...)
+			cmd := exec.Command(bin, cr.args(out, crawlURL()+"/")...)
 			home := t.TempDir() // no user configuration reaches the crawler
 			rc := filepath.Join(home, "wgetrc")
 			if err := os.WriteFile(rc, nil, 0o644); err != nil {
@@ -280,7 +284,7 @@ func TestRealCrawlersTwoProcessesOneRobotsVersionApart(t *testing.T) {
 	const v1 = "User-agent: *\nDisallow: /private/\n"
 	const v2 = "User-agent: *\nDisallow: /private/\nDisallow: /old/\n"
 	write("robots.txt", v1)
-	c := newClient(t, globals+`http://localhost:9085 {
+	c := newClient(t, globals+crawlURL()+` {
 	root * `+site+`
 	robots {
 		strikes 3 1m 1h
@@ -291,7 +295,7 @@ func TestRealCrawlersTwoProcessesOneRobotsVersionApart(t *testing.T) {
 }
 `)
 	const ua = "VersionBot/1.0 (+https://version.example/bot)"
-	base := "http://localhost:9085"
+	base := crawlURL()
 	// Both processes start from v1.
 	c.expect(base+"/robots.txt", ua, 200, "Disallow: /private/")
 	c.expect(base+"/old/0.html", ua, 200, "old page")

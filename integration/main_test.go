@@ -1,7 +1,9 @@
 // Package integration runs caddy-robots inside a real Caddy (caddytest), in
 // front of a real backend on loopback, with a real DNS server and a real
 // redis-server. All caddytest tests live in this one package: caddytest runs
-// one in-process Caddy per test binary on admin port 2999.
+// one in-process Caddy per test binary. Its admin port and every port a
+// site listens on are picked free when the tests start (see TestMain), so
+// two checkouts can run the tests at the same time.
 package integration
 
 import (
@@ -13,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,6 +26,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddytest"
 
 	_ "github.com/caddyrobots/caddy-robots"
+	"github.com/caddyrobots/caddy-robots/internal/freeport"
 )
 
 const (
@@ -33,24 +37,88 @@ const (
 	bingUA    = "Mozilla/5.0 (compatible; bingbot/2.0; +http://www.bing.com/bingbot.htm)"
 )
 
-// globals is the global options block every test config starts with.
-const globals = `{
-	admin localhost:2999
-	http_port 9080
-	https_port 9443
+// The ports of this run, picked in TestMain by freeport.Take: free when
+// picked, below the kernel's ephemeral range, and reserved against other
+// test processes until this one exits.
+var (
+	adminPort  int // the in-process Caddy's admin endpoint (caddytest's AdminPort)
+	httpPort   int // http_port: the port of nearly every site
+	httpsPort  int // https_port (no test serves HTTPS, but Caddy's default 443 is not ours)
+	altPort    int // a second HTTP port: one host on two ports; the second Caddy of the Redis test
+	alt2Port   int // a third HTTP port: a catch-all beside a named site
+	crawlPort  int // the site of the real-crawler tests
+	admin2Port int // the admin endpoint of the Redis test's second Caddy
+)
+
+// globals is the global options block every test config starts with; it
+// names this run's ports. TestMain sets it.
+var globals string
+
+// globalsWith returns the global options block with extra (whole lines,
+// tab-indented) added at its end.
+func globalsWith(extra string) string {
+	return fmt.Sprintf(`{
+	admin localhost:%d
+	http_port %d
+	https_port %d
 	grace_period 3s
 	persist_config off
 	skip_install_trust
 	auto_https off
 	storage file_system {$CADDY_ROBOTS_IT_STORAGE}
+%s}
+`, adminPort, httpPort, httpsPort, extra)
 }
-`
+
+// hostPort joins host and port: hostPort("a.localhost", 41234) is
+// "a.localhost:41234".
+func hostPort(host string, port int) string {
+	return net.JoinHostPort(host, strconv.Itoa(port))
+}
+
+// at returns host on this run's HTTP port, the Host of a request to a site
+// on it: at("a.localhost") is "a.localhost:<httpPort>".
+func at(host string) string { return hostPort(host, httpPort) }
+
+// siteURL returns the URL of host's site on this run's HTTP port without a
+// path, "http://a.localhost:<httpPort>": a site address in a Caddyfile, and
+// the start of a request URL.
+func siteURL(host string) string { return "http://" + at(host) }
+
+// httpAddr returns the address to dial for this run's HTTP port.
+func httpAddr() string { return hostPort("127.0.0.1", httpPort) }
+
+// adminURL returns the URL of the in-process Caddy's admin endpoint.
+func adminURL() string { return "http://" + hostPort("localhost", adminPort) }
+
+// pickPorts sets the port variables and globals.
+func pickPorts() error {
+	ports, err := freeport.Take(7)
+	if err != nil {
+		return err
+	}
+	adminPort, httpPort, httpsPort, altPort, alt2Port, crawlPort, admin2Port =
+		ports[0], ports[1], ports[2], ports[3], ports[4], ports[5], ports[6]
+	globals = globalsWith("")
+	// caddytest.AssertLoadError takes its Tester from Default, with no way
+	// to override the admin port: the config it loads goes to this run's
+	// Caddy, not to port 2999.
+	caddytest.Default.AdminPort = adminPort
+	return nil
+}
 
 var backend *testBackend
 
 func TestMain(m *testing.M) {
 	// No test reaches the operators' published IP lists: only loopback.
 	_ = os.Setenv("CADDY_ROBOTS_RANGES_OPERATORS", "off")
+	if err := pickPorts(); err != nil {
+		fmt.Fprintln(os.Stderr, "ports:", err)
+		os.Exit(1)
+	}
+	// In the package's output, for when a failure looks like a clash.
+	fmt.Printf("integration ports: admin %d, http %d, https %d, alt %d and %d, crawl %d, second admin %d\n",
+		adminPort, httpPort, httpsPort, altPort, alt2Port, crawlPort, admin2Port)
 	dir, err := os.MkdirTemp("", "caddy-robots-it-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "tempdir:", err)
@@ -222,6 +290,7 @@ func newClientOf(t *testing.T, config, adapter string) client {
 	// caddytest's 5 s for a config load or a request is tight for a
 	// 2-core runner under the race detector; a hang still fails, later.
 	tc := caddytest.NewTester(t).WithDefaultOverrides(caddytest.Config{
+		AdminPort:          adminPort,
 		TestRequestTimeout: 20 * time.Second,
 		LoadRequestTimeout: 20 * time.Second,
 	})

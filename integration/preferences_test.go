@@ -26,7 +26,7 @@ func TestPreferencesEnforce(t *testing.T) {
 	_ = os.MkdirAll(filepath.Join(dir, "ok"), 0o755)
 	_ = os.WriteFile(filepath.Join(dir, "ok", "page.html"), []byte("ok page"), 0o644)
 	c := newClient(t, globals+`
-http://prefs.localhost:9080 {
+`+siteURL("prefs.localhost")+` {
 	root * `+dir+`
 	robots {
 		preferences enforce
@@ -40,7 +40,7 @@ http://prefs.localhost:9080 {
 		file_server
 	}
 }
-http://prefsheader.localhost:9080 {
+`+siteURL("prefsheader.localhost")+` {
 	root * `+dir+`
 	robots {
 		preferences header
@@ -53,13 +53,13 @@ http://prefsheader.localhost:9080 {
 		file_server
 	}
 }
-http://prefsoff.localhost:9080 {
+`+siteURL("prefsoff.localhost")+` {
 	root * `+dir+`
 	robots
 	file_server
 }
 `)
-	base := "http://prefs.localhost:9080"
+	base := siteURL("prefs.localhost")
 	// GPTBot trains AI: train-ai=n at /, train-ai=y under /ok/.
 	for range 5 {
 		c.expect(base+"/index.html", gptbotUA, 403, "AI usage preference", "train-ai=n (line 3)", "not a strike")
@@ -92,19 +92,19 @@ http://prefsoff.localhost:9080 {
 	// A person's first request starts the load of the site's rules in the
 	// background; the header follows as soon as they are there.
 	eventually(t, 5*time.Second, "the Content-Usage header", func() bool {
-		return get("http://prefsheader.localhost:9080/index.html").Header.Get("Content-Usage") != ""
+		return get(siteURL("prefsheader.localhost")+"/index.html").Header.Get("Content-Usage") != ""
 	})
-	if h := get("http://prefsheader.localhost:9080/index.html").Header.Get("Content-Usage"); h != "train-ai=n" {
+	if h := get(siteURL("prefsheader.localhost") + "/index.html").Header.Get("Content-Usage"); h != "train-ai=n" {
 		t.Errorf("Content-Usage at /: %q, want train-ai=n", h)
 	}
-	if h := get("http://prefsheader.localhost:9080/ok/page.html").Header.Get("Content-Usage"); h != "train-ai=y" {
+	if h := get(siteURL("prefsheader.localhost") + "/ok/page.html").Header.Get("Content-Usage"); h != "train-ai=y" {
 		t.Errorf("Content-Usage under /ok/: %q, want train-ai=y", h)
 	}
-	if h := get("http://prefsheader.localhost:9080/backend/x").Header.Values("Content-Usage"); len(h) != 1 || h[0] != "train-ai=y" {
+	if h := get(siteURL("prefsheader.localhost") + "/backend/x").Header.Values("Content-Usage"); len(h) != 1 || h[0] != "train-ai=y" {
 		t.Errorf("backend's Content-Usage replaced or doubled: %q", h)
 	}
-	c.expect("http://prefsheader.localhost:9080/index.html", gptbotUA, 200)
-	if res := c.get("http://prefsoff.localhost:9080/index.html", gptbotUA); res.status != 200 || strings.Contains(res.body, "preference") {
+	c.expect(siteURL("prefsheader.localhost")+"/index.html", gptbotUA, 200)
+	if res := c.get(siteURL("prefsoff.localhost")+"/index.html", gptbotUA); res.status != 200 || strings.Contains(res.body, "preference") {
 		t.Errorf("preferences expose refused GPTBot: %d", res.status)
 	}
 }

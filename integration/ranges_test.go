@@ -55,7 +55,7 @@ func TestRangesDownloadedList(t *testing.T) {
 	servers {
 		trusted_proxies static 127.0.0.1/32
 	}`, 1)
-	c := newClient(t, cfg+`http://ranges.localhost:9080 {
+	c := newClient(t, cfg+siteURL("ranges.localhost")+` {
 	robots {
 		source inline "User-agent: GPTBot\nAllow: /\n\nUser-agent: *\nDisallow: /\n"
 		verify {
@@ -66,7 +66,7 @@ func TestRangesDownloadedList(t *testing.T) {
 	respond "ok"
 }
 `)
-	const site = "http://ranges.localhost:9080/page"
+	site := siteURL("ranges.localhost") + "/page"
 	claim := func(headers ...string) response { return c.get(site, gptbotUA, headers...) }
 	waitFor := func(what string, ok func(response) bool, headers ...string) response {
 		t.Helper()

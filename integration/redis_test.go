@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/caddyrobots/caddy-robots/internal/freeport"
 )
 
 // redisProc is a real redis-server on a loopback port, started for the tests.
@@ -44,12 +46,13 @@ func needRedis(t *testing.T) *redisProc {
 		}
 		t.Skip("redis-server not found: run `make test`, or install redis-server")
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	// A port of its own, reserved until the tests end: the outage test
+	// restarts redis-server on the same port.
+	ports, err := freeport.Take(1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
+	port := ports[0]
 	dir, err := os.MkdirTemp("", "robots-redis-")
 	if err != nil {
 		t.Fatal(err)
@@ -154,7 +157,7 @@ func secondCaddy(t *testing.T, caddyfile string) {
 		}
 	})
 	eventually(t, 20*time.Second, "the second caddy to listen", func() bool {
-		conn, err := net.DialTimeout("tcp", "127.0.0.1:9081", 200*time.Millisecond)
+		conn, err := net.DialTimeout("tcp", hostPort("127.0.0.1", altPort), 200*time.Millisecond)
 		if err != nil {
 			return false
 		}
@@ -193,10 +196,10 @@ func TestRedisTwoInstances(t *testing.T) {
 	servers {
 		trusted_proxies static 127.0.0.1/32
 		trusted_proxies_strict
-	}`, 1)+sharedSite(9080, r.url(), prefix))
+	}`, 1)+sharedSite(httpPort, r.url(), prefix))
 	secondCaddy(t, `{
-	admin localhost:2998
-	http_port 9081
+	admin localhost:`+strconv.Itoa(admin2Port)+`
+	http_port `+strconv.Itoa(altPort)+`
 	auto_https off
 	persist_config off
 	servers {
@@ -204,11 +207,11 @@ func TestRedisTwoInstances(t *testing.T) {
 		trusted_proxies_strict
 	}
 }
-`+sharedSite(9081, r.url(), prefix))
+`+sharedSite(altPort, r.url(), prefix))
 
-	a, b := "http://shared.localhost:9080", "http://shared.localhost:9081"
+	a, b := siteURL("shared.localhost"), "http://"+hostPort("shared.localhost", altPort)
 	const ua = "SharedBot/1.0 (+https://shared.example/bot)"
-	c.expect(a+"/page", ua, 200, "instance 9080")
+	c.expect(a+"/page", ua, 200, fmt.Sprintf("instance %d", httpPort))
 	res := c.expect(b+"/page", ua, 503)
 	if res.header.Get("Retry-After") == "" {
 		t.Error("no Retry-After from the second instance")
@@ -244,12 +247,12 @@ func TestRedisTwoInstances(t *testing.T) {
 		}
 		c.expect(base+"/page", chromeUA, 200)
 	}
-	if n := metricValue(t, "http://localhost:2999/metrics", `caddy_robots_state_errors_total{store="redis"}`); n < 1 {
+	if n := metricValue(t, adminURL()+"/metrics", `caddy_robots_state_errors_total{store="redis"}`); n < 1 {
 		t.Errorf("state errors counted during the outage: %v, want > 0", n)
 	}
 	for action, reason := range map[string]string{"allow": "none", "block": "rule", "throttle": "rate", "ban": "ban"} {
 		series := `caddy_robots_decisions_total{action="` + action + `",category="other",mode="enforce",reason="` + reason + `"}`
-		if n := metricValue(t, "http://localhost:2999/metrics", series); n < 1 {
+		if n := metricValue(t, adminURL()+"/metrics", series); n < 1 {
 			t.Errorf("%s = %v, want > 0", series, n)
 		}
 	}

@@ -27,11 +27,11 @@ func TestDemo(t *testing.T) {
 		t.Fatal("Caddyfile.example has no global options block")
 	}
 	cfg = globals + cfg[end+3:]
-	cfg = strings.Replace(cfg, ":8080 {", "http://localhost:9080 {", 1)
+	cfg = strings.Replace(cfg, ":8080 {", siteURL("localhost")+" {", 1)
 	cfg = strings.Replace(cfg, "root * examples/site", "root * "+repoPath("examples/site"), 1)
 	c := newClient(t, cfg)
 
-	base := "http://localhost:9080"
+	base := siteURL("localhost")
 	c.expect(base+"/private/", chromeUA, 200, "Private")
 	c.expect(base+"/", gptbotUA, 403, "GPTBot", "Disallow: /", "/robots.txt")
 	c.expect(base+"/robots.txt", gptbotUA, 200, "User-agent: GPTBot")
@@ -65,7 +65,7 @@ func TestSourceSiteBehindReverseProxy(t *testing.T) {
 	hosts := []string{"ok", "gone", "broken", "redirect", "loop", "slow", "huge"}
 	var sites []string
 	for _, h := range hosts {
-		sites = append(sites, "http://"+h+".localhost:9080")
+		sites = append(sites, siteURL(h+".localhost"))
 	}
 	c := newClient(t, globals+strings.Join(sites, ", ")+` {
 	robots {
@@ -76,35 +76,35 @@ func TestSourceSiteBehindReverseProxy(t *testing.T) {
 }
 `)
 	// 200: parsed and enforced.
-	c.expect("http://ok.localhost:9080/private/x", exampleUA, 403, "Disallow: /private/")
-	c.expect("http://ok.localhost:9080/public", exampleUA, 200, "app:/public")
-	c.expect("http://ok.localhost:9080/public", gptbotUA, 403)
-	c.expect("http://ok.localhost:9080/robots.txt", gptbotUA, 200, "User-agent: GPTBot")
-	c.expect("http://ok.localhost:9080/private/x", chromeUA, 200, "app:/private/x")
+	c.expect(siteURL("ok.localhost")+"/private/x", exampleUA, 403, "Disallow: /private/")
+	c.expect(siteURL("ok.localhost")+"/public", exampleUA, 200, "app:/public")
+	c.expect(siteURL("ok.localhost")+"/public", gptbotUA, 403)
+	c.expect(siteURL("ok.localhost")+"/robots.txt", gptbotUA, 200, "User-agent: GPTBot")
+	c.expect(siteURL("ok.localhost")+"/private/x", chromeUA, 200, "app:/private/x")
 	// 404: no rules, everything allowed.
-	c.expect("http://gone.localhost:9080/anything", gptbotUA, 200, "app:/anything")
+	c.expect(siteURL("gone.localhost")+"/anything", gptbotUA, 200, "app:/anything")
 	// 500 with no copy ever obtained: complete disallow for crawlers, with
 	// a Retry-After, never for people.
-	res := c.expect("http://broken.localhost:9080/page", exampleUA, 503, "cannot be read")
+	res := c.expect(siteURL("broken.localhost")+"/page", exampleUA, 503, "cannot be read")
 	if res.header.Get("Retry-After") == "" {
 		t.Error("unavailable robots.txt: no Retry-After")
 	}
-	c.expect("http://broken.localhost:9080/page", chromeUA, 200)
+	c.expect(siteURL("broken.localhost")+"/page", chromeUA, 200)
 	// Redirect chain on the same site: followed.
-	c.expect("http://redirect.localhost:9080/via-redirect/a", exampleUA, 403, "/via-redirect/")
-	c.expect("http://redirect.localhost:9080/other", exampleUA, 200)
+	c.expect(siteURL("redirect.localhost")+"/via-redirect/a", exampleUA, 403, "/via-redirect/")
+	c.expect(siteURL("redirect.localhost")+"/other", exampleUA, 200)
 	// More than five redirects: unavailable, i.e. no rules.
-	c.expect("http://loop.localhost:9080/x", exampleUA, 200)
+	c.expect(siteURL("loop.localhost")+"/x", exampleUA, 200)
 	// Slow answer past the fetch timeout: unreachable.
 	start := time.Now()
-	c.expect("http://slow.localhost:9080/x", exampleUA, 503)
+	c.expect(siteURL("slow.localhost")+"/x", exampleUA, 503)
 	if took := time.Since(start); took > 2*time.Second {
 		t.Errorf("slow robots.txt held the request %s; fetch_timeout is 500ms", took)
 	}
 	// 10 MiB body: the first 500 KiB are read, the rest ignored, quickly.
 	start = time.Now()
-	c.expect("http://huge.localhost:9080/early/a", exampleUA, 403, "/early/")
-	c.expect("http://huge.localhost:9080/late/a", exampleUA, 200)
+	c.expect(siteURL("huge.localhost")+"/early/a", exampleUA, 403, "/early/")
+	c.expect(siteURL("huge.localhost")+"/late/a", exampleUA, 200)
 	if took := time.Since(start); took > 3*time.Second {
 		t.Errorf("huge robots.txt took %s", took)
 	}
@@ -114,7 +114,7 @@ func TestSourceSiteBehindReverseProxy(t *testing.T) {
 // failing, and picks up a new one when it recovers.
 func TestStaleWhileError(t *testing.T) {
 	backend.set("flaky.localhost", 200, "User-agent: *\nDisallow: /a/\n")
-	c := newClient(t, globals+`http://flaky.localhost:9080 {
+	c := newClient(t, globals+siteURL("flaky.localhost")+` {
 	robots {
 		refresh 1s
 		grace 0s
@@ -123,16 +123,16 @@ func TestStaleWhileError(t *testing.T) {
 	reverse_proxy `+backend.addr+`
 }
 `)
-	c.expect("http://flaky.localhost:9080/a/1", exampleUA, 403)
+	c.expect(siteURL("flaky.localhost")+"/a/1", exampleUA, 403)
 	backend.set("flaky.localhost", 503, "down")
 	time.Sleep(2500 * time.Millisecond)
-	c.expect("http://flaky.localhost:9080/a/1", exampleUA, 403, "Disallow: /a/")
-	c.expect("http://flaky.localhost:9080/b/1", exampleUA, 200)
+	c.expect(siteURL("flaky.localhost")+"/a/1", exampleUA, 403, "Disallow: /a/")
+	c.expect(siteURL("flaky.localhost")+"/b/1", exampleUA, 200)
 	backend.set("flaky.localhost", 200, "User-agent: *\nDisallow: /b/\n")
 	eventually(t, 5*time.Second, "the recovered robots.txt", func() bool {
-		return c.get("http://flaky.localhost:9080/b/1", exampleUA).status == 403
+		return c.get(siteURL("flaky.localhost")+"/b/1", exampleUA).status == 403
 	})
-	c.expect("http://flaky.localhost:9080/a/1", exampleUA, 200)
+	c.expect(siteURL("flaky.localhost")+"/a/1", exampleUA, 200)
 }
 
 // TestGraceAndObservedRefresh: a client's 200 for /robots.txt refreshes the
@@ -142,7 +142,7 @@ func TestStaleWhileError(t *testing.T) {
 func TestGraceAndObservedRefresh(t *testing.T) {
 	backend.set("grace.localhost", 200, "User-agent: *\nDisallow: /old/\n")
 	config := func(refresh string) string {
-		return globals + `http://grace.localhost:9080 {
+		return globals + siteURL("grace.localhost") + ` {
 	robots {
 		refresh ` + refresh + `
 		crawl_delay off
@@ -154,29 +154,29 @@ func TestGraceAndObservedRefresh(t *testing.T) {
 	c := newClient(t, config("1h"))
 	const late = "LateBot/2.0 (+https://late.example/bot)"
 	const fresh = "FreshBot/2.0 (+https://fresh.example/bot)"
-	c.expect("http://grace.localhost:9080/new/x", late, 200)
-	c.expect("http://grace.localhost:9080/old/x", late, 403)
+	c.expect(siteURL("grace.localhost")+"/new/x", late, 200)
+	c.expect(siteURL("grace.localhost")+"/old/x", late, 403)
 	backend.set("grace.localhost", 200, "User-agent: *\nDisallow: /new/\n")
 	// A browser reading robots.txt makes the loader look again soon
 	// (refresh is 1h): a client's copy never becomes the rules itself.
-	c.expect("http://grace.localhost:9080/robots.txt", chromeUA, 200, "Disallow: /new/")
+	c.expect(siteURL("grace.localhost")+"/robots.txt", chromeUA, 200, "Disallow: /new/")
 	// FreshBot reads the new file once it is loaded: only the new version
 	// counts for it.
 	eventually(t, 5*time.Second, "the prompted reload", func() bool {
-		c.get("http://grace.localhost:9080/robots.txt", fresh)
-		return c.get("http://grace.localhost:9080/new/x", fresh).status == 403
+		c.get(siteURL("grace.localhost")+"/robots.txt", fresh)
+		return c.get(siteURL("grace.localhost")+"/new/x", fresh).status == 403
 	})
-	c.expect("http://grace.localhost:9080/new/x", fresh, 403, "Disallow: /new/")
-	c.expect("http://grace.localhost:9080/old/x", fresh, 200)
+	c.expect(siteURL("grace.localhost")+"/new/x", fresh, 403, "Disallow: /new/")
+	c.expect(siteURL("grace.localhost")+"/old/x", fresh, 200)
 	// LateBot may still hold the old file: refused only where both
 	// versions refuse.
-	c.expect("http://grace.localhost:9080/new/x", late, 200)
-	c.expect("http://grace.localhost:9080/old/x", late, 200)
-	c.expect("http://grace.localhost:9080/other", late, 200)
+	c.expect(siteURL("grace.localhost")+"/new/x", late, 200)
+	c.expect(siteURL("grace.localhost")+"/old/x", late, 200)
+	c.expect(siteURL("grace.localhost")+"/other", late, 200)
 	// A config reload keeps the version history and who fetched what.
 	c.tc.InitServer(config("59m"), "caddyfile")
-	c.expect("http://grace.localhost:9080/new/x", late, 200)
-	c.expect("http://grace.localhost:9080/new/x", fresh, 403)
+	c.expect(siteURL("grace.localhost")+"/new/x", late, 200)
+	c.expect(siteURL("grace.localhost")+"/new/x", fresh, 403)
 }
 
 // TestSourceFileAndInline: a file source notices edits without a restart.
@@ -186,7 +186,7 @@ func TestSourceFileAndInline(t *testing.T) {
 	if err := os.WriteFile(file, []byte("User-agent: *\nDisallow: /one/\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	c := newClient(t, globals+`http://file.localhost:9080 {
+	c := newClient(t, globals+siteURL("file.localhost")+` {
 	robots {
 		source file `+file+`
 		grace 0s
@@ -194,7 +194,7 @@ func TestSourceFileAndInline(t *testing.T) {
 	}
 	respond "ok"
 }
-http://inline.localhost:9080 {
+`+siteURL("inline.localhost")+` {
 	robots {
 		source inline "User-agent: *\nDisallow: /secret\n"
 		crawl_delay off
@@ -202,37 +202,37 @@ http://inline.localhost:9080 {
 	respond "ok"
 }
 `)
-	c.expect("http://file.localhost:9080/one/x", exampleUA, 403)
-	c.expect("http://file.localhost:9080/two/x", exampleUA, 200, "ok")
+	c.expect(siteURL("file.localhost")+"/one/x", exampleUA, 403)
+	c.expect(siteURL("file.localhost")+"/two/x", exampleUA, 200, "ok")
 	if err := os.WriteFile(file, []byte("User-agent: *\nDisallow: /two/\n# edited\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 6*time.Second, "the edited robots.txt file", func() bool {
-		return c.get("http://file.localhost:9080/two/x", exampleUA).status == 403
+		return c.get(siteURL("file.localhost")+"/two/x", exampleUA).status == 403
 	})
-	c.expect("http://file.localhost:9080/one/x", exampleUA, 200)
-	c.expect("http://inline.localhost:9080/secret", exampleUA, 403, "Disallow: /secret")
-	c.expect("http://inline.localhost:9080/public", exampleUA, 200)
+	c.expect(siteURL("file.localhost")+"/one/x", exampleUA, 200)
+	c.expect(siteURL("inline.localhost")+"/secret", exampleUA, 403, "Disallow: /secret")
+	c.expect(siteURL("inline.localhost")+"/public", exampleUA, 200)
 }
 
 // TestModeLogExemptLibraries: log mode never refuses; exempt networks and
 // ignored libraries are never judged.
 func TestModeLogExemptLibraries(t *testing.T) {
-	c := newClient(t, globals+`http://log.localhost:9080 {
+	c := newClient(t, globals+siteURL("log.localhost")+` {
 	robots {
 		source inline "User-agent: *\nDisallow: /\n"
 		mode log
 	}
 	respond "served"
 }
-http://exempt.localhost:9080 {
+`+siteURL("exempt.localhost")+` {
 	robots {
 		source inline "User-agent: *\nDisallow: /\n"
 		exempt 127.0.0.0/8 ::1
 	}
 	respond "served"
 }
-http://libs.localhost:9080 {
+`+siteURL("libs.localhost")+` {
 	robots {
 		source inline "User-agent: *\nDisallow: /\n"
 		libraries ignore
@@ -241,18 +241,18 @@ http://libs.localhost:9080 {
 }
 `)
 	for i := 0; i < 3; i++ {
-		c.expect("http://log.localhost:9080/x", exampleUA, 200, "served")
+		c.expect(siteURL("log.localhost")+"/x", exampleUA, 200, "served")
 	}
-	c.expect("http://exempt.localhost:9080/x", gptbotUA, 200, "served")
-	c.expect("http://libs.localhost:9080/x", "curl/8.5.0", 200, "served")
-	c.expect("http://libs.localhost:9080/x", "python-requests/2.31.0", 200, "served")
-	c.expect("http://libs.localhost:9080/x", exampleUA, 403)
+	c.expect(siteURL("exempt.localhost")+"/x", gptbotUA, 200, "served")
+	c.expect(siteURL("libs.localhost")+"/x", "curl/8.5.0", 200, "served")
+	c.expect(siteURL("libs.localhost")+"/x", "python-requests/2.31.0", 200, "served")
+	c.expect(siteURL("libs.localhost")+"/x", exampleUA, 403)
 }
 
 // TestErrorRoutesAndPlaceholders: with use_error_routes, handle_errors
 // answers refusals and sees the {http.robots.*} placeholders.
 func TestErrorRoutesAndPlaceholders(t *testing.T) {
-	c := newClient(t, globals+`http://errors.localhost:9080 {
+	c := newClient(t, globals+siteURL("errors.localhost")+` {
 	robots {
 		crawl_burst 1
 		source inline "User-agent: *\nDisallow: /no/\nCrawl-delay: 5\n"
@@ -264,10 +264,10 @@ func TestErrorRoutesAndPlaceholders(t *testing.T) {
 	}
 }
 `)
-	c.expect("http://errors.localhost:9080/no/x", exampleUA, 403,
+	c.expect(siteURL("errors.localhost")+"/no/x", exampleUA, 403,
 		"403 block agent=ExampleCrawler token=* rule=Disallow: /no/ (line 2)")
-	c.expect("http://errors.localhost:9080/yes", exampleUA, 200)
-	res := c.expect("http://errors.localhost:9080/yes", exampleUA, 503, "503 throttle agent=ExampleCrawler")
+	c.expect(siteURL("errors.localhost")+"/yes", exampleUA, 200)
+	res := c.expect(siteURL("errors.localhost")+"/yes", exampleUA, 503, "503 throttle agent=ExampleCrawler")
 	if res.header.Get("Retry-After") == "" {
 		t.Error("throttled through handle_errors: no Retry-After")
 	}
@@ -276,7 +276,7 @@ func TestErrorRoutesAndPlaceholders(t *testing.T) {
 // TestStrikesBan: repeated refused requests ban the crawler; /robots.txt
 // stays open to it.
 func TestStrikesBan(t *testing.T) {
-	c := newClient(t, globals+`http://strikes.localhost:9080 {
+	c := newClient(t, globals+siteURL("strikes.localhost")+` {
 	robots {
 		source inline "User-agent: *\nDisallow: /trap/\n"
 		strikes 3 1m 1h
@@ -286,22 +286,22 @@ func TestStrikesBan(t *testing.T) {
 }
 `)
 	const ua = "StrikeBot/1.0 (+https://strike.example/bot)"
-	c.expect("http://strikes.localhost:9080/fine", ua, 200)
+	c.expect(siteURL("strikes.localhost")+"/fine", ua, 200)
 	for i := 0; i < 3; i++ {
-		c.expect("http://strikes.localhost:9080/trap/"+strconv.Itoa(i), ua, 403, "Disallow: /trap/")
+		c.expect(siteURL("strikes.localhost")+"/trap/"+strconv.Itoa(i), ua, 403, "Disallow: /trap/")
 	}
-	res := c.expect("http://strikes.localhost:9080/fine", ua, 403, "banned until")
+	res := c.expect(siteURL("strikes.localhost")+"/fine", ua, 403, "banned until")
 	if ra, _ := strconv.Atoi(res.header.Get("Retry-After")); ra < 3000 || ra > 3600 {
 		t.Errorf("ban Retry-After = %q, want about an hour", res.header.Get("Retry-After"))
 	}
 	// robots.txt is served to the banned bot: the enforced text, since
 	// the rules come from source inline.
-	c.expect("http://strikes.localhost:9080/robots.txt", ua, 200, "Disallow: /trap/")
-	c.expect("http://strikes.localhost:9080/fine", chromeUA, 200)
+	c.expect(siteURL("strikes.localhost")+"/robots.txt", ua, 200, "Disallow: /trap/")
+	c.expect(siteURL("strikes.localhost")+"/fine", chromeUA, 200)
 	// An unverified bot's strikes are its address's: another token from
 	// the same address is banned too (a new token buys no fresh start).
-	c.expect("http://strikes.localhost:9080/fine", "OtherBot/1.0 (+https://other.example)", 403, "banned until")
-	if n := metricValue(t, "http://localhost:2999/metrics", `caddy_robots_bans_in_force{store="memory"}`); n < 1 {
+	c.expect(siteURL("strikes.localhost")+"/fine", "OtherBot/1.0 (+https://other.example)", 403, "banned until")
+	if n := metricValue(t, adminURL()+"/metrics", `caddy_robots_bans_in_force{store="memory"}`); n < 1 {
 		t.Errorf("caddy_robots_bans_in_force = %v, want at least the one ban", n)
 	}
 }
@@ -314,7 +314,7 @@ func TestTrustedProxiesKeyThrottle(t *testing.T) {
 	servers {
 		trusted_proxies static 127.0.0.1/32
 	}`, 1)
-	c := newClient(t, cfg+`http://proxied.localhost:9080 {
+	c := newClient(t, cfg+siteURL("proxied.localhost")+` {
 	robots {
 		crawl_burst 1
 		source inline "User-agent: *\nCrawl-delay: 5\n"
@@ -323,7 +323,7 @@ func TestTrustedProxiesKeyThrottle(t *testing.T) {
 }
 `)
 	do := func(ip string) int {
-		req := c.get("http://proxied.localhost:9080/p", exampleUA, "X-Forwarded-For: "+ip)
+		req := c.get(siteURL("proxied.localhost")+"/p", exampleUA, "X-Forwarded-For: "+ip)
 		return req.status
 	}
 	if s := do("198.51.100.1"); s != 200 {
@@ -349,7 +349,7 @@ func TestTrustedProxiesKeyThrottle(t *testing.T) {
 // and the crawler's budget survives the reload.
 func TestReloadUnderTrafficKeepsThrottleState(t *testing.T) {
 	cfg := func(body string) string {
-		return globals + `http://reload.localhost:9080 {
+		return globals + siteURL("reload.localhost") + ` {
 	robots {
 		crawl_burst 1
 		source inline "User-agent: *\nCrawl-delay: 30\n"
@@ -360,7 +360,7 @@ func TestReloadUnderTrafficKeepsThrottleState(t *testing.T) {
 	}
 	c := newClient(t, cfg("v1"))
 	const ua = "ReloadBot/1.0 (+https://reload.example/bot)"
-	c.expect("http://reload.localhost:9080/a", ua, 200, "v1")
+	c.expect(siteURL("reload.localhost")+"/a", ua, 200, "v1")
 
 	// A non-200 answer would be ours; a connection error during the swap
 	// of listeners is Caddy's and is only allowed to be rare.
@@ -379,7 +379,7 @@ func TestReloadUnderTrafficKeepsThrottleState(t *testing.T) {
 					return
 				default:
 				}
-				req, _ := http.NewRequest("GET", "http://reload.localhost:9080/b", nil)
+				req, _ := http.NewRequest("GET", siteURL("reload.localhost")+"/b", nil)
 				req.Header.Set("User-Agent", chromeUA)
 				res, err := cl.Do(req)
 				total.Add(1)
@@ -409,8 +409,8 @@ func TestReloadUnderTrafficKeepsThrottleState(t *testing.T) {
 			t.Errorf("too many connection errors during the reload: %d of %d", n, all)
 		}
 	}
-	c.expect("http://reload.localhost:9080/b", chromeUA, 200, "v2")
-	res := c.expect("http://reload.localhost:9080/a", ua, 503)
+	c.expect(siteURL("reload.localhost")+"/b", chromeUA, 200, "v2")
+	res := c.expect(siteURL("reload.localhost")+"/a", ua, 503)
 	if ra, _ := strconv.Atoi(res.header.Get("Retry-After")); ra < 20 {
 		t.Errorf("after reload Retry-After = %q: the crawler's budget was reset", res.header.Get("Retry-After"))
 	}
@@ -420,17 +420,17 @@ func TestReloadUnderTrafficKeepsThrottleState(t *testing.T) {
 // for robots.txt on every request.
 func TestFetchesBodyOnce(t *testing.T) {
 	backend.set("once.localhost", 200, "User-agent: *\nDisallow: /x/\n")
-	c := newClient(t, globals+`http://once.localhost:9080 {
+	c := newClient(t, globals+siteURL("once.localhost")+` {
 	robots {
 		crawl_delay off
 	}
 	reverse_proxy `+backend.addr+`
 }
 `)
-	c.expect("http://once.localhost:9080/x/1", exampleUA, 403)
+	c.expect(siteURL("once.localhost")+"/x/1", exampleUA, 403)
 	before := backend.requests.Load()
 	for i := 0; i < 20; i++ {
-		c.expect(fmt.Sprintf("http://once.localhost:9080/x/%d", i), exampleUA, 403)
+		c.expect(siteURL("once.localhost")+fmt.Sprintf("/x/%d", i), exampleUA, 403)
 	}
 	if got := backend.requests.Load() - before; got != 0 {
 		t.Errorf("%d backend requests for 20 refused requests; want 0 (rules are cached)", got)
@@ -444,10 +444,10 @@ func TestJSONExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := strings.NewReplacer(`"localhost:2019"`, `"localhost:2999"`, `":8080"`, `":9080"`,
+	cfg := strings.NewReplacer(`"localhost:2019"`, `"`+hostPort("localhost", adminPort)+`"`, `":8080"`, `":`+strconv.Itoa(httpPort)+`"`,
 		`"examples/site"`, `"`+repoPath("examples/site")+`"`).Replace(string(raw))
 	tc := newJSONClient(t, cfg)
-	tc.expect("http://localhost:9080/", gptbotUA, 403, "Disallow: /")
-	tc.expect("http://localhost:9080/private/", chromeUA, 200, "Private")
-	tc.expect("http://localhost:9080/robots.txt", gptbotUA, 200, "User-agent: GPTBot")
+	tc.expect(siteURL("localhost")+"/", gptbotUA, 403, "Disallow: /")
+	tc.expect(siteURL("localhost")+"/private/", chromeUA, 200, "Private")
+	tc.expect(siteURL("localhost")+"/robots.txt", gptbotUA, 200, "User-agent: GPTBot")
 }

@@ -51,7 +51,7 @@ func TestSignedAgents(t *testing.T) {
 	})
 	dir := advSite(t, "User-agent: SignedBot\nDisallow: /nosigned/\n\nUser-agent: *\nDisallow: /private/\n")
 	c := newClient(t, globals+`
-http://signed.localhost:9080 {
+`+siteURL("signed.localhost")+` {
 	root * `+dir+`
 	robots {
 		crawl_delay off
@@ -67,7 +67,7 @@ http://signed.localhost:9080 {
 `)
 	send := func(path string, opts webbotauth.SignOptions, host string) response {
 		t.Helper()
-		req, _ := http.NewRequest("GET", "http://signed.localhost:9080"+path, nil)
+		req, _ := http.NewRequest("GET", siteURL("signed.localhost")+path, nil)
 		req.Header.Set("User-Agent", chromeUA)
 		if host != "" {
 			req.Host = host
@@ -77,7 +77,7 @@ http://signed.localhost:9080 {
 				t.Fatal(err)
 			}
 		}
-		req.Host = "signed.localhost:9080"
+		req.Host = at("signed.localhost")
 		res, err := c.tc.Client.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -103,7 +103,7 @@ http://signed.localhost:9080 {
 		{"not yet valid", "/index.html", webbotauth.SignOptions{Key: priv, Agent: good, Created: now.Add(time.Hour), Expires: now.Add(2 * time.Hour)}, "", 403, "does not verify"},
 		{"wrong key", "/index.html", webbotauth.SignOptions{Key: otherPriv, Agent: good}, "", 403, "does not verify"},
 		{"covered component missing", "/index.html", webbotauth.SignOptions{Key: priv, Agent: good, Components: []string{"@method", "@path", "signature-agent"}}, "", 403, "does not verify"},
-		{"tampered authority", "/index.html", valid, "other.localhost:9080", 403, "does not verify"},
+		{"tampered authority", "/index.html", valid, at("other.localhost"), 403, "does not verify"},
 		{"wrong tag: unsigned, judged as a browser", "/nosigned/x", webbotauth.SignOptions{Key: priv, Agent: good, Tag: "something-else"}, "", 404, ""},
 		{"directory redirects: unknown, judged as a browser", "/nosigned/x", webbotauth.SignOptions{Key: priv, Agent: redirecting}, "", 404, ""},
 		{"slow directory: unknown, judged as a browser", "/nosigned/x", webbotauth.SignOptions{Key: priv, Agent: slow}, "", 404, ""},

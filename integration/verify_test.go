@@ -94,7 +94,7 @@ func TestVerificationSpoofing(t *testing.T) {
 		trusted_proxies static 127.0.0.1/32
 	}`, 1)
 	rules := `"User-agent: Googlebot\nDisallow: /nogoogle/\nCrawl-delay: 10\n\nUser-agent: *\nDisallow: /\n"`
-	c := newClient(t, cfg+`http://verify.localhost:9080 {
+	c := newClient(t, cfg+siteURL("verify.localhost")+` {
 	robots {
 		source inline `+rules+`
 		verify {
@@ -104,7 +104,7 @@ func TestVerificationSpoofing(t *testing.T) {
 	}
 	respond "ok"
 }
-http://wild.localhost:9080 {
+`+siteURL("wild.localhost")+` {
 	robots {
 		source inline `+rules+`
 		spoofed wildcard
@@ -116,7 +116,7 @@ http://wild.localhost:9080 {
 }
 `)
 	as := func(host, ip, path string) response {
-		return c.get("http://"+host+".localhost:9080"+path, googleUA, "X-Forwarded-For: "+ip)
+		return c.get(siteURL(host+".localhost")+path, googleUA, "X-Forwarded-For: "+ip)
 	}
 	check := func(res response, status int, contains string) {
 		t.Helper()

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"strconv"
@@ -13,6 +12,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/caddyrobots/caddy-robots/internal/freeport"
 )
 
 func TestMain(m *testing.M) {
@@ -48,14 +49,16 @@ func requireRedisServer(t testing.TB) string {
 	return ""
 }
 
+// freePort returns a port for a redis-server, free and reserved for this
+// test process (see internal/freeport): tests that stop a server and start
+// it again on the same port find the port still theirs.
 func freePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	ports, err := freeport.Take(1)
 	if err != nil {
 		t.Fatalf("finding a free port: %v", err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return ports[0]
 }
 
 // startRedisServer starts a redis-server and registers its stop in cleanup.
