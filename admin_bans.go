@@ -21,10 +21,15 @@ type banEntry struct {
 	// Identity is the key DELETE /robots/bans/<identity> takes
 	// (path-escaped).
 	Identity string `json:"identity"`
-	// Crawler is the name the ban is kept under: "*" for a bot judged by
-	// address (any token from that network).
-	Crawler  string    `json:"crawler"`
+	// Crawler is the name the ban is kept under: the crawler's, or "*"
+	// for the new names of an address seen rotating names.
+	Crawler string `json:"crawler"`
+	// Site is the site block (handler) that issued the ban: its host
+	// patterns, or "*" for a catch-all; Listen its server's addresses.
+	// The ban holds for that site block whatever Host the client sends,
+	// and for no other.
 	Site     string    `json:"site,omitempty"`
+	Listen   string    `json:"listen,omitempty"`
 	Network  string    `json:"network,omitempty"`
 	Verified bool      `json:"verified,omitempty"`
 	Until    time.Time `json:"until"`
@@ -71,6 +76,7 @@ func (a *adminAPI) serveBans(w http.ResponseWriter, r *http.Request) error {
 // with buildStatus.
 func listBans(ctx context.Context, hs []*Handler, now time.Time, scans banScans) bansReport {
 	rep := bansReport{Bans: []banEntry{}}
+	scopes := scopesOf(hs)
 	for _, h := range distinctStores(hs) {
 		l, ok := h.store.(state.BanLister)
 		if !ok {
@@ -97,6 +103,9 @@ func listBans(ctx context.Context, hs []*Handler, now time.Time, scans banScans)
 				Until:    b.Until.UTC(),
 				Reason:   reason,
 				Store:    typ,
+			}
+			if sc := scopes[strings.TrimPrefix(b.Identity.Site, "log|")]; sc != nil {
+				e.Site, e.Listen = sc.site, sc.listen
 			}
 			if b.Identity.Prefix.IsValid() {
 				e.Network = b.Identity.Prefix.String()
@@ -149,4 +158,19 @@ func unban(ctx context.Context, hs []*Handler, key string, now time.Time) (bool,
 		}
 	}
 	return found, errors.Join(errs...)
+}
+
+// scopesOf maps the scope keys of hs to their scopes, for naming the site
+// block a ban belongs to.
+func scopesOf(hs []*Handler) map[string]*handlerScope {
+	out := map[string]*handlerScope{}
+	for _, h := range hs {
+		if h.scope == nil {
+			continue
+		}
+		if sc := h.scope.Load(); sc != nil {
+			out[sc.key] = sc
+		}
+	}
+	return out
 }

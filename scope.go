@@ -11,12 +11,15 @@ import (
 )
 
 // A ban belongs to the site block that issued it: the handler the operator
-// wrote, on its server. It holds whatever Host the client sends next (a
-// catch-all site's bot cannot escape its ban by changing the Host header),
-// and it never reaches another handler (another site block, or the same
-// host on another server). The scope is named by the server's listen
-// addresses and the host patterns of the routes that lead to the handler,
-// so it survives config reloads that keep the site block.
+// wrote. It holds whatever Host the client sends next (a catch-all site's
+// bot cannot escape its ban by changing the Host header), and it never
+// reaches another site block. A site block with host names is named by
+// them (the host patterns of the routes that lead to the handler), so that
+// instances sharing a Redis share its bans whatever port each listens on,
+// and the same site served on two servers (http and https) is one scope; a
+// catch-all site block, which has no names, is named by its server's
+// listen addresses. Either way the scope survives config reloads that keep
+// the site block.
 
 // handlerScope names a handler's site block.
 type handlerScope struct {
@@ -24,8 +27,10 @@ type handlerScope struct {
 	// site block with many host names keeps a short key; logKey is the
 	// same for mode log, whose state is kept apart.
 	key, logKey string
-	// desc names the site block for people: "a.example, b.example on :443".
-	desc string
+	// desc names the site block for people: "a.example, b.example on :443";
+	// site is its host patterns ("*" for a catch-all) and listen its
+	// server's addresses.
+	desc, site, listen string
 }
 
 // scopeOf describes a placement.
@@ -39,9 +44,14 @@ func scopeOf(p placement) *handlerScope {
 		site = strings.Join(hosts, ", ")
 	}
 	desc := site + " on " + strings.Join(listen, " ")
-	sum := sha256.Sum256([]byte(strings.Join(listen, ",") + "\x00" + strings.Join(hosts, ",")))
+	listenText := strings.Join(listen, " ")
+	name := "hosts:" + strings.Join(hosts, ",")
+	if len(hosts) == 0 {
+		name = "listen:" + strings.Join(listen, ",")
+	}
+	sum := sha256.Sum256([]byte(name))
 	key := "h:" + hex.EncodeToString(sum[:6])
-	return &handlerScope{key: key, logKey: "log|" + key, desc: desc}
+	return &handlerScope{key: key, logKey: "log|" + key, desc: desc, site: site, listen: listenText}
 }
 
 // noScope is the scope outside a Caddy server (unit tests, a handler not

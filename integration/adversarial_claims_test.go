@@ -71,17 +71,28 @@ func TestAdversarialRotatingTokens(t *testing.T) {
 }
 `)
 	ua := func(i int) string { return fmt.Sprintf("RandBot%d/1.0 (+https://example.net/bot)", i) }
-	c.expect(siteURL("rotate.localhost")+"/public/", ua(0), 200)
-	res := c.get(siteURL("rotate.localhost")+"/public/", ua(1))
-	if res.status != 503 {
+	// An address's first four names are residents: each its own
+	// Crawl-delay budget (two crawlers behind one NAT never share one).
+	for i := range 4 {
+		c.expect(siteURL("rotate.localhost")+"/public/", ua(i), 200)
+	}
+	// A fifth name marks the address rotating: every new name from it is
+	// judged as one, with one budget and one strike count.
+	c.expect(siteURL("rotate.localhost")+"/public/", ua(4), 200)
+	if res := c.get(siteURL("rotate.localhost")+"/public/", ua(5)); res.status != 503 {
 		t.Errorf("a new token bought a new Crawl-delay budget: %d", res.status)
 	}
-	for i := 2; i < 5; i++ {
+	for i := 6; i < 9; i++ {
 		c.expect(siteURL("rotate.localhost")+"/private/secret.html", ua(i), 403)
 	}
-	res = c.get(siteURL("rotate.localhost")+"/public/", ua(99))
+	res := c.get(siteURL("rotate.localhost")+"/public/", ua(99))
 	if res.status != 403 || !strings.Contains(res.body, "banned") {
 		t.Errorf("the banned address escaped with a new token: %d %q", res.status, res.body)
+	}
+	// A resident keeps its own state: refused by its rule, not banned.
+	res = c.get(siteURL("rotate.localhost")+"/private/secret.html", ua(2))
+	if res.status != 403 || strings.Contains(res.body, "banned") {
+		t.Errorf("a resident paid for the rotation's ban: %d %q", res.status, res.body)
 	}
 	// robots.txt is still served to the banned address.
 	c.expect(siteURL("rotate.localhost")+"/robots.txt", ua(100), 200, "Disallow: /private/")
