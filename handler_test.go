@@ -206,7 +206,9 @@ func TestHotPathAllocations(t *testing.T) {
 func TestGraceVersions(t *testing.T) {
 	h, done := newTestHandler(t, &Handler{Source: "inline", Inline: "User-agent: *\nDisallow: /a/\n", CrawlDelay: "off"})
 	defer done()
-	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	// The first version was current for an hour (a shorter-lived one
+	// earns grace only for crawlers seen fetching it).
+	now := time.Now().Add(time.Hour)
 	h.now = func() time.Time { return now }
 	if err := h.rules.publish(h.rules.fixed, []byte("User-agent: *\nDisallow: /b/\n")); err != nil {
 		t.Fatal(err)

@@ -7,8 +7,8 @@ package caddyrobots
 // The lines are rate-limited so that a flood of refused requests cannot
 // flood the log:
 //
-//   - per identity (site, crawler, decision and, for a crawler that is not
-//     verified, its address): a refusal at most every 10 seconds; a throttle
+//   - per mode and identity (site, crawler as its state is kept, decision
+//     and, for a crawler that is not verified, its address): a refusal at most every 10 seconds; a throttle
 //     when it starts and then at most once a minute while it lasts; a ban
 //     when it starts and not again until it has ended. The next line of the
 //     identity says how many were held back ("suppressed");
@@ -157,12 +157,18 @@ func (h *Handler) logRefusal(r *http.Request, o *outcome) {
 	case policy.Ban:
 		quiet, msg = max(o.retryAfter, refusalLogEvery), "robots: crawler banned"
 	}
+	// One key per mode (a switch from log to enforce logs its first
+	// refusals and bans at once, whatever log mode logged), site, action
+	// and identity as its state is kept: a rotating address's new names
+	// are one identity here too.
 	var key strings.Builder
+	key.WriteString(h.Mode)
+	key.WriteByte(0)
 	key.WriteString(host)
 	key.WriteByte(0)
 	key.WriteString(o.action.String())
 	key.WriteByte(0)
-	key.WriteString(a.Name)
+	key.WriteString(o.who.StateName())
 	if o.verdict != agents.Verified {
 		key.WriteByte(0)
 		key.WriteString(ip.String())

@@ -39,7 +39,7 @@ func FetchIdentity(host string, who *Who, ip netip.Addr) state.Identity {
 // ThrottleIdentity is whose Crawl-delay budget a request spends; scope
 // names the site (the handler's scope and the host: one budget per site).
 func ThrottleIdentity(scope string, who *Who, ip netip.Addr) state.Identity {
-	id := state.NewIdentity(who.stateName(), who.Verified, ip)
+	id := state.NewIdentity(who.StateName(), who.Verified, ip)
 	id.Site = scope
 	return id
 }
@@ -48,7 +48,7 @@ func ThrottleIdentity(scope string, who *Who, ip netip.Addr) state.Identity {
 // that issues them (its site block), whatever Host the client sends.
 func StrikeIdentity(scope string, who *Who, ip netip.Addr) state.Identity {
 	if !who.Verified {
-		id := state.NewIdentity(who.stateName(), false, ip)
+		id := state.NewIdentity(who.StateName(), false, ip)
 		id.Site = scope
 		return id
 	}
@@ -64,8 +64,9 @@ func StrikeIdentity(scope string, who *Who, ip netip.Addr) state.Identity {
 	return id
 }
 
-// stateName is the name the request's state is kept under.
-func (w *Who) stateName() string {
+// StateName is the name the request's state is kept under: Name, or
+// RotationName for a non-resident name of a rotating address.
+func (w *Who) StateName() string {
 	if w.Rotating && !w.Verified {
 		return RotationName
 	}

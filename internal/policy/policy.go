@@ -112,15 +112,12 @@ type Version struct {
 	// From is when it became current; Until when a newer one replaced it
 	// (zero while current).
 	From, Until time.Time
-	// Brief marks a version that was current for less than BriefFor: only
-	// the crawlers seen fetching /robots.txt while it was current may hold
-	// it, so it earns grace for them alone (see Site.FetchedAt).
-	Brief bool
 }
 
 // BriefFor is how long a version must have been current to earn grace for
-// every crawler; a shorter-lived one earns it only for crawlers seen
-// fetching it.
+// every crawler. A version current for less (a broken file live for
+// seconds, a deploy's 404) earns it only for the crawlers seen fetching
+// /robots.txt while it was current: nobody else can hold it.
 const BriefFor = 10 * time.Minute
 
 // Site is what is known of the site's robots.txt when the request is judged.
@@ -132,13 +129,10 @@ type Site struct {
 	// fails (5xx, timeout, unreachable).
 	Unavailable bool
 	// FetchedAt is when this crawler was last seen fetching /robots.txt
-	// (zero: never). A version replaced before that no longer earns grace.
-	// It matters only with more than one version.
+	// (zero: never). A version replaced before that no longer earns grace;
+	// a brief version (see BriefFor) earns it only when FetchedAt falls
+	// while it was current. It matters only with more than one version.
 	FetchedAt time.Time
-	// FetchedDuring reports whether this crawler was seen fetching
-	// /robots.txt while version i was current; nil when not known. Only
-	// brief versions ask (see Version.Brief).
-	FetchedDuring func(i int) bool
 	// StrikeWindow is how far back a version served still excuses a strike
 	// (a crawler running several processes updates them one by one);
 	// StrikeWindow is used when zero.
@@ -333,7 +327,7 @@ func Assess(f *Facts, o *Options) Assessment {
 	var g0 *enforce.Group
 	for i, v := range site.Versions {
 		if i > 0 {
-			hold, older := mayHold(site, i, v, grace, f.Now)
+			hold, older := mayHold(site, v, grace, f.Now)
 			if !older {
 				break
 			}
@@ -429,19 +423,18 @@ func (a Assessment) Throttled(res state.ThrottleResult) Assessment {
 // Refused reports whether the request is refused (in enforce mode).
 func (a *Assessment) Refused() bool { return a.Action != Allow }
 
-// mayHold reports whether the crawler may still hold version i (i > 0),
-// replaced at v.Until: within its grace window, unless it was seen fetching
-// /robots.txt after the version was replaced; a brief version only for a
-// crawler seen fetching it while it was current. older reports whether an
-// older version may still be held at all: versions are newest first, so
-// once one is past the grace window or was replaced before the crawler's
-// last fetch, so are all older ones.
-func mayHold(site *Site, i int, v *Version, grace time.Duration, now time.Time) (hold, older bool) {
+// mayHold reports whether the crawler may still hold a replaced version v:
+// within its grace window, unless it was seen fetching /robots.txt after v
+// was replaced; a brief version only when it was seen fetching it while v
+// was current. older reports whether an older version may still be held at
+// all: versions are newest first, so once one is past the grace window or
+// was replaced before the crawler's last fetch, so are all older ones.
+func mayHold(site *Site, v *Version, grace time.Duration, now time.Time) (hold, older bool) {
 	if now.Sub(v.Until) > grace || !v.Until.After(site.FetchedAt) {
 		return false, false
 	}
-	if v.Brief {
-		return site.FetchedDuring != nil && site.FetchedDuring(i), true
+	if v.Until.Sub(v.From) < BriefFor {
+		return !site.FetchedAt.Before(v.From), true
 	}
 	return true, true
 }
