@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -63,6 +64,12 @@ func (h *Handler) provisionSignatures(v *VerifyConfig) error {
 			if a.Token != "" {
 				cfg.Agents[origin] = a.Token
 			}
+			// The operator's URL is the agent's one key directory: a
+			// request cannot make this server fetch another.
+			if cfg.Directories == nil {
+				cfg.Directories = map[string]string{}
+			}
+			cfg.Directories[origin] = strings.TrimSpace(a.URL)
 		}
 	}
 	key, err := json.Marshal(cfg)

@@ -22,6 +22,7 @@ import (
 type agentServer struct {
 	srv  *httptest.Server
 	hits atomic.Int64 // requests to WellKnownPath
+	all  atomic.Int64 // requests to any path
 
 	mu           sync.Mutex
 	body         []byte
@@ -39,6 +40,7 @@ func newAgentServer(t *testing.T, useTLS bool, keys ...ed25519.PublicKey) *agent
 	}
 	a := &agentServer{body: body, status: http.StatusOK}
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		a.all.Add(1)
 		if r.URL.Path != WellKnownPath {
 			http.NotFound(w, r)
 			return
@@ -368,7 +370,9 @@ func TestSlowDirectory(t *testing.T) {
 	if el := time.Since(start); el > 1500*time.Millisecond {
 		t.Errorf("Verify took %v with a 200ms fetch limit", el)
 	}
-	if res.Outcome != Unknown || !(strings.Contains(res.Reason, "deadline") || strings.Contains(res.Reason, "Timeout")) {
+	// Whichever fires first, the request's deadline or the transport's
+	// header timeout, names itself.
+	if reason := strings.ToLower(res.Reason); res.Outcome != Unknown || !(strings.Contains(reason, "deadline") || strings.Contains(reason, "timeout")) {
 		t.Fatalf("got %+v", res)
 	}
 }
@@ -623,15 +627,50 @@ func TestDirectoryLimits(t *testing.T) {
 			t.Fatalf("absent key: %+v", res)
 		}
 	})
-	t.Run("bounded directories, JWK Set URLs", func(t *testing.T) {
+	// A configured agent's keys come from its one directory: a request
+	// naming another URL of its origin (an admin endpoint, a new query each
+	// time) is refused and makes this server fetch nothing.
+	t.Run("the request does not choose the URL fetched", func(t *testing.T) {
 		a := newAgentServer(t, true, pub)
-		v := newTestVerifier(t, a, Config{MaxDirectories: 2, MaxWait: 5 * time.Second})
+		v := newTestVerifier(t, a, Config{MaxWait: 5 * time.Second})
 		for i := range 5 {
-			agent := fmt.Sprintf("%s/keys/%d.json?v=1", a.srv.URL, i)
+			agent := fmt.Sprintf("%s/internal/admin/purge?confirm=yes&id=%d", a.srv.URL, i)
 			res := v.Verify(t.Context(), signed(t, SignOptions{Key: priv, Agent: agent, Created: now}), now)
-			// The test server answers 404 off the well-known path.
-			if res.Outcome != Unknown || res.Agent != fmt.Sprintf("%s/keys/%d.json", a.srv.URL, i) || !strings.Contains(res.Reason, "status 404") {
+			if res.Outcome != Invalid || !strings.Contains(res.Reason, "key directory of "+a.srv.URL+" is "+a.srv.URL+WellKnownPath) {
 				t.Fatalf("%s: %+v", agent, res)
+			}
+		}
+		if n := a.all.Load(); n != 0 {
+			t.Fatalf("%d fetches of URLs the requests chose", n)
+		}
+		res := v.Verify(t.Context(), signed(t, SignOptions{Key: priv, Agent: a.srv.URL, Created: now}), now)
+		if res.Outcome != Verified || res.Agent != a.srv.URL || res.Token != "TestBot" {
+			t.Fatalf("the configured directory: %+v", res)
+		}
+		// An unknown agent's keys are read from its well-known path only.
+		res = v.Verify(t.Context(), signed(t, SignOptions{Key: priv, Agent: "https://unknown.example/keys.json?x=1", Created: now}), now)
+		if res.Outcome != Unknown || !strings.Contains(res.Reason, "only read from https://unknown.example"+WellKnownPath) {
+			t.Fatalf("unknown agent, other URL: %+v", res)
+		}
+	})
+	t.Run("bounded directories", func(t *testing.T) {
+		var cfg Config
+		var servers []*agentServer
+		for range 3 {
+			a := newAgentServer(t, false, pub)
+			servers = append(servers, a)
+			cfg.AllowOrigins = append(cfg.AllowOrigins, a.srv.URL)
+		}
+		cfg.MaxDirectories, cfg.MaxWait = 2, 5*time.Second
+		v, err := NewVerifier(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer v.Close()
+		for _, a := range servers {
+			res := v.Verify(t.Context(), signed(t, SignOptions{Key: priv, Agent: a.srv.URL, Created: now}), now)
+			if res.Outcome != Verified {
+				t.Fatalf("%s: %+v", a.srv.URL, res)
 			}
 			if n := v.Directory().Len(); n > 2 {
 				t.Fatalf("%d directories cached, cap 2", n)

@@ -137,6 +137,13 @@ type Config struct {
 	// Agents adds or overrides catalogue entries: agent origin → robots.txt
 	// product token reported in Result.Token.
 	Agents map[string]string
+	// Directories fixes where an agent's keys are fetched: agent origin →
+	// the key directory URL the operator wrote (an origin means its
+	// WellKnownPath). A request whose Signature-Agent names any other URL
+	// of that origin is Invalid, and nothing is fetched for it. Agents of
+	// the built-in catalogue are fixed to their WellKnownPath, and so is
+	// every origin in Agents or AllowOrigins that has no entry here.
+	Directories map[string]string
 	// FetchTimeout bounds one directory fetch, connection to last byte.
 	// Default 5 s.
 	FetchTimeout time.Duration
@@ -216,6 +223,8 @@ type Verifier struct {
 	dir     *Directory
 	allowed map[string]struct{}
 	agents  map[string]KnownAgent
+	// dirs is the one directory URL of each known or configured agent.
+	dirs map[string]string
 }
 
 // NewVerifier returns a Verifier configured by cfg. It fails when an entry
@@ -226,6 +235,7 @@ func NewVerifier(cfg Config) (*Verifier, error) {
 		cfg:     cfg,
 		allowed: make(map[string]struct{}, len(cfg.AllowOrigins)),
 		agents:  make(map[string]KnownAgent, len(knownAgents)+len(cfg.Agents)),
+		dirs:    map[string]string{},
 	}
 	for _, o := range cfg.AllowOrigins {
 		n, err := NormaliseOrigin(o)
@@ -248,6 +258,23 @@ func NewVerifier(cfg Config) (*Verifier, error) {
 		a := v.agents[n]
 		a.Origin, a.Token = n, token
 		v.agents[n] = a
+	}
+	for o := range v.allowed {
+		v.dirs[o] = o + WellKnownPath
+	}
+	for o := range v.agents {
+		v.dirs[o] = o + WellKnownPath
+	}
+	for o, u := range cfg.Directories {
+		n, err := NormaliseOrigin(o)
+		if err != nil {
+			return nil, fmt.Errorf("webbotauth: Directories: %w", err)
+		}
+		ref, err := resolveAgent(u, nil, func(string) bool { return true })
+		if err != nil || ref.origin != n {
+			return nil, fmt.Errorf("webbotauth: Directories: %q is not a URL of %s", u, n)
+		}
+		v.dirs[n] = ref.fetchURL
 	}
 	v.dir = newDirectory(cfg)
 	return v, nil
@@ -381,6 +408,19 @@ func (v *Verifier) verifyOne(ctx context.Context, r *http.Request, now time.Time
 		}
 		return invalid("%v", err)
 	}
+	// The requester does not choose what this server fetches: a known or
+	// configured agent's keys come from its one directory, and an unknown
+	// agent's only from its origin's well-known path. The identity is the
+	// agent (its origin), whatever URL the request named.
+	if fixed, ok := v.dirs[ref.origin]; ok {
+		if ref.fetchURL != fixed {
+			return invalid("Signature-Agent names %s, but the key directory of %s is %s", ref.fetchURL, ref.origin, fixed)
+		}
+	} else if ref.fetchURL != ref.origin+WellKnownPath {
+		res.Outcome, res.Reason = Unknown, "an unknown agent's keys are only read from "+ref.origin+WellKnownPath+", not "+ref.fetchURL
+		return res
+	}
+	ref.id = ref.origin
 	res.Agent = ref.id
 
 	sigs, err := httpsfv.UnmarshalDictionary(r.Header.Values("Signature"))
