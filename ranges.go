@@ -420,7 +420,7 @@ func (l *rangesLoop) round(ctx context.Context) {
 			case agents.RangesNotModified:
 				keep = true
 			case agents.RangesRejected:
-				l.logger.Warn("rejected downloaded IP list; keeping the last good one", zap.String("method", m), zap.Error(rep.Err))
+				l.logger.Warn("rejected downloaded IP list; keeping the last good one", zap.String("method", m), zap.String("url", rep.URL), zap.Error(rep.Err))
 			default:
 				l.logger.Warn("downloading IP list failed; keeping the last good one", zap.String("method", m), zap.Error(rep.Err))
 			}

@@ -113,6 +113,9 @@ func LoadRangesFile(path string) ([]netip.Prefix, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	if err := CheckCoverage(p); err != nil {
+		return nil, fmt.Errorf("agents: IP ranges %s: %w", path, err)
+	}
 	return p, nil
 }
 
@@ -561,4 +564,64 @@ func (s *PrefixSet) hasFamily(ip netip.Addr) bool {
 		return len(s.v4lo) > 0
 	}
 	return len(s.v6lo) > 0
+}
+
+// Bounds of what a crawler's IP list may cover. The largest lists crawler
+// operators publish today cover about 531,000 IPv4 addresses (Meta's,
+// roughly a /13) and 2^35 IPv6 /64 networks (Yandex's, a /29); the bounds
+// leave about thirty times that, while refusing lists that would verify
+// anyone (0.0.0.0/0, or all of IPv4 as 256 /8s).
+const (
+	// MaxListIPv4 is the most IPv4 addresses a list may cover in all: a /8.
+	MaxListIPv4 = 1 << 24
+	// MaxListIPv6 is the most IPv6 /64 networks a list may cover in all:
+	// a /24.
+	MaxListIPv6 = 1 << 40
+	// minPrefixBits4 and minPrefixBits6 bound one prefix: no crawler
+	// operator publishes anything broader.
+	minPrefixBits4 = 8
+	minPrefixBits6 = 16
+)
+
+// CheckCoverage refuses a list that no crawler operator would publish: a
+// prefix broader than /8 (IPv6 /16), or prefixes that together cover more
+// than MaxListIPv4 addresses or MaxListIPv6 /64 networks (overlaps counted
+// once). One such list would make every claim of its crawler Verified.
+func CheckCoverage(ps []netip.Prefix) error {
+	sorted := make([]netip.Prefix, 0, len(ps))
+	for _, p := range ps {
+		p = p.Masked()
+		if (p.Addr().Is4() && p.Bits() < minPrefixBits4) || (p.Addr().Is6() && p.Bits() < minPrefixBits6) {
+			return fmt.Errorf("prefix %s is too broad for a crawler list", p)
+		}
+		sorted = append(sorted, p)
+	}
+	// Prefixes are nested or disjoint: sorted by address, shortest first,
+	// each one is either inside the last one kept or after it.
+	slices.SortFunc(sorted, func(a, b netip.Prefix) int {
+		if c := a.Addr().Compare(b.Addr()); c != 0 {
+			return c
+		}
+		return a.Bits() - b.Bits()
+	})
+	var v4, v6 uint64
+	var last netip.Prefix
+	for _, p := range sorted {
+		if last.IsValid() && last.Addr().BitLen() == p.Addr().BitLen() && last.Contains(p.Addr()) && last.Bits() <= p.Bits() {
+			continue
+		}
+		last = p
+		if p.Addr().Is4() {
+			v4 += 1 << (32 - p.Bits())
+		} else {
+			v6 += 1 << max(64-p.Bits(), 0)
+		}
+	}
+	if v4 > MaxListIPv4 {
+		return fmt.Errorf("the list covers %d IPv4 addresses, more than any crawler operator publishes (at most %d, a /8)", v4, MaxListIPv4)
+	}
+	if v6 > MaxListIPv6 {
+		return fmt.Errorf("the list covers %d IPv6 /64 networks, more than any crawler operator publishes (at most %d, a /24)", v6, uint64(MaxListIPv6))
+	}
+	return nil
 }

@@ -364,7 +364,7 @@ func (f *RangesFetcher) fetchOne(ctx context.Context, s *rangesSource) RangesFet
 	if err != nil {
 		return fail(RangesRejected, err)
 	}
-	if err := checkBroadPrefixes(list.Prefixes); err != nil {
+	if err := CheckCoverage(list.Prefixes); err != nil {
 		return fail(RangesRejected, err)
 	}
 	f.mu.Lock()
@@ -396,18 +396,6 @@ func checkJafarContentType(ct string) error {
 	}
 	if err := CheckFormatVersion(params["version"]); err != nil {
 		return fmt.Errorf("content type %q: %w", ct, err)
-	}
-	return nil
-}
-
-// checkBroadPrefixes refuses a list holding a prefix no crawler operator
-// would publish (0.0.0.0/0 and the like): one such line would make every
-// claim Verified.
-func checkBroadPrefixes(ps []netip.Prefix) error {
-	for _, p := range ps {
-		if (p.Addr().Is4() && p.Bits() < 8) || (p.Addr().Is6() && p.Bits() < 16) {
-			return fmt.Errorf("prefix %s is too broad for a crawler list", p)
-		}
 	}
 	return nil
 }
@@ -505,7 +493,7 @@ func (f *RangesFetcher) Restore(method string, snaps []RangesSnapshot) (int, err
 		}
 		list, err := ParseRangeList(snap.Body)
 		if err == nil {
-			err = checkBroadPrefixes(list.Prefixes)
+			err = CheckCoverage(list.Prefixes)
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("agents: stored IP list %s: %w", snap.URL, err))

@@ -12,6 +12,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"path"
@@ -21,7 +22,9 @@ import (
 	"testing"
 	"time"
 
+	caddyrobots "github.com/caddyrobots/caddy-robots"
 	"github.com/caddyrobots/caddy-robots/agents/webbotauth"
+	"github.com/caddyserver/caddy/v2/caddytest"
 )
 
 // referenceBackend is an app that reads the request target as a URL
@@ -271,5 +274,59 @@ func TestAdversarialSignatureAgentURL(t *testing.T) {
 	// The configured agent is judged by its token's group: Disallow: /.
 	if res := send(agent); res.status != 403 || !strings.Contains(res.body, "Disallow: /") {
 		t.Errorf("the configured agent: %d %q, want 403 by MyAgent's group", res.status, res.body)
+	}
+}
+
+// TestAdversarialIPListCoverage: an IP list of 256 /8 prefixes (all of
+// IPv4) was accepted and then verified a GPTBot claim from 8.8.8.8. A list
+// may cover at most a /8 in all (no crawler operator publishes a twentieth
+// of that): a file that covers more fails the config load, a download is
+// rejected and the last good list kept.
+func TestAdversarialIPListCoverage(t *testing.T) {
+	t.Setenv(caddyrobots.RangesOperatorsEnv, "off")
+	var all strings.Builder
+	for i := 1; i < 256; i++ {
+		fmt.Fprintf(&all, "%d.0.0.0/8\n", i)
+	}
+	file := filepath.Join(t.TempDir(), "everyone.txt")
+	if err := os.WriteFile(file, []byte(all.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	caddytest.AssertLoadError(t, globals+siteURL("coverage.localhost")+` {
+	robots {
+		verify {
+			ranges openai-gptbot `+file+`
+		}
+	}
+	respond "ok"
+}
+`, "caddyfile", "more than any crawler operator publishes")
+
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		_, _ = io.WriteString(w, all.String())
+	}))
+	defer srv.Close()
+	cfg := globalsWith("\tservers {\n\t\ttrusted_proxies static 127.0.0.1/32\n\t}\n")
+	c := newClient(t, cfg+siteURL("coverage.localhost")+` {
+	robots {
+		source inline "User-agent: GPTBot\nAllow: /\n\nUser-agent: *\nDisallow: /\n"
+		strikes off
+		verify {
+			ranges openai-gptbot `+srv.URL+`/all.txt
+			ranges_refresh 1s
+		}
+	}
+	respond "ok"
+}
+`)
+	eventually(t, 10*time.Second, "the list to be downloaded twice", func() bool { return hits.Load() >= 2 })
+	// 8.8.8.8 is not OpenAI's: the claim stays unverified, judged by "*"
+	// as well as its own group, so the "*" group's Disallow: / answers
+	// 503 (never 200 as a verified GPTBot).
+	res := c.get(siteURL("coverage.localhost")+"/page", gptbotUA, "X-Forwarded-For: 8.8.8.8")
+	if res.status == 200 {
+		t.Errorf("a GPTBot claim from 8.8.8.8 was verified by a list of all IPv4: %d %q", res.status, res.body)
 	}
 }
