@@ -145,6 +145,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	if builtCaddy.path != "" {
+		_ = os.RemoveAll(filepath.Dir(builtCaddy.path))
+	}
 	backend.close()
 	stopRedis()
 	_ = os.RemoveAll(dir)
@@ -402,4 +405,35 @@ func repoPath(p string) string {
 		return p
 	}
 	return abs
+}
+
+// caddyBinary builds cmd/caddy once per test process and returns its path:
+// for tests that run Caddy or its robots subcommands as a separate process.
+func caddyBinary(t *testing.T) string {
+	t.Helper()
+	builtCaddy.once.Do(func() {
+		dir, err := os.MkdirTemp("", "caddy-robots-bin-")
+		if err != nil {
+			builtCaddy.err = err
+			return
+		}
+		bin := filepath.Join(dir, "caddy")
+		build := exec.Command("go", "build", "-o", bin, "./cmd/caddy")
+		build.Dir = repoPath(".")
+		if out, err := build.CombinedOutput(); err != nil {
+			builtCaddy.err = fmt.Errorf("building cmd/caddy: %w\n%s", err, out)
+			return
+		}
+		builtCaddy.path = bin
+	})
+	if builtCaddy.err != nil {
+		t.Fatal(builtCaddy.err)
+	}
+	return builtCaddy.path
+}
+
+var builtCaddy struct {
+	once sync.Once
+	path string
+	err  error
 }

@@ -131,12 +131,7 @@ func stopRedis() {
 func secondCaddy(t *testing.T, caddyfile string) {
 	t.Helper()
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "caddy")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/caddy")
-	build.Dir = repoPath(".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building cmd/caddy: %v\n%s", err, out)
-	}
+	bin := caddyBinary(t)
 	cfg := filepath.Join(dir, "Caddyfile")
 	if err := os.WriteFile(cfg, []byte(caddyfile), 0o644); err != nil {
 		t.Fatal(err)
