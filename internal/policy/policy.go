@@ -51,7 +51,7 @@ const (
 	Unavailable        // no robots.txt was ever obtained and the source fails: 503
 	Banned             // the crawler is banned: 403
 	Rate               // Crawl-delay / Request-rate: 503
-	BadTarget          // neither origin- nor absolute-form: 400
+	BadTarget          // neither origin- nor absolute-form, or more forms than MaxForms: 400
 	TooLong            // longer than MaxTargetLength: 414
 	Unverified         // a claim that could not be verified, refused only by "*": 503
 	Preference         // an AI usage preference excludes the crawler's purpose: 403
@@ -298,7 +298,7 @@ func Assess(f *Facts, o *Options) Assessment {
 	switch {
 	case t.IsRobotsTxt():
 		return a // always served, to everyone, even to banned bots
-	case t.Bad:
+	case t.Bad || t.overflow:
 		a.Action, a.Reason = Block, BadTarget
 		return a
 	case len(t.Raw) > MaxTargetLength:

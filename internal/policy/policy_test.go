@@ -363,6 +363,10 @@ func TestGroupChoice(t *testing.T) {
 
 const private = "User-agent: *\nDisallow: /private/\n"
 
+// hostile is a target with 14 distinct forms: with rewrite headers, more
+// than MaxForms.
+const hostile = "//%25%2f%2f%25//x\\\\y%3B?"
+
 func TestEveryFormJudged(t *testing.T) {
 	long := "/public/" + strings.Repeat("a", policy.MaxTargetLength-len("/public/"))
 	run(t, []row{
@@ -396,6 +400,8 @@ func TestEveryFormJudged(t *testing.T) {
 		{name: "X-Forwarded-Prefix is prepended to the path", robots: private, ua: exampleBot, target: "/x", rewrites: []string{"", "", "/private"}, want: refused(1, 2, wild).at(1).struck()},
 		{name: "a rewrite header's own forms are judged", robots: private, ua: exampleBot, target: "/public/", rewrites: []string{"/public/../private/x", "", ""}, want: refused(1, 2, wild).at(2).struck()},
 		{name: "an absolute URL in X-Original-URL is judged on its path", robots: private, ua: exampleBot, target: "/public/", rewrites: []string{"http://example.com/private/x", "", ""}, want: refused(1, 2, wild).at(1).struck()},
+		{name: "a request with more forms than are judged is refused as a bad target", robots: private, ua: exampleBot, target: hostile, rewrites: []string{"//a", "/private/x", ""}, want: blocked(policy.BadTarget)},
+		{name: "... but /robots.txt is still served", robots: private, ua: exampleBot, target: "/robots.txt", rewrites: []string{hostile, hostile + "a", hostile + "b"}, want: allowed(0, none)},
 		{name: "allowed rewrite headers leave the request allowed", robots: private, ua: exampleBot, target: "/public/", rewrites: []string{"/public/a", "/public/b", "/static"}, want: allowed(1, wild)},
 	})
 }
@@ -662,6 +668,18 @@ func TestOrder(t *testing.T) {
 	}
 	if text := policy.Explain(&a, f, ""); !strings.Contains(text, "ExampleCrawler is banned until 2026-11-25T13:30:00Z") {
 		t.Errorf("ban explanation: %q", text)
+	}
+	for target, why := range map[string]string{"foo:/x": "neither a path", long: "longer than 8192 bytes"} {
+		r := row{robots: private, ua: exampleBot, target: target}
+		a, f := r.assess(t)
+		if text := policy.Explain(&a, f, ""); !strings.Contains(text, why) {
+			t.Errorf("%.20q: explanation %q lacks %q", target, text, why)
+		}
+	}
+	r = row{robots: private, ua: exampleBot, target: hostile, rewrites: []string{"//a", "/private/x", ""}}
+	a, f = r.assess(t)
+	if text := policy.Explain(&a, f, ""); !strings.Contains(text, "more than 16 readings") {
+		t.Errorf("overflow explanation: %q", text)
 	}
 }
 

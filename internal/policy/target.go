@@ -15,7 +15,9 @@ const MaxTargetLength = enforce.MaxTargetLength
 
 // MaxForms is the most forms of one target that are judged: the target as
 // sent, its cleaned, decoded and servlet readings, the same with a leading
-// "//authority" removed, and the values of rewrite headers.
+// "//authority" removed, and the values of rewrite headers. A request with
+// more distinct forms cannot be judged whole, and is refused as a bad
+// target.
 const MaxForms = 16
 
 // RewriteHeaders are the request headers some backends read as the target
@@ -47,6 +49,12 @@ type Target struct {
 	n     int
 	// from[i] says where forms[i] comes from, for explanations.
 	from [MaxForms]FormSource
+	// overflow is set when the request has more distinct forms than
+	// MaxForms, so that some were not kept: such a request (a hostile
+	// target with rewrite headers) could hide a disallowed form behind
+	// the others, so Assess refuses it as a bad target rather than judge
+	// it in part.
+	overflow bool
 	// Method is the request's method.
 	Method string
 	// Raw is the target as the client sent it: path and query (an
@@ -98,7 +106,9 @@ func (t *Target) add(f string, src FormSource) {
 	if t.n < len(t.forms) {
 		t.forms[t.n], t.from[t.n] = f, src
 		t.n++
+		return
 	}
+	t.overflow = true
 }
 
 // IsRobotsTxt reports whether the request asks for /robots.txt, judged on

@@ -154,3 +154,23 @@ func TestFormSourceNames(t *testing.T) {
 		}
 	}
 }
+
+// A request with more distinct forms than MaxForms keeps the first
+// MaxForms and says so, so that Assess refuses it rather than judge it in
+// part: otherwise a rewrite header's value could be pushed out of the
+// forms by a hostile target's own.
+func TestParseTargetOverflow(t *testing.T) {
+	hostile := "//%25%2f%2f%25//x\\\\y%3B?"
+	tg := ParseTarget("GET", hostile)
+	if tg.overflow || tg.n != 14 {
+		t.Fatalf("%q alone: %d forms, overflow %v; want 14 forms that fit", hostile, tg.n, tg.overflow)
+	}
+	tg = ParseTarget("GET", hostile, "//a", "/private/x", "")
+	if !tg.overflow || len(tg.Forms()) != MaxForms {
+		t.Errorf("with rewrite headers: %d forms, overflow %v; want %d and overflow", len(tg.Forms()), tg.overflow, MaxForms)
+	}
+	tg = ParseTarget("GET", hostile, "/private/x", "", "")
+	if tg.overflow || tg.forms[tg.n-1] != "/private/x" {
+		t.Errorf("with one header: forms %q, overflow %v", tg.Forms(), tg.overflow)
+	}
+}
