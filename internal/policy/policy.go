@@ -397,7 +397,7 @@ func Assess(f *Facts, o *Options) Assessment {
 		a.Action, a.Reason, a.RetryAfter = Block, Unverified, RetryUnavailable
 		return a
 	}
-	if interval > 0 && interval != noInterval && (who.Claim || throttles(o.CrawlDelay, &f.Client.Agent.Profile)) {
+	if interval > 0 && interval != noInterval && throttles(o.CrawlDelay, &f.Client.Agent.Profile, who.Claim) {
 		a.Interval, a.RateGroup, a.Pace = interval, rateGroup, true
 	}
 	return a
@@ -443,15 +443,18 @@ func mayHold(site *Site, i int, v *Version, grace time.Duration, now time.Time) 
 }
 
 // throttles says whether Crawl-delay / Request-rate is enforced on a crawler
-// with profile p.
-func throttles(mode CrawlDelay, p *agents.Profile) bool {
+// with profile p. unproven is set for a client whose identity is not
+// established (a claim that could not be verified): it has not earned the
+// habits its profile documents, so it is paced like a crawler whose habits
+// are unknown; with crawl_delay off, like everyone, it is not paced at all.
+func throttles(mode CrawlDelay, p *agents.Profile, unproven bool) bool {
 	switch mode {
 	case CrawlDelayOff:
 		return false
 	case CrawlDelayAll:
 		return true
 	}
-	return p.CrawlDelay != agents.SupportNo || p.RequestRate == agents.SupportYes
+	return unproven || p.CrawlDelay != agents.SupportNo || p.RequestRate == agents.SupportYes
 }
 
 // DecideForms decides every form of a target against g: the target is

@@ -525,6 +525,8 @@ func TestClaims(t *testing.T) {
 		{name: "an unverified Googlebot claim where only * refuses: 503, no strike", robots: claims, ua: googlebot, claim: unverified, target: "/private/x", want: blocked(policy.Unverified).in(5, 0).after(30 * s)},
 		{name: "an unverified claim where its own group refuses: refused by rule", robots: claims, ua: googlebot, claim: unverified, target: "/google-only/x", want: refused(5, 6, 0).struck()},
 		{name: "an unverified claim allowed by both groups keeps the stricter Crawl-delay", robots: claims, ua: googlebot, claim: unverified, target: "/public/x", want: allowed(5, 0).paced(5 * s)},
+		{name: "crawl_delay off paces no claim either", robots: claims, ua: googlebot, claim: unverified, target: "/public/x", opts: crawlDelay(policy.CrawlDelayOff), want: allowed(5, 0)},
+		{name: "crawl_delay all paces a claim by the stricter Crawl-delay", robots: claims, ua: googlebot, claim: unverified, target: "/public/x", opts: crawlDelay(policy.CrawlDelayAll), want: allowed(5, 0).paced(5 * s)},
 		{name: "an unverified claim whose own Crawl-delay is stricter keeps it", robots: claimsStricter, ua: googlebot, claim: unverified, target: "/x", want: allowed(5, 0).paced(10 * s)},
 		{name: "an unverified claim where only * refuses, in every form", robots: claims, ua: googlebot, claim: unverified, target: "/public/../private/x", want: blocked(policy.Unverified).in(5, 0).after(30 * s)},
 		{name: "an unverified claim no group names: judged by *", robots: private, ua: googlebot, claim: unverified, target: "/private/x", want: refused(1, 2, wild).struck()},
