@@ -319,8 +319,13 @@ func Assess(f *Facts, o *Options) Assessment {
 		}
 		return a
 	}
+	// A claim that could not be verified, and a provable impostor judged by
+	// "*" (spoofed wildcard), have not earned the habits the claimed
+	// crawler's profile documents: no longer cache, no exemption from
+	// Crawl-delay.
+	unproven := who.Claim || a.Verdict == agents.Spoofed
 	grace := o.Grace
-	if ttl := f.Client.Agent.Profile.RobotsCacheTTL; grace > 0 && ttl > grace && !who.Claim {
+	if ttl := f.Client.Agent.Profile.RobotsCacheTTL; grace > 0 && ttl > grace && !unproven {
 		grace = min(ttl, o.MaxGrace)
 	}
 	forms := t.Forms()
@@ -397,7 +402,7 @@ func Assess(f *Facts, o *Options) Assessment {
 		a.Action, a.Reason, a.RetryAfter = Block, Unverified, RetryUnavailable
 		return a
 	}
-	if interval > 0 && interval != noInterval && throttles(o.CrawlDelay, &f.Client.Agent.Profile, who.Claim) {
+	if interval > 0 && interval != noInterval && throttles(o.CrawlDelay, &f.Client.Agent.Profile, unproven) {
 		a.Interval, a.RateGroup, a.Pace = interval, rateGroup, true
 	}
 	return a
@@ -444,9 +449,10 @@ func mayHold(site *Site, i int, v *Version, grace time.Duration, now time.Time) 
 
 // throttles says whether Crawl-delay / Request-rate is enforced on a crawler
 // with profile p. unproven is set for a client whose identity is not
-// established (a claim that could not be verified): it has not earned the
-// habits its profile documents, so it is paced like a crawler whose habits
-// are unknown; with crawl_delay off, like everyone, it is not paced at all.
+// established (a claim that could not be verified, or a spoofed one): it
+// has not earned the habits its profile documents, so it is paced like a
+// crawler whose habits are unknown; with crawl_delay off, like everyone,
+// it is not paced at all.
 func throttles(mode CrawlDelay, p *agents.Profile, unproven bool) bool {
 	switch mode {
 	case CrawlDelayOff:

@@ -476,6 +476,7 @@ func TestGrace(t *testing.T) {
 		{name: "a documented longer cache is bounded by MaxGrace", site: history(current(cur), replaced(old, 8*d)), ua: googlebot, ttl: 10 * d, target: "/news/a", want: refused(1, 3, wild).struck()},
 		{name: "a documented cache within MaxGrace", site: history(current(cur), replaced(old, 6*d)), ua: googlebot, ttl: 10 * d, target: "/news/a", want: graced},
 		{name: "an unverified claim does not get the longer cache", site: history(current(cur), replaced(old, 30*h)), ua: googlebot, claim: unverified, ttl: 72 * h, target: "/news/a", want: refused(1, 3, wild).struck()},
+		{name: "a spoofed claim does not get the longer cache", site: history(current(cur), replaced(old, 30*h)), ua: googlebot, claim: spoofed, ttl: 72 * h, target: "/news/a", opts: spoofedWildcard, want: refused(1, 3, wild).struck()},
 		{name: "an unverified claim gets the site's grace", site: history(current(cur), replaced(old, 2*h)), ua: googlebot, claim: unverified, target: "/news/a", want: graced},
 	})
 }
@@ -534,6 +535,8 @@ func TestClaims(t *testing.T) {
 		{name: "an unverified claim of a crawler that ignores *: judged by * too", robots: claims, ua: adsbot, claim: unverified, target: "/private/x", want: blocked(policy.Unverified).after(30 * s)},
 		{name: "a spoofed claim is refused with spoofed block", robots: claims, ua: googlebot, claim: spoofed, target: "/public/x", want: blocked(policy.Spoofed)},
 		{name: "a spoofed claim with spoofed wildcard is judged by * alone", robots: claims, ua: googlebot, claim: spoofed, target: "/private/x", opts: spoofedWildcard, want: refused(1, 2, wild).struck()},
+		{name: "a spoofed claim with spoofed wildcard does not get Googlebot's group", robots: claims, ua: googlebot, claim: spoofed, target: "/google-only/x", opts: spoofedWildcard, want: allowed(1, wild).paced(5 * s)},
+		{name: "a spoofed claim is paced though Googlebot ignores Crawl-delay", robots: claims, ua: googlebot, claim: spoofed, target: "/public/x", opts: spoofedWildcard, want: allowed(1, wild).paced(5 * s)},
 		{name: "a spoofed claim of a crawler that ignores * is judged by *", robots: claims, ua: adsbot, claim: spoofed, target: "/private/x", opts: spoofedWildcard, want: refused(1, 2, wild).struck()},
 		{name: "an unknown crawler cannot be verified and is not a claim", robots: claims, ua: exampleBot, target: "/google-only/x", want: allowed(1, wild).paced(5 * s)},
 	})
