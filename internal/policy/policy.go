@@ -81,8 +81,9 @@ const (
 // Options are the handler's settings that bear on a decision.
 type Options struct {
 	// Grace is how long a crawler may keep an old robots.txt (RFC 9309
-	// §2.4: 24 h); a crawler whose operator documents a longer cache gets
-	// that, up to MaxGrace.
+	// §2.4: 24 h); a crawler whose operator documents a cache longer than
+	// both Grace and RFC 9309's 24 h gets that, up to MaxGrace (and never
+	// less than Grace).
 	Grace time.Duration
 	// MaxGrace bounds a crawler's documented robots.txt cache.
 	MaxGrace time.Duration
@@ -281,6 +282,12 @@ const (
 // unavailable, or a claim whose verification is pending.
 const RetryUnavailable = 30 * time.Second
 
+// rfcCacheTTL is how long RFC 9309 §2.4 lets any crawler keep robots.txt,
+// and the RobotsCacheTTL of every profile whose operator documents nothing
+// else: only a longer one is a documented longer cache that extends the
+// site's grace (a shorter grace, which the site chose, applies to the rest).
+const rfcCacheTTL = 24 * time.Hour
+
 // noInterval marks "no Crawl-delay applies" while versions are compared.
 const noInterval = time.Duration(math.MaxInt64)
 
@@ -325,8 +332,8 @@ func Assess(f *Facts, o *Options) Assessment {
 	// Crawl-delay.
 	unproven := who.Claim || a.Verdict == agents.Spoofed
 	grace := o.Grace
-	if ttl := f.Client.Agent.Profile.RobotsCacheTTL; grace > 0 && ttl > grace && !unproven {
-		grace = min(ttl, o.MaxGrace)
+	if ttl := f.Client.Agent.Profile.RobotsCacheTTL; grace > 0 && ttl > max(grace, rfcCacheTTL) && !unproven {
+		grace = max(grace, min(ttl, o.MaxGrace))
 	}
 	forms := t.Forms()
 	refusedByAll, starRefusedByAll := true, who.Claim
