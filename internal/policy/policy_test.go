@@ -387,6 +387,7 @@ func TestEveryFormJudged(t *testing.T) {
 		{name: "an absolute-form target is judged on its path", robots: private, ua: exampleBot, target: "http://example.com/private/x", want: refused(1, 2, wild).struck()},
 		{name: "an absolute-form target with a dot segment", robots: private, ua: exampleBot, target: "http://example.com/public/../private/x", want: refused(1, 2, wild).at(1).struck()},
 		{name: "http://host?/private/x asks for /", robots: private, ua: exampleBot, target: "http://example.com?/private/x", want: allowed(1, wild)},
+		{name: "a raw # is judged as part of the path Go serves", robots: "User-agent: *\nDisallow: /a%23\n", ua: exampleBot, target: "/a#b", want: refused(1, 2, wild).at(1).struck()},
 		{name: "a target that is neither a path nor an absolute URL: foo:/x", robots: private, ua: exampleBot, target: "foo:/private/x", want: blocked(policy.BadTarget)},
 		{name: "an absolute URL without an authority: http:/x", robots: private, ua: exampleBot, target: "http:/private/x", want: blocked(policy.BadTarget)},
 		{name: "an absolute URL with an empty authority: http:///x", robots: private, ua: exampleBot, target: "http:///private/x", want: blocked(policy.BadTarget)},

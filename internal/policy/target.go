@@ -122,7 +122,7 @@ func (t *Target) IsRobotsTxt() bool { return !t.Bad && t.Path == "/robots.txt" }
 // (RewriteHeaders), in that order, "" where absent: each is judged as a form
 // too (X-Forwarded-Prefix as a prefix of the target's path).
 //
-// A target made only of plain characters (no '%', '\\', ';', "//" or "/.")
+// A target made only of plain characters (no '%', '\\', ';', '#', "//" or "/.")
 // with no rewrite header has one form and costs no allocation.
 func ParseTarget(method, requestURI string, rewrites ...string) Target {
 	t := Target{Method: method}
@@ -319,11 +319,14 @@ func splitQuery(target string) (path, query string) {
 }
 
 // plainPath reports whether p needs no normalising: no escapes, no
-// backslashes, no ";" parameters, no empty or dot segments.
+// backslashes, no ";" parameters, no "#", no empty or dot segments. A "#"
+// in a request target is no fragment: Go's server keeps it in URL.Path
+// ("/a#b" is served as "/a%23b" is), while the matcher drops it from the
+// target as sent, so the path needs its decoded form.
 func plainPath(p string) bool {
 	for i := 0; i < len(p); i++ {
 		switch p[i] {
-		case '%', '\\', ';':
+		case '%', '\\', ';', '#':
 			return false
 		case '/':
 			if i+1 < len(p) && (p[i+1] == '/' || p[i+1] == '.') {

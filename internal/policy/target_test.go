@@ -51,6 +51,8 @@ func TestParseTargetForms(t *testing.T) {
 		{"a decoded ? stays in the path", "GET", "/private%3Fx", nil, false, "/private?x", []string{"sent /private%3Fx"}},
 		{"%2F%2F at the start reads as an authority once decoded", "GET", "/%2F/private/x", nil, false, "///private/x",
 			[]string{"sent /%2F/private/x", "decoded /private/x", "authority /x"}},
+		{"a raw # is part of the path Go serves, not a fragment", "GET", "/a#b", nil, false, "/a#b", []string{"sent /a#b", "decoded /a%23b"}},
+		{"a raw # with an escape", "GET", "/a#b%41", nil, false, "/a#bA", []string{"sent /a#b%41", "decoded /a%23bA"}},
 		{"a ;parameter is dropped", "GET", "/private;x=1/a", nil, false, "/private;x=1/a", []string{"sent /private;x=1/a", "servlet /private/a"}},
 		{"an escaped ; is a parameter once decoded", "GET", "/private%3Bx/a", nil, false, "/private;x/a",
 			[]string{"sent /private%3Bx/a", "decoded /private;x/a", "servlet /private/a"}},
