@@ -135,7 +135,7 @@ func ParseTarget(method, requestURI string, rewrites ...string) Target {
 		if ok {
 			t.Path = rawPath
 		}
-		t.addRewrites(rawPath, query, rewrites)
+		t.addRewrites(rawPath, raw[len(rawPath):], rewrites)
 		return t
 	}
 	q := ""
@@ -154,7 +154,7 @@ func ParseTarget(method, requestURI string, rewrites ...string) Target {
 			}
 		}
 	}
-	t.addRewrites(rawPath, query, rewrites)
+	t.addRewrites(rawPath, q, rewrites)
 	return t
 }
 
@@ -200,7 +200,8 @@ func (t *Target) addDecoded(dec, q string, src FormSource) {
 
 // addRewrites judges the values of the rewrite headers: X-Original-URL and
 // X-Rewrite-URL as targets of their own, X-Forwarded-Prefix prepended to the
-// target's path.
+// target's path. query is the target's query as sent, with its '?' ("?"
+// alone for an empty one, "" for none), kept as every other form keeps it.
 func (t *Target) addRewrites(rawPath, query string, rewrites []string) {
 	for i, v := range rewrites {
 		if v == "" {
@@ -208,10 +209,7 @@ func (t *Target) addRewrites(rawPath, query string, rewrites []string) {
 		}
 		if i == 2 { // X-Forwarded-Prefix
 			v = "/" + strings.TrimLeft(strings.TrimSpace(v), "/")
-			v = strings.TrimRight(v, "/") + rawPath
-			if query != "" {
-				v += "?" + query
-			}
+			v = strings.TrimRight(v, "/") + rawPath + query
 		}
 		sub := ParseTarget(http.MethodGet, strings.TrimSpace(v))
 		for _, f := range sub.Forms() {

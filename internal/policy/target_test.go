@@ -88,6 +88,8 @@ func TestParseTargetForms(t *testing.T) {
 			[]string{"sent /public/", "header //evil/private/x", "header /evil/private/x", "header /private/x"}},
 		{"X-Forwarded-Prefix is prepended to the path, with the query", "GET", "/a?q", []string{"", "", "/private"}, false, "/a",
 			[]string{"sent /a?q", "header /private/a?q"}},
+		{"X-Forwarded-Prefix keeps an empty query as sent", "GET", "/a?", []string{"", "", "/p"}, false, "/a",
+			[]string{"sent /a?", "header /p/a?"}},
 		{"X-Forwarded-Prefix's slashes and spaces are trimmed", "GET", "/a", []string{"", "", " private// "}, false, "/a",
 			[]string{"sent /a", "header /private/a"}},
 		{"X-Forwarded-Prefix is prepended to the raw path", "GET", "/a%2Fb", []string{"", "", "/p"}, false, "/a/b",
