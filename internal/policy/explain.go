@@ -22,6 +22,9 @@ func Explain(a *Assessment, f *Facts, host string) string {
 	case None:
 		return ""
 	case BadTarget:
+		if f.Target.overflow {
+			return fmt.Sprintf("Refused: the request target and its rewrite headers (X-Original-URL, X-Rewrite-URL, X-Forwarded-Prefix) have more than %d readings, so it cannot be judged whole.\n", MaxForms)
+		}
 		return "Refused: the request target is neither a path (/...) nor an absolute URL with a host (http://host/...).\n"
 	case TooLong:
 		return fmt.Sprintf("Refused: request targets longer than %d bytes are not served to crawlers.\n", MaxTargetLength)

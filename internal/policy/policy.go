@@ -51,7 +51,7 @@ const (
 	Unavailable        // no robots.txt was ever obtained and the source fails: 503
 	Banned             // the crawler is banned: 403
 	Rate               // Crawl-delay / Request-rate: 503
-	BadTarget          // neither origin- nor absolute-form: 400
+	BadTarget          // neither origin- nor absolute-form, or more forms than MaxForms: 400
 	TooLong            // longer than MaxTargetLength: 414
 	Unverified         // a claim that could not be verified, refused only by "*": 503
 	Preference         // an AI usage preference excludes the crawler's purpose: 403
@@ -81,8 +81,9 @@ const (
 // Options are the handler's settings that bear on a decision.
 type Options struct {
 	// Grace is how long a crawler may keep an old robots.txt (RFC 9309
-	// §2.4: 24 h); a crawler whose operator documents a longer cache gets
-	// that, up to MaxGrace.
+	// §2.4: 24 h); a crawler whose operator documents a cache longer than
+	// both Grace and RFC 9309's 24 h gets that, up to MaxGrace (and never
+	// less than Grace).
 	Grace time.Duration
 	// MaxGrace bounds a crawler's documented robots.txt cache.
 	MaxGrace time.Duration
@@ -279,6 +280,12 @@ const (
 // unavailable, or a claim whose verification is pending.
 const RetryUnavailable = 30 * time.Second
 
+// rfcCacheTTL is how long RFC 9309 §2.4 lets any crawler keep robots.txt,
+// and the RobotsCacheTTL of every profile whose operator documents nothing
+// else: only a longer one is a documented longer cache that extends the
+// site's grace (a shorter grace, which the site chose, applies to the rest).
+const rfcCacheTTL = 24 * time.Hour
+
 // noInterval marks "no Crawl-delay applies" while versions are compared.
 const noInterval = time.Duration(math.MaxInt64)
 
@@ -296,7 +303,7 @@ func Assess(f *Facts, o *Options) Assessment {
 	switch {
 	case t.IsRobotsTxt():
 		return a // always served, to everyone, even to banned bots
-	case t.Bad:
+	case t.Bad || t.overflow:
 		a.Action, a.Reason = Block, BadTarget
 		return a
 	case len(t.Raw) > MaxTargetLength:
@@ -317,9 +324,14 @@ func Assess(f *Facts, o *Options) Assessment {
 		}
 		return a
 	}
+	// A claim that could not be verified, and a provable impostor judged by
+	// "*" (spoofed wildcard), have not earned the habits the claimed
+	// crawler's profile documents: no longer cache, no exemption from
+	// Crawl-delay.
+	unproven := who.Claim || a.Verdict == agents.Spoofed
 	grace := o.Grace
-	if ttl := f.Client.Agent.Profile.RobotsCacheTTL; grace > 0 && ttl > grace && !who.Claim {
-		grace = min(ttl, o.MaxGrace)
+	if ttl := f.Client.Agent.Profile.RobotsCacheTTL; grace > 0 && ttl > max(grace, rfcCacheTTL) && !unproven {
+		grace = max(grace, min(ttl, o.MaxGrace))
 	}
 	forms := t.Forms()
 	refusedByAll, starRefusedByAll := true, who.Claim
@@ -395,7 +407,7 @@ func Assess(f *Facts, o *Options) Assessment {
 		a.Action, a.Reason, a.RetryAfter = Block, Unverified, RetryUnavailable
 		return a
 	}
-	if interval > 0 && interval != noInterval && (who.Claim || throttles(o.CrawlDelay, &f.Client.Agent.Profile)) {
+	if interval > 0 && interval != noInterval && throttles(o.CrawlDelay, &f.Client.Agent.Profile, unproven) {
 		a.Interval, a.RateGroup, a.Pace = interval, rateGroup, true
 	}
 	return a
@@ -440,15 +452,19 @@ func mayHold(site *Site, v *Version, grace time.Duration, now time.Time) (hold, 
 }
 
 // throttles says whether Crawl-delay / Request-rate is enforced on a crawler
-// with profile p.
-func throttles(mode CrawlDelay, p *agents.Profile) bool {
+// with profile p. unproven is set for a client whose identity is not
+// established (a claim that could not be verified, or a spoofed one): it
+// has not earned the habits its profile documents, so it is paced like a
+// crawler whose habits are unknown; with crawl_delay off, like everyone,
+// it is not paced at all.
+func throttles(mode CrawlDelay, p *agents.Profile, unproven bool) bool {
 	switch mode {
 	case CrawlDelayOff:
 		return false
 	case CrawlDelayAll:
 		return true
 	}
-	return p.CrawlDelay != agents.SupportNo || p.RequestRate == agents.SupportYes
+	return unproven || p.CrawlDelay != agents.SupportNo || p.RequestRate == agents.SupportYes
 }
 
 // DecideForms decides every form of a target against g: the target is

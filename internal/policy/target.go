@@ -15,7 +15,9 @@ const MaxTargetLength = enforce.MaxTargetLength
 
 // MaxForms is the most forms of one target that are judged: the target as
 // sent, its cleaned, decoded and servlet readings, the same with a leading
-// "//authority" removed, and the values of rewrite headers.
+// "//authority" removed, and the values of rewrite headers. A request with
+// more distinct forms cannot be judged whole, and is refused as a bad
+// target.
 const MaxForms = 16
 
 // RewriteHeaders are the request headers some backends read as the target
@@ -47,6 +49,12 @@ type Target struct {
 	n     int
 	// from[i] says where forms[i] comes from, for explanations.
 	from [MaxForms]FormSource
+	// overflow is set when the request has more distinct forms than
+	// MaxForms, so that some were not kept: such a request (a hostile
+	// target with rewrite headers) could hide a disallowed form behind
+	// the others, so Assess refuses it as a bad target rather than judge
+	// it in part.
+	overflow bool
 	// Method is the request's method.
 	Method string
 	// Raw is the target as the client sent it: path and query (an
@@ -98,7 +106,9 @@ func (t *Target) add(f string, src FormSource) {
 	if t.n < len(t.forms) {
 		t.forms[t.n], t.from[t.n] = f, src
 		t.n++
+		return
 	}
+	t.overflow = true
 }
 
 // IsRobotsTxt reports whether the request asks for /robots.txt, judged on
@@ -112,7 +122,7 @@ func (t *Target) IsRobotsTxt() bool { return !t.Bad && t.Path == "/robots.txt" }
 // (RewriteHeaders), in that order, "" where absent: each is judged as a form
 // too (X-Forwarded-Prefix as a prefix of the target's path).
 //
-// A target made only of plain characters (no '%', '\\', ';', "//" or "/.")
+// A target made only of plain characters (no '%', '\\', ';', '#', "//" or "/.")
 // with no rewrite header has one form and costs no allocation.
 func ParseTarget(method, requestURI string, rewrites ...string) Target {
 	t := Target{Method: method}
@@ -125,7 +135,7 @@ func ParseTarget(method, requestURI string, rewrites ...string) Target {
 		if ok {
 			t.Path = rawPath
 		}
-		t.addRewrites(rawPath, query, rewrites)
+		t.addRewrites(rawPath, raw[len(rawPath):], rewrites)
 		return t
 	}
 	q := ""
@@ -144,7 +154,7 @@ func ParseTarget(method, requestURI string, rewrites ...string) Target {
 			}
 		}
 	}
-	t.addRewrites(rawPath, query, rewrites)
+	t.addRewrites(rawPath, q, rewrites)
 	return t
 }
 
@@ -190,7 +200,8 @@ func (t *Target) addDecoded(dec, q string, src FormSource) {
 
 // addRewrites judges the values of the rewrite headers: X-Original-URL and
 // X-Rewrite-URL as targets of their own, X-Forwarded-Prefix prepended to the
-// target's path.
+// target's path. query is the target's query as sent, with its '?' ("?"
+// alone for an empty one, "" for none), kept as every other form keeps it.
 func (t *Target) addRewrites(rawPath, query string, rewrites []string) {
 	for i, v := range rewrites {
 		if v == "" {
@@ -198,10 +209,7 @@ func (t *Target) addRewrites(rawPath, query string, rewrites []string) {
 		}
 		if i == 2 { // X-Forwarded-Prefix
 			v = "/" + strings.TrimLeft(strings.TrimSpace(v), "/")
-			v = strings.TrimRight(v, "/") + rawPath
-			if query != "" {
-				v += "?" + query
-			}
+			v = strings.TrimRight(v, "/") + rawPath + query
 		}
 		sub := ParseTarget(http.MethodGet, strings.TrimSpace(v))
 		for _, f := range sub.Forms() {
@@ -309,11 +317,14 @@ func splitQuery(target string) (path, query string) {
 }
 
 // plainPath reports whether p needs no normalising: no escapes, no
-// backslashes, no ";" parameters, no empty or dot segments.
+// backslashes, no ";" parameters, no "#", no empty or dot segments. A "#"
+// in a request target is no fragment: Go's server keeps it in URL.Path
+// ("/a#b" is served as "/a%23b" is), while the matcher drops it from the
+// target as sent, so the path needs its decoded form.
 func plainPath(p string) bool {
 	for i := 0; i < len(p); i++ {
 		switch p[i] {
-		case '%', '\\', ';':
+		case '%', '\\', ';', '#':
 			return false
 		case '/':
 			if i+1 < len(p) && (p[i+1] == '/' || p[i+1] == '.') {
