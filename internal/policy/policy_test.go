@@ -145,11 +145,10 @@ func replaced(body string, ago time.Duration) *policy.Version {
 	return version(body, now.Add(-ago-30*24*time.Hour), now.Add(-ago))
 }
 
-// brief is a version replaced ago after 5 minutes as the current one.
+// brief is a version replaced ago after 5 minutes as the current one
+// (shorter than policy.BriefFor).
 func brief(body string, ago time.Duration) *policy.Version {
-	v := version(body, now.Add(-ago-5*time.Minute), now.Add(-ago))
-	v.Brief = true
-	return v
+	return version(body, now.Add(-ago-5*time.Minute), now.Add(-ago))
 }
 
 // history is a site serving versions, newest first.
@@ -161,16 +160,12 @@ func fetched(s *policy.Site, ago time.Duration) *policy.Site {
 	return s
 }
 
-// fetchedDuring says the crawler was seen fetching /robots.txt while the
-// versions numbered held were current.
+// fetchedDuring says the crawler was last seen fetching /robots.txt while
+// version held was current (none given: never seen fetching it).
 func fetchedDuring(s *policy.Site, held ...int) *policy.Site {
-	s.FetchedDuring = func(i int) bool {
-		for _, h := range held {
-			if h == i {
-				return true
-			}
-		}
-		return false
+	if len(held) > 0 {
+		v := s.Versions[held[0]]
+		s.FetchedAt = v.From.Add(v.Until.Sub(v.From) / 2)
 	}
 	return s
 }
