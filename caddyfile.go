@@ -78,6 +78,7 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		return d.Errf("robots: unexpected argument %q; options go in a block", d.Val())
 	}
 	seen := map[string]bool{}
+	var robotsTxtAt error // where robots_txt was given, for an error after the block
 	for d.NextBlock(0) {
 		opt := d.Val()
 		if seen[opt] && opt != "exempt" {
@@ -142,6 +143,7 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			err = parseEnum(d, opt, &h.Preferences, "expose", "header", "enforce")
 		case "robots_txt":
 			err = parseEnum(d, opt, &h.RobotsTxt, "serve", "pass")
+			robotsTxtAt = d.Errf("robots: robots_txt applies to source file and inline; with source site the site itself always answers /robots.txt")
 		case "max_rule_memory":
 			if !d.NextArg() {
 				return d.Errf("robots: max_rule_memory needs a size, e.g. 64MiB")
@@ -165,6 +167,9 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		if err != nil {
 			return err
 		}
+	}
+	if robotsTxtAt != nil && (h.Source == "" || h.Source == "site") {
+		return robotsTxtAt
 	}
 	return nil
 }
@@ -191,6 +196,9 @@ func (h *Handler) parseSource(d *caddyfile.Dispenser) error {
 		// A quoted Caddyfile string keeps backslashes as written, so
 		// "\n" is read as a line break here (a heredoc needs no escapes).
 		h.Inline = strings.ReplaceAll(args[1], `\n`, "\n")
+		if ph := inlinePlaceholder(h.Inline); ph != "" {
+			return d.Errf("robots: source inline: %s is not replaced in inline text, so crawlers would read it as written; write the value, or use source file", ph)
+		}
 	default:
 		return d.Errf("robots: source: unknown source %q (want site, file or inline)", args[0])
 	}

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyevents"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -225,6 +226,12 @@ type Handler struct {
 	// scope is the handler's site block, found from its first request
 	// (a pointer: Handler values are copied by CaddyModule).
 	scope *atomic.Pointer[handlerScope]
+	// events is the config's events app, and eventsCtx the context to emit
+	// with; configWarnings the load-time warnings about where the handler
+	// sits (for GET /robots/status).
+	events         *caddyevents.App
+	eventsCtx      caddy.Context
+	configWarnings *warnings
 	// rotations detects addresses that present many names (the
 	// process's table, shared by every handler and kept across reloads).
 	rotations     *rotations
@@ -400,7 +407,11 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		return err
 	}
 
+	h.configWarnings = new(warnings)
 	h.warnStrippedPrefix(strippedPrefixes(ctx))
+	if err := h.watchStart(ctx); err != nil {
+		return err
+	}
 
 	src, err := newRuleSource(h, ctx)
 	if err != nil {
@@ -467,6 +478,14 @@ func (h *Handler) Validate() error {
 	checkEnum("libraries", h.Libraries, "crawler", "ignore")
 	checkEnum("unavailable", h.Unavailable, "disallow", "allow")
 	checkEnum("robots_txt", h.RobotsTxt, "serve", "pass")
+	if h.Source == "site" && h.RobotsTxt == "pass" {
+		errs = append(errs, errors.New("robots_txt pass applies to source file and inline; with source site the site itself always answers /robots.txt"))
+	}
+	if h.Source == "inline" {
+		if ph := inlinePlaceholder(h.Inline); ph != "" {
+			errs = append(errs, fmt.Errorf("source inline: %s is not replaced in inline text, so crawlers would read it as written", ph))
+		}
+	}
 	checkEnum("preferences", h.Preferences, "expose", "header", "enforce")
 	if h.MaxRuleMemory < 0 {
 		errs = append(errs, errors.New("max_rule_memory must not be negative"))

@@ -102,6 +102,6 @@ func (h *Handler) warnStrippedPrefix(prefixes []string) string {
 	}
 	msg := "robots: this handler sits where " + prefix + " is stripped from the path (handle_path or uri strip_prefix), but none of its rules starts with " + prefix +
 		": robots.txt governs the URL the client sent, so requests are judged as " + prefix + "/..., and rules written for the stripped paths never match. Write the rules with the full path, or use source site (the site's own /robots.txt)"
-	h.logger.Warn(msg, zap.String("source", h.Source), zap.String("prefix", prefix))
+	h.warnConfig(msg, zap.String("source", h.Source), zap.String("prefix", prefix))
 	return msg
 }
