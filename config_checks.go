@@ -33,7 +33,7 @@ import (
 // started, through Caddy's events app (which this also loads, so the
 // handler can emit its own events).
 func (h *Handler) watchStart(ctx caddy.Context) error {
-	app, err := ctx.App("events")
+	app, err := appOf(ctx, "events")
 	if err != nil {
 		return fmt.Errorf("robots: loading the events app: %w", err)
 	}
@@ -48,6 +48,17 @@ func (h *Handler) watchStart(ctx caddy.Context) error {
 	return nil
 }
 
+// appOf loads a Caddy app, or returns nil outside a config (ctx.App
+// panics on a context without one, as in unit tests).
+func appOf(ctx caddy.Context, name string) (app any, err error) {
+	defer func() {
+		if recover() != nil {
+			app, err = nil, nil
+		}
+	}()
+	return ctx.App(name)
+}
+
 // startedCheck runs the placement checks when the config has started.
 type startedCheck struct {
 	h   *Handler
@@ -56,7 +67,7 @@ type startedCheck struct {
 
 // Handle implements caddyevents.Handler.
 func (s startedCheck) Handle(context.Context, caddy.Event) error {
-	app, err := s.ctx.App("http")
+	app, err := appOf(s.ctx, "http")
 	if err != nil {
 		return nil
 	}
