@@ -261,3 +261,130 @@ func indexFold(s, lowerNeedle string) int {
 // IndexFold is strings.Index for an ASCII lower-case needle, ignoring the
 // case of s, without allocating.
 func IndexFold(s, lowerNeedle string) int { return indexFold(s, lowerNeedle) }
+
+// A PartKind says where a Part stands in a User-Agent.
+type PartKind uint8
+
+// The kinds of Part.
+const (
+	// Product is a product outside any comment, with or without its
+	// version: "Mozilla/5.0", "Chrome/131.0.0.0", "Mobile", "Instagram".
+	Product PartKind = iota
+	// Comment is an item of a comment ("Windows NT 10.0", "wv",
+	// "Build/QP1A.190711.020" between parentheses) or of a bracketed list
+	// ("FBAV/540.0.0.49.148" in Facebook's "[FB_IAB/FB4A;FBAV/...]").
+	Comment
+	// Compatible is the item of a comment that follows "compatible", where
+	// a client names itself: "MSIE 10.0" in "(compatible; MSIE 10.0;
+	// Windows NT 6.1)", "ContentGrabber/3.1" in "(compatible;
+	// ContentGrabber/3.1)".
+	Compatible
+)
+
+// A Part is one product or comment item of a User-Agent.
+type Part struct {
+	// Text is the product ("Chrome/131.0.0.0") or the comment item
+	// ("Windows NT 10.0"), without the spaces around it.
+	Text string
+	// At is the offset of Text in the User-Agent.
+	At int
+	// Kind says where Text stands.
+	Kind PartKind
+}
+
+// Parts calls f with each product and comment item of ua, in order, until f
+// returns false. It reads the grammar of RFC 9110 §10.1.5 (products
+// separated by spaces, comments in parentheses, which may nest) as real
+// User-Agents bend it: a ';' also ends a product ("DuckDuckBot/1.1;"), a
+// comment may follow a product without a space ("MicroMessenger/8.0.47(0x28002F30)"),
+// the items of a comment are separated by ';' or ',' ("KHTML, like Gecko"),
+// a bracketed list is read as a comment whose items are separated by ';'
+// only ("[FBAN/FBIOS;FBDV/iPhone14,2]"), and a comment or list left open
+// runs to the end. It does not allocate.
+func Parts(ua string, f func(Part) bool) {
+	i := 0
+	for i < len(ua) {
+		switch c := ua[i]; c {
+		case ' ', '\t', ';', ',', ')', ']':
+			i++
+		case '(', '[':
+			var ok bool
+			if i, ok = comment(ua, i, f); !ok {
+				return
+			}
+		default:
+			j := i
+			for j < len(ua) && !isProductEnd(ua[j]) {
+				j++
+			}
+			if !f(Part{Text: ua[i:j], At: i, Kind: Product}) {
+				return
+			}
+			i = j
+		}
+	}
+}
+
+func isProductEnd(c byte) bool {
+	return c == ' ' || c == '\t' || c == '(' || c == '[' || c == ';' || c == ')' || c == ']'
+}
+
+// comment reads the comment or bracketed list that opens at ua[i], calls f
+// with its items, and returns the offset after it and false when f asked to
+// stop.
+func comment(ua string, i int, f func(Part) bool) (int, bool) {
+	open, closing := ua[i], byte(')')
+	if open == '[' {
+		closing = ']'
+	}
+	depth := 1
+	start := i + 1
+	compatible := false
+	// item ends the item ua[start:end] and reports whether to go on.
+	item := func(end int) bool {
+		s, e := start, end
+		for s < e && (ua[s] == ' ' || ua[s] == '\t') {
+			s++
+		}
+		for e > s && (ua[e-1] == ' ' || ua[e-1] == '\t') {
+			e--
+		}
+		if s == e {
+			return true
+		}
+		kind := Comment
+		if compatible {
+			kind = Compatible
+		}
+		text := ua[s:e]
+		compatible = len(text) == len("compatible") && strings.EqualFold(text, "compatible")
+		return f(Part{Text: text, At: s, Kind: kind})
+	}
+	j := i + 1
+	for ; j < len(ua); j++ {
+		c := ua[j]
+		switch {
+		case c == open:
+			if !item(j) {
+				return j, false
+			}
+			depth++
+			start = j + 1
+		case c == closing:
+			if !item(j) {
+				return j, false
+			}
+			depth--
+			start = j + 1
+			if depth == 0 {
+				return j + 1, true
+			}
+		case c == ';' || c == ',' && open == '(':
+			if !item(j) {
+				return j, false
+			}
+			start = j + 1
+		}
+	}
+	return j, item(j)
+}
