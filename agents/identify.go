@@ -70,6 +70,20 @@ type Shared struct {
 	PurposeValue any
 	// TokenValues[i] is Agent.Tokens[i] as an interface value.
 	TokenValues []any
+	// Candidates are the whole words of the User-Agent that a site's
+	// robots.txt may name it by, lower-cased, each once, in the order they
+	// appear: the product names and words that are no browser's own
+	// (Mozilla, Chrome, Safari, Firefox, AppleWebKit, Gecko, Edg, ...) and
+	// no browser's platform (Windows, Linux, Android, iPhone, Mobile, ...).
+	// They leave out versions and values ("5.0" of "Mozilla/5.0", "WIFI"
+	// of "NetType/WIFI"), URLs, e-mail addresses and host names, words of
+	// one or two letters, language tags ("en-US") and build numbers
+	// ("1080x2400", "480dpi"); there are at most 16. They are computed
+	// once per User-Agent and cached with it; for a typical browser there
+	// are none (nil), and a phone's model ("pixel", "sm-g991b") is one.
+	// See NamedBy for what they are for. The slice is shared: callers must
+	// not modify it. An answer made by NewShared has none.
+	Candidates []string
 }
 
 // NewShared returns a's Shared form, with its name, purpose and tokens
@@ -105,6 +119,7 @@ func (id *Identifier) IdentifyShared(userAgent string) *Shared {
 		return &e.shared
 	}
 	s := newShared(a)
+	s.Candidates = candidateTokens(userAgent)
 	return &s
 }
 

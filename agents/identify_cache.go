@@ -92,6 +92,7 @@ func (c *uaCache) put(ua string, a Agent) *uaCacheEntry {
 	h := maphash.String(c.seed, ua)
 	set := c.slots[(h&c.mask)*uaCacheWays : (h&c.mask)*uaCacheWays+uaCacheWays]
 	e := &uaCacheEntry{hash: h, key: ua, shared: newShared(a)}
+	e.shared.Candidates = candidateTokens(ua)
 	for i := range set {
 		if set[i].CompareAndSwap(nil, e) {
 			return e

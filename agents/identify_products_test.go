@@ -172,6 +172,24 @@ func TestBrowserComponentsSource(t *testing.T) {
 	}
 }
 
+// BenchmarkIdentifyCandidatesBrowser is the rest of an uncached browser's
+// cost in IdentifyShared: finding its candidate tokens (none).
+func BenchmarkIdentifyCandidatesBrowser(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		candidateTokens(benchBrowser)
+	}
+}
+
+// BenchmarkIdentifyCandidatesPhone: a phone's model is a candidate.
+func BenchmarkIdentifyCandidatesPhone(b *testing.B) {
+	ua := "Mozilla/5.0 (Linux; Android 14; SM-S928B Build/UP1A.231005.007; wv) AppleWebKit/537.36 (KHTML, like Gecko) Version/4.0 Chrome/131.0.6778.135 Mobile Safari/537.36"
+	b.ReportAllocs()
+	for b.Loop() {
+		candidateTokens(ua)
+	}
+}
+
 // BenchmarkIdentifyUncachedInApp: an in-app browser with products of its
 // own, each looked up among the browser components.
 func BenchmarkIdentifyUncachedInApp(b *testing.B) {
