@@ -262,15 +262,16 @@ func Build(dataDir string) ([]byte, error) {
 		if e == nil {
 			e = &Entry{Name: name, Category: tagCategory(u.Tags), URL: u.URL,
 				Purpose: tagPurpose(u.Tags), PurposeSource: fmt.Sprintf("crawler-user-agents tags %q", u.Tags)}
-			// Only a name that is one product token of the User-Agent is a
-			// token: the first word of "Screaming Frog SEO Spider" names
-			// nothing, nor does a host name taken from a URL
-			// ("+https://sitebulb.com") or an e-mail address.
+			// Only a name that is the whole name of a product of the
+			// User-Agent (uatext.ProductNames) is a token: the first word
+			// of "(compatible; Twingly Recon)" names nothing, nor does a
+			// version ("Teoma" of "Ask Jeeves/Teoma"), a host name taken
+			// from a URL ("+https://sitebulb.com") or an e-mail address.
 			samples := u.Instances
 			if len(samples) == 0 {
 				samples = []string{unescape(u.Pattern)}
 			}
-			if t := uatext.LeadingToken(name); t == name && len(t) >= 2 && wordIn(samples, t) {
+			if t := uatext.LeadingToken(name); t == name && len(t) >= 2 && productIn(samples, t) {
 				e.Tokens = []string{t}
 			}
 			if e.Category == "http-library" {
@@ -538,34 +539,86 @@ func deriveName(u upstreamEntry) string {
 	if len(name) < 2 {
 		name = strings.TrimFunc(sample[loc[0]:loc[1]], unicode.IsSpace)
 	}
-	inURL := strings.Contains(sample[strings.LastIndexByte(sample[:i], ' ')+1:i], "/")
+	url := urlAround(sample, loc[0])
+	inURL := url != "" || strings.Contains(sample[strings.LastIndexByte(sample[:i], ' ')+1:i], "/")
 	if name == "" || uatext.IsDomain(name) || inURL {
 		if n := uatext.NameOf(sample); n != "" {
-			return n
+			return wholeName(sample, n)
+		}
+		if h := hostOf(url); h != "" {
+			// A client known only by a URL is named by its host
+			// ("http://seewithkids.com/bot"), not by the URL's scheme.
+			return h
 		}
 	}
 	if name == "" {
 		name = strings.TrimSpace(unescape(u.Pattern))
 	}
+	return wholeName(sample, name)
+}
+
+// urlAround returns the URL of ua that holds offset at, or "".
+func urlAround(ua string, at int) string {
+	isEnd := func(c byte) bool { return c == ' ' || c == '(' || c == ')' || c == ';' || c == ',' }
+	i, j := at, at
+	for i > 0 && !isEnd(ua[i-1]) {
+		i--
+	}
+	for j < len(ua) && !isEnd(ua[j]) {
+		j++
+	}
+	if w := strings.TrimLeft(ua[i:j], "+"); strings.Index(w, "://") > 0 {
+		return w
+	}
+	return ""
+}
+
+// hostOf returns the host of an absolute URL, or "".
+func hostOf(url string) string {
+	k := strings.Index(url, "://")
+	if k < 0 {
+		return ""
+	}
+	h := url[k+3:]
+	if e := strings.IndexAny(h, "/:?#"); e >= 0 {
+		h = h[:e]
+	}
+	return h
+}
+
+// wholeName returns name, or the name of several words that it is only a
+// word of: when name is the whole name of no product of sample but a word
+// of a longer one ("Twingly Recon" for "Twingly" in "(compatible; Twingly
+// Recon; twingly.com)"), as uatext.ProductNames reads them, that longer
+// name.
+func wholeName(sample, name string) string {
+	names := uatext.ProductNames(sample)
+	for _, n := range names {
+		if strings.EqualFold(n, name) {
+			return name
+		}
+	}
+	for _, n := range names {
+		if !strings.Contains(n, " ") {
+			continue
+		}
+		for _, w := range strings.Fields(n) {
+			if strings.EqualFold(w, name) {
+				return n
+			}
+		}
+	}
 	return name
 }
 
-// wordIn reports whether w occurs, ignoring case, as a whole word
-// (uatext.WordAt) of one of the User-Agents.
-func wordIn(uas []string, w string) bool {
-	lw := strings.ToLower(w)
+// productIn reports whether name, ignoring case, is the whole name of a
+// product (uatext.ProductNames) of one of the User-Agents.
+func productIn(uas []string, name string) bool {
 	for _, ua := range uas {
-		l := strings.ToLower(ua)
-		for i := 0; ; {
-			k := strings.Index(l[i:], lw)
-			if k < 0 {
-				break
-			}
-			k += i
-			if uatext.WordAt(ua, k, k+len(w)) {
+		for _, n := range uatext.ProductNames(ua) {
+			if strings.EqualFold(n, name) {
 				return true
 			}
-			i = k + 1
 		}
 	}
 	return false

@@ -181,8 +181,9 @@ func Words(s string, f func(w string, at int) bool) {
 //   - the first name after "compatible;" in a comment
 //     ("Mozilla/5.0 (compatible; SomeBot/1.0; +http://…)" -> "SomeBot"),
 //     unless it is a browser's (MSIE);
-//   - else the first product when it is not a browser's
-//     ("ExampleCrawler/1.0 (+https://example.com/bot)" -> "ExampleCrawler");
+//   - else the first product when it is not a browser's nor a URL's scheme
+//     ("ExampleCrawler/1.0 (+https://example.com/bot)" -> "ExampleCrawler",
+//     but "http://example.com/bot" names nothing);
 //   - else the first word that names a bot ("… Safari/537.36 FooBot/2.0");
 //   - else the last product that is not a browser's
 //     ("… Safari/537.36 Acme-Preview/3").
@@ -193,8 +194,9 @@ func NameOf(ua string) string {
 			return n
 		}
 	}
-	first := LeadingToken(strings.TrimLeft(ua, " "))
-	if first != "" && !IsBrowserProduct(first) && !isVersion(first) && !IsDomain(first) {
+	rest := strings.TrimLeft(ua, " ")
+	first := LeadingToken(rest)
+	if first != "" && !IsBrowserProduct(first) && !isVersion(first) && !IsDomain(first) && !strings.HasPrefix(rest[len(first):], "://") {
 		return first
 	}
 	name := ""
@@ -387,4 +389,112 @@ func comment(ua string, i int, f func(Part) bool) (int, bool) {
 		}
 	}
 	return j, item(j)
+}
+
+// ProductNames returns the names a User-Agent gives its products, in
+// order, as the catalogue reads them to tell a product token from a word of
+// a longer name.
+//
+// Outside comments it reads RFC 9110's grammar: every word is a product,
+// named by its leading token (LeadingToken): "Googlebot" of "Googlebot/2.1",
+// "Slackbot-LinkExpanding" of "Slackbot-LinkExpanding 1.0", "008" of
+// "008/0.83", "WeSEE" of "WeSEE:Search/0.1", each of "Sogou", "web" and
+// "spider" of "Sogou web spider/4.0". A version ("1.0", "3.0x"), a URL
+// and an e-mail address name nothing; a "+" before a name is dropped.
+//
+// In a comment, where RFC 9110 allows any text, the words of an item up to
+// a '/', a version, a dash or the end name one product: "Googlebot" of
+// "compatible; Googlebot/2.1; +http://...", "HTTrack" of "HTTrack 3.0x",
+// "monitis" of "monitis - premium monitoring service". A URL or an e-mail
+// address ends a name too, and what follows it may start another; a host
+// name is a name of its own ("ggpht.com" and "GoogleImageProxy" of "via
+// ggpht.com GoogleImageProxy", "Dataprovider.com" of "compatible;
+// Dataprovider.com"). A name
+// of several words is returned whole ("Yahoo! Slurp", "Ask Jeeves" of
+// "Ask Jeeves/Teoma", "Twingly Recon"): none of its words is a product's
+// name, and what follows a '/' is a version, never a name.
+func ProductNames(ua string) []string {
+	var names []string
+	Parts(ua, func(p Part) bool {
+		if p.Kind == Product {
+			if n := productWordName(p.Text); n != "" {
+				names = append(names, n)
+			}
+			return true
+		}
+		var phrase []string
+		flush := func() {
+			if n := strings.TrimRight(strings.Join(phrase, " "), ".,:;!"); n != "" {
+				names = append(names, n)
+			}
+			phrase = phrase[:0]
+		}
+		for _, w := range strings.Fields(p.Text) {
+			if isMark(w) {
+				flush()
+				continue
+			}
+			if d := strings.TrimRight(w, ".,:;"); IsDomain(d) {
+				flush()
+				phrase = append(phrase, d)
+				flush()
+				continue
+			}
+			if isVersionWord(w) || w == "-" || w == "|" {
+				break
+			}
+			if k := strings.IndexByte(w, '/'); k >= 0 {
+				if k > 0 {
+					phrase = append(phrase, w[:k])
+				}
+				break
+			}
+			phrase = append(phrase, w)
+		}
+		flush()
+		return true
+	})
+	return names
+}
+
+// productWordName returns the name of the product word w outside a
+// comment, or "" for a URL, an e-mail address or a version.
+func productWordName(w string) string {
+	w = strings.TrimPrefix(w, "+")
+	if strings.Contains(w, "://") {
+		return ""
+	}
+	n := LeadingToken(w)
+	if len(n) < len(w) && w[len(n)] == '/' {
+		return n // a name, even "008" of "008/0.83"
+	}
+	if strings.Contains(w, "@") || isVersionWord(w) {
+		return ""
+	}
+	return n
+}
+
+// isMark reports whether w is a URL, a "+" mark before one, or an e-mail
+// address.
+func isMark(w string) bool {
+	return strings.Contains(w, "://") || strings.HasPrefix(w, "+") || strings.Contains(w, "@")
+}
+
+// isVersionWord reports whether the word w is a version ("2.1", "3.0x",
+// "v1.4.8") rather than a name ("360Spider", "2ip.ru").
+func isVersionWord(w string) bool {
+	if !isVersion(w) || IsDomain(w) {
+		return false
+	}
+	run := 0
+	for i := 0; i < len(w); i++ {
+		if c := w[i] | 0x20; c >= 'a' && c <= 'z' {
+			if run++; run >= 4 {
+				return false
+			}
+		} else {
+			run = 0
+		}
+	}
+	return true
 }

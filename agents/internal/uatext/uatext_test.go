@@ -3,6 +3,7 @@ package uatext
 import (
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -46,5 +47,34 @@ func TestParts(t *testing.T) {
 	Parts("A/1 (b; c) D/2", func(Part) bool { n++; return n < 2 })
 	if n != 2 {
 		t.Errorf("Parts went on after f returned false: %d calls", n)
+	}
+}
+
+func TestProductNames(t *testing.T) {
+	for ua, want := range map[string]string{
+		"Googlebot/2.1 (+http://www.google.com/bot.html)":                          "Googlebot",
+		"Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)": "Mozilla|compatible|Googlebot",
+		"Googlebot-News": "Googlebot-News",
+		"Slackbot-LinkExpanding 1.0 (+https://api.slack.com/robots)":                                              "Slackbot-LinkExpanding",
+		"Screaming Frog SEO Spider/5.1":                                                                           "Screaming|Frog|SEO|Spider",
+		"Node/simplecrawler 1.1.9 (https://github.com/simplecrawler/simplecrawler)":                               "Node",
+		"008/0.83 (http://www.advancedwebranking.com)":                                                            "008",
+		"WeSEE:Search/0.1 (Alpha, http://www.wesee.com/en/support/bot/)":                                          "WeSEE|Alpha",
+		"2ip.ru CMS Detector (https://2ip.ru/cms/)":                                                               "2ip.ru|CMS|Detector",
+		"https://gdnplus.com:Gather Analyze Provide.":                                                             "Analyze|Provide",
+		"Unshorten.It!/1.0 (https://unshorten.it/)":                                                               "Unshorten.It",
+		"Mozilla/5.0 (compatible; Yahoo! Slurp; http://help.yahoo.com/help/us/ysearch/slurp)":                     "Mozilla|compatible|Yahoo! Slurp",
+		"Mozilla/2.0 (compatible; Ask Jeeves/Teoma; +http://sp.ask.com/docs/about/tech_crawling.html)":            "Mozilla|compatible|Ask Jeeves",
+		"Mozilla/4.5 (compatible; HTTrack 3.0x; Windows 98)":                                                      "Mozilla|compatible|HTTrack|Windows",
+		"Mozilla/5.0 (compatible; monitis - premium monitoring service; http://www.monitis.com)":                  "Mozilla|compatible|monitis",
+		"Mozilla/5.0 (compatible; memorybot/1.21.14 +http://mignify.com/bot.html)":                                "Mozilla|compatible|memorybot",
+		"Mozilla/5.0 (Windows NT 5.1; rv:11.0) Gecko Firefox/11.0 (via ggpht.com GoogleImageProxy)":               "Mozilla|Windows NT|rv:11.0|Gecko|Firefox|via|ggpht.com|GoogleImageProxy",
+		"Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; ClaudeBot/1.0; +claudebot@anthropic.com)": "Mozilla|AppleWebKit|KHTML|like Gecko|compatible|ClaudeBot",
+		"Mozilla/5.0 (Windows NT 6.2) Chrome/25.0.1364.5 Safari/537.22 +awesomecrawler":                           "Mozilla|Windows NT|Chrome|Safari|awesomecrawler",
+		"nyt_scraping/scraping@nytimes.com":                                                                       "nyt_scraping",
+	} {
+		if got := strings.Join(ProductNames(ua), "|"); got != want {
+			t.Errorf("ProductNames(%q) = %q, want %q", ua, got, want)
+		}
 	}
 }
