@@ -64,6 +64,10 @@ type curatedEntry struct {
 	// FallbackSource is the operator page that documents the fallback
 	// tokens after the first (bingbot to msnbot, Applebot to Googlebot).
 	FallbackSource string `json:"fallback_source"`
+	// TokenShared says why the first token, although the one the client
+	// obeys, is other clients' too (simplecrawler's Node): it is then no
+	// word that identifies the entry.
+	TokenShared string `json:"token_shared"`
 }
 
 type aiAgent struct {
@@ -170,7 +174,7 @@ func Build(dataDir string) ([]byte, error) {
 			e.PurposeSource = c.URL
 		}
 		e.Words = addUnique(nil, c.Name)
-		if len(c.Tokens) > 0 {
+		if len(c.Tokens) > 0 && c.TokenShared == "" {
 			e.Words = addUnique(e.Words, c.Tokens[0])
 		}
 		e.Words = addUnique(e.Words, c.Match...)
@@ -335,7 +339,9 @@ func readJSON(path string, v any) error {
 }
 
 func checkCurated(c curatedEntry) error {
-	if c.Name == "" || len(c.Tokens) == 0 {
+	if c.Name == "" || len(c.Tokens) == 0 && !strings.Contains(c.Name, " ") {
+		// A name of several words ("Speedy Spider") is no product token:
+		// such an entry may have none, and only "*" applies to it.
 		return fmt.Errorf("catalogue: curated entry %q needs a name and tokens", c.Name)
 	}
 	if !contains(Categories, c.Category) {
@@ -522,7 +528,13 @@ func deriveName(u upstreamEntry) string {
 		i--
 	}
 	span := sample[i:j]
-	if strings.Count(span, " ") > 3 || len(span) > 40 || !strings.Contains(strings.TrimSpace(span), " ") {
+	if k := strings.IndexAny(span, "(;"); k > 0 {
+		// "SSL Labs (https://www.ssllabs.com": the name ends where a
+		// comment or an item separator starts.
+		j = i + k
+		span = sample[i:j]
+	}
+	if strings.Count(span, " ") > 4 || len(span) > 48 || !strings.Contains(strings.TrimSpace(span), " ") {
 		k := i
 		for k < len(sample) && uatext.IsWordByte(sample[k]) {
 			k++
@@ -540,8 +552,19 @@ func deriveName(u upstreamEntry) string {
 		name = strings.TrimFunc(sample[loc[0]:loc[1]], unicode.IsSpace)
 	}
 	url := urlAround(sample, loc[0])
-	inURL := url != "" || strings.Contains(sample[strings.LastIndexByte(sample[:i], ' ')+1:i], "/")
-	if name == "" || uatext.IsDomain(name) || inURL {
+	before := sample[strings.LastIndexByte(sample[:i], ' ')+1 : i]
+	// In a URL ("http://x.com/bot"), or in the version slot of another
+	// product ("venus/fedoraplanet"), the match is not the client's name;
+	// "RSS/Atom Feed Robot" is a name of several words.
+	inURL := url != "" || strings.Contains(before, "/") && (strings.Contains(before, ".") || !strings.Contains(strings.TrimSpace(span), " "))
+	// A host name the client writes as its own first product, not inside
+	// a URL or a comment ("SearchAtlas.com SEO Crawler", "Wheregoes.com
+	// Redirect Checker/1.0"), is how its maker names it; one inside a URL,
+	// an e-mail address or a comment gives way to the product name the
+	// User-Agent carries ("PostRank" of "PostRank/2.0 (postrank.com)").
+	host := uatext.IsDomain(name) && !strings.Contains(name, " ")
+	ownHost := host && !inURL && topLevelProduct(sample, name)
+	if name == "" || host && !ownHost || inURL {
 		if n := uatext.NameOf(sample); n != "" {
 			return wholeName(sample, n)
 		}
@@ -555,6 +578,20 @@ func deriveName(u upstreamEntry) string {
 		name = strings.TrimSpace(unescape(u.Pattern))
 	}
 	return wholeName(sample, name)
+}
+
+// topLevelProduct reports whether name is the name of a product of ua
+// outside its comments.
+func topLevelProduct(ua, name string) bool {
+	found := false
+	uatext.Parts(ua, func(p uatext.Part) bool {
+		if p.Kind == uatext.Product && strings.EqualFold(uatext.LeadingToken(strings.TrimPrefix(p.Text, "+")), name) {
+			found = true
+			return false
+		}
+		return true
+	})
+	return found
 }
 
 // urlAround returns the URL of ua that holds offset at, or "".
