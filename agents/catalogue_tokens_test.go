@@ -39,22 +39,18 @@ func validProductToken(s string) bool {
 	return s != ""
 }
 
-// hasWordFold reports whether w occurs in s, ignoring case, as a whole word
-// of a User-Agent (uatext.WordAt): not glued to a longer name and not part
-// of a URL or an e-mail address.
-func hasWordFold(s, w string) bool {
-	ls, lw := strings.ToLower(s), strings.ToLower(w)
-	for i := 0; ; {
-		k := strings.Index(ls[i:], lw)
-		if k < 0 {
-			return false
-		}
-		k += i
-		if uatext.WordAt(s, k, k+len(w)) {
+// hasProductToken reports whether tok, ignoring case, is the whole name of
+// a product of ua (uatext.ProductNames): not a part of a token ("Googlebot" of
+// "Googlebot-Image/1.0"), a version ("Teoma" of "Ask Jeeves/Teoma") or a
+// word of a name of several words ("Slurp" of "(compatible; Yahoo!
+// Slurp)").
+func hasProductToken(ua, tok string) bool {
+	for _, n := range uatext.ProductNames(ua) {
+		if strings.EqualFold(n, tok) {
 			return true
 		}
-		i = k + 1
 	}
+	return false
 }
 
 // catalogueSamples gathers, for every catalogue entry, the User-Agent
@@ -113,10 +109,13 @@ func catalogueSamples(t *testing.T, f catalogue.File) map[string][]string {
 
 // TestCatalogueTokens: every entry's first token is the product token its
 // operator documents for robots.txt, which is the one in its User-Agent:
-// a valid product token that occurs as a whole word in at least one of the
-// entry's sample User-Agents, and never a shortening of a name of several
-// words ("Screaming" for "Screaming Frog SEO Spider") or a host name taken
-// from a URL ("sitebulb.com" from "+https://sitebulb.com"). The exceptions are
+// a valid product token that is, compared as a whole token, the name of a
+// product of at least one of the entry's sample User-Agents
+// (hasProductToken), and never a part of a longer token ("Googlebot" of
+// "Googlebot-Image/1.0"), a version ("Teoma" of "Ask Jeeves/Teoma"), a word
+// of a name of several words ("Twingly" of "(compatible; Twingly Recon)",
+// "Screaming" for "Screaming Frog SEO Spider") or a host name taken from a
+// URL ("sitebulb.com" from "+https://sitebulb.com"). The exceptions are
 // the robots.txt-only tokens (Google-Extended, Applebot-Extended) and
 // entries with a documented token_exception, each with its source URL. An
 // entry without tokens must have a name that is no product token.
@@ -132,7 +131,7 @@ func TestCatalogueTokens(t *testing.T) {
 			}
 			if validProductToken(e.Name) {
 				for _, s := range samples[e.Name] {
-					if hasWordFold(s, e.Name) {
+					if hasProductToken(s, e.Name) {
 						t.Errorf("%q has no token, but its User-Agent %q carries its name as one", e.Name, s)
 						break
 					}
@@ -163,13 +162,13 @@ func TestCatalogueTokens(t *testing.T) {
 		}
 		found := false
 		for _, s := range samples[e.Name] {
-			if hasWordFold(s, first) {
+			if hasProductToken(s, first) {
 				found = true
 				break
 			}
 		}
 		if !found {
-			t.Errorf("%q: first token %q occurs in none of its %d sample User-Agents %q", e.Name, first, len(samples[e.Name]), samples[e.Name])
+			t.Errorf("%q: first token %q is the product token of none of its %d sample User-Agents %q", e.Name, first, len(samples[e.Name]), samples[e.Name])
 		}
 	}
 }
@@ -328,6 +327,32 @@ func TestTextBrowsers(t *testing.T) {
 	} {
 		if a := Identify(ua); !a.Bot {
 			t.Errorf("Identify(%q) = %+v, want a bot", ua, a)
+		}
+	}
+}
+
+// TestHasProductToken: whole product names compare; parts of tokens,
+// versions and words of longer names do not.
+func TestHasProductToken(t *testing.T) {
+	for _, c := range []struct {
+		ua, tok string
+		want    bool
+	}{
+		{"Googlebot/2.1 (+http://www.google.com/bot.html)", "googlebot", true},
+		{"Googlebot-Image/1.0", "Googlebot", false},
+		{"Mozilla/2.0 (compatible; Ask Jeeves/Teoma; +http://sp.ask.com/)", "Teoma", false},
+		{"Mozilla/2.0 (compatible; Ask Jeeves/Teoma; +http://sp.ask.com/)", "Ask", false},
+		{"Mozilla/5.0 (compatible; Yahoo! Slurp; http://help.yahoo.com/)", "Slurp", false},
+		{"Mozilla/5.0 (compatible; Twingly Recon; twingly.com)", "Twingly", false},
+		{"Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; ClaudeBot/1.0; +claudebot@anthropic.com)", "ClaudeBot", true},
+		{"wget2/1.99.1", "wget2", true},
+		{"wget2/1.99.1", "wget", false},
+		{"Node/simplecrawler 1.1.9 (https://github.com/simplecrawler/simplecrawler)", "Node", true},
+		{"Node/simplecrawler 1.1.9 (https://github.com/simplecrawler/simplecrawler)", "simplecrawler", false},
+		{"https://gdnplus.com:Gather Analyze Provide.", "https", false},
+	} {
+		if got := hasProductToken(c.ua, c.tok); got != c.want {
+			t.Errorf("hasProductToken(%q, %q) = %v, want %v", c.ua, c.tok, got, c.want)
 		}
 	}
 }

@@ -30,7 +30,17 @@ var defaultIdentifier = NewIdentifier(0)
 // headless browser of the catalogue, carries a URL or a word such as "bot",
 // "crawler", "spider" or "fetcher", or does not have the shape of a browser's
 // (browsers' User-Agents start with "Mozilla/" or "Opera/" and carry a
-// platform comment). The text-mode browsers Lynx, w3m, Links and ELinks
+// platform comment). A browser's shape is not enough: a product that no
+// browser, in-app browser or browser-based app carries, where a client names
+// itself ("Mozilla/5.0 (compatible; ContentGrabber/3.1)") or outside the
+// comments ("... Chrome/131.0.0.0 Safari/537.36 MyAgent/1.0"), makes it an
+// automated client named by that product. The products browsers carry
+// (Chrome, Safari, Edg, OPR, YaBrowser, SamsungBrowser, the Instagram,
+// Facebook, LINE, WeChat and TikTok in-app browsers, Electron apps,
+// Internet Explorer's "(compatible; MSIE 10.0; ...)", ...) are listed in
+// the package's data, derived from thousands of real browser User-Agents;
+// an app whose own product is not listed is taken for a bot until it is
+// added. The text-mode browsers Lynx, w3m, Links and ELinks
 // have shapes of their own ("Lynx/2.9.0dev.12 libwww-FM/2.14",
 // "w3m/0.5.3", "Links (2.29; Linux ...; text)"); a person reads the pages
 // they fetch, so they are browsers too.
@@ -60,6 +70,20 @@ type Shared struct {
 	PurposeValue any
 	// TokenValues[i] is Agent.Tokens[i] as an interface value.
 	TokenValues []any
+	// Candidates are the whole words of the User-Agent that a site's
+	// robots.txt may name it by, lower-cased, each once, in the order they
+	// appear: the product names and words that are no browser's own
+	// (Mozilla, Chrome, Safari, Firefox, AppleWebKit, Gecko, Edg, ...) and
+	// no browser's platform (Windows, Linux, Android, iPhone, Mobile, ...).
+	// They leave out versions and values ("5.0" of "Mozilla/5.0", "WIFI"
+	// of "NetType/WIFI"), URLs, e-mail addresses and host names, words of
+	// one or two letters, language tags ("en-US") and build numbers
+	// ("1080x2400", "480dpi"); there are at most 16. They are computed
+	// once per User-Agent and cached with it; for a typical browser there
+	// are none (nil), and a phone's model ("pixel", "sm-g991b") is one.
+	// See NamedBy for what they are for. The slice is shared: callers must
+	// not modify it. An answer made by NewShared has none.
+	Candidates []string
 }
 
 // NewShared returns a's Shared form, with its name, purpose and tokens
@@ -95,6 +119,7 @@ func (id *Identifier) IdentifyShared(userAgent string) *Shared {
 		return &e.shared
 	}
 	s := newShared(a)
+	s.Candidates = candidateTokens(userAgent)
 	return &s
 }
 
@@ -118,8 +143,11 @@ func identify(ua string) Agent {
 			return e.agent
 		}
 	}
-	if looksAutomated(s) {
-		return unknownBot(uatext.NameOf(s))
+	if bot, name := looksAutomated(s); bot {
+		if name == "" {
+			name = uatext.NameOf(s)
+		}
+		return unknownBot(name)
 	}
 	return Agent{}
 }
@@ -166,10 +194,11 @@ func unknownBot(name string) Agent {
 }
 
 // looksAutomated applies the heuristics for clients the catalogue does not
-// know.
-func looksAutomated(s string) bool {
+// know. It reports whether s is an automated client's and, when one product
+// gave it away, that product's name ("" lets the caller find the name).
+func looksAutomated(s string) (bool, string) {
 	if strings.Contains(s, "://") || uatext.IndexFold(s, "www.") >= 0 {
-		return true
+		return true, ""
 	}
 	bot := false
 	uatext.Words(s, func(w string, at int) bool {
@@ -180,19 +209,25 @@ func looksAutomated(s string) bool {
 		return true
 	})
 	if bot {
-		return true
+		return true, ""
 	}
 	if isTextBrowser(s) {
-		return false
+		return false, ""
 	}
 	// Browsers say Mozilla/ (or, long ago, Opera/) first and describe their
 	// platform in a comment.
 	first := uatext.LeadingToken(s)
 	if !strings.EqualFold(first, "Mozilla") && !strings.EqualFold(first, "Opera") {
-		return true
+		return true, ""
 	}
 	if !strings.Contains(s, "(") {
-		return true
+		return true, ""
+	}
+	// A browser's products are its own, its engine's and its app's; a
+	// product that is none of these, outside the comments or where a
+	// client names itself ("(compatible; Name/1.0)"), is a program's.
+	if n := foreignProduct(s); n != "" {
+		return true, n
 	}
 	// What is left has a browser's shape. A mainstream browser product
 	// settles it; mssola/useragent's Bot() could only flag what the checks
@@ -200,9 +235,9 @@ func looksAutomated(s string) bool {
 	// and costs ~4 us and 17 allocations, so it judges only the unusual
 	// rest.
 	if hasBrowserProduct(s) {
-		return false
+		return false, ""
 	}
-	return useragent.New(s).Bot()
+	return useragent.New(s).Bot(), ""
 }
 
 // textBrowsers are the product names of the text-mode browsers, which a

@@ -22,7 +22,8 @@ const uaCacheWays = 4
 // Identifier identifies User-Agents and caches the answers. Its cache has a
 // fixed number of slots (set-associative, random replacement), so its memory
 // is bounded whatever the traffic: at most the cache size times (512 bytes of
-// key plus one Shared: the Agent, its name and its tokens). Reading a cached
+// key plus one Shared: the Agent, its name, its tokens and its candidate
+// tokens, at most 16 words of the key). Reading a cached
 // answer takes no lock and does not allocate. An Identifier is safe for
 // concurrent use; the zero value is not usable, call NewIdentifier.
 type Identifier struct {
@@ -92,6 +93,7 @@ func (c *uaCache) put(ua string, a Agent) *uaCacheEntry {
 	h := maphash.String(c.seed, ua)
 	set := c.slots[(h&c.mask)*uaCacheWays : (h&c.mask)*uaCacheWays+uaCacheWays]
 	e := &uaCacheEntry{hash: h, key: ua, shared: newShared(a)}
+	e.shared.Candidates = candidateTokens(ua)
 	for i := range set {
 		if set[i].CompareAndSwap(nil, e) {
 			return e

@@ -64,6 +64,10 @@ type curatedEntry struct {
 	// FallbackSource is the operator page that documents the fallback
 	// tokens after the first (bingbot to msnbot, Applebot to Googlebot).
 	FallbackSource string `json:"fallback_source"`
+	// TokenShared says why the first token, although the one the client
+	// obeys, is other clients' too (simplecrawler's Node): it is then no
+	// word that identifies the entry.
+	TokenShared string `json:"token_shared"`
 }
 
 type aiAgent struct {
@@ -170,7 +174,7 @@ func Build(dataDir string) ([]byte, error) {
 			e.PurposeSource = c.URL
 		}
 		e.Words = addUnique(nil, c.Name)
-		if len(c.Tokens) > 0 {
+		if len(c.Tokens) > 0 && c.TokenShared == "" {
 			e.Words = addUnique(e.Words, c.Tokens[0])
 		}
 		e.Words = addUnique(e.Words, c.Match...)
@@ -262,15 +266,16 @@ func Build(dataDir string) ([]byte, error) {
 		if e == nil {
 			e = &Entry{Name: name, Category: tagCategory(u.Tags), URL: u.URL,
 				Purpose: tagPurpose(u.Tags), PurposeSource: fmt.Sprintf("crawler-user-agents tags %q", u.Tags)}
-			// Only a name that is one product token of the User-Agent is a
-			// token: the first word of "Screaming Frog SEO Spider" names
-			// nothing, nor does a host name taken from a URL
-			// ("+https://sitebulb.com") or an e-mail address.
+			// Only a name that is the whole name of a product of the
+			// User-Agent (uatext.ProductNames) is a token: the first word
+			// of "(compatible; Twingly Recon)" names nothing, nor does a
+			// version ("Teoma" of "Ask Jeeves/Teoma"), a host name taken
+			// from a URL ("+https://sitebulb.com") or an e-mail address.
 			samples := u.Instances
 			if len(samples) == 0 {
 				samples = []string{unescape(u.Pattern)}
 			}
-			if t := uatext.LeadingToken(name); t == name && len(t) >= 2 && wordIn(samples, t) {
+			if t := uatext.LeadingToken(name); t == name && len(t) >= 2 && productIn(samples, t) {
 				e.Tokens = []string{t}
 			}
 			if e.Category == "http-library" {
@@ -334,7 +339,9 @@ func readJSON(path string, v any) error {
 }
 
 func checkCurated(c curatedEntry) error {
-	if c.Name == "" || len(c.Tokens) == 0 {
+	if c.Name == "" || len(c.Tokens) == 0 && !strings.Contains(c.Name, " ") {
+		// A name of several words ("Speedy Spider") is no product token:
+		// such an entry may have none, and only "*" applies to it.
 		return fmt.Errorf("catalogue: curated entry %q needs a name and tokens", c.Name)
 	}
 	if !contains(Categories, c.Category) {
@@ -521,7 +528,13 @@ func deriveName(u upstreamEntry) string {
 		i--
 	}
 	span := sample[i:j]
-	if strings.Count(span, " ") > 3 || len(span) > 40 || !strings.Contains(strings.TrimSpace(span), " ") {
+	if k := strings.IndexAny(span, "(;"); k > 0 {
+		// "SSL Labs (https://www.ssllabs.com": the name ends where a
+		// comment or an item separator starts.
+		j = i + k
+		span = sample[i:j]
+	}
+	if strings.Count(span, " ") > 4 || len(span) > 48 || !strings.Contains(strings.TrimSpace(span), " ") {
 		k := i
 		for k < len(sample) && uatext.IsWordByte(sample[k]) {
 			k++
@@ -538,34 +551,111 @@ func deriveName(u upstreamEntry) string {
 	if len(name) < 2 {
 		name = strings.TrimFunc(sample[loc[0]:loc[1]], unicode.IsSpace)
 	}
-	inURL := strings.Contains(sample[strings.LastIndexByte(sample[:i], ' ')+1:i], "/")
-	if name == "" || uatext.IsDomain(name) || inURL {
+	url := urlAround(sample, loc[0])
+	before := sample[strings.LastIndexByte(sample[:i], ' ')+1 : i]
+	// In a URL ("http://x.com/bot"), or in the version slot of another
+	// product ("venus/fedoraplanet"), the match is not the client's name;
+	// "RSS/Atom Feed Robot" is a name of several words.
+	inURL := url != "" || strings.Contains(before, "/") && (strings.Contains(before, ".") || !strings.Contains(strings.TrimSpace(span), " "))
+	// A host name the client writes as its own first product, not inside
+	// a URL or a comment ("SearchAtlas.com SEO Crawler", "Wheregoes.com
+	// Redirect Checker/1.0"), is how its maker names it; one inside a URL,
+	// an e-mail address or a comment gives way to the product name the
+	// User-Agent carries ("PostRank" of "PostRank/2.0 (postrank.com)").
+	host := uatext.IsDomain(name) && !strings.Contains(name, " ")
+	ownHost := host && !inURL && topLevelProduct(sample, name)
+	if name == "" || host && !ownHost || inURL {
 		if n := uatext.NameOf(sample); n != "" {
-			return n
+			return wholeName(sample, n)
+		}
+		if h := hostOf(url); h != "" {
+			// A client known only by a URL is named by its host
+			// ("http://seewithkids.com/bot"), not by the URL's scheme.
+			return h
 		}
 	}
 	if name == "" {
 		name = strings.TrimSpace(unescape(u.Pattern))
 	}
+	return wholeName(sample, name)
+}
+
+// topLevelProduct reports whether name is the name of a product of ua
+// outside its comments.
+func topLevelProduct(ua, name string) bool {
+	found := false
+	uatext.Parts(ua, func(p uatext.Part) bool {
+		if p.Kind == uatext.Product && strings.EqualFold(uatext.LeadingToken(strings.TrimPrefix(p.Text, "+")), name) {
+			found = true
+			return false
+		}
+		return true
+	})
+	return found
+}
+
+// urlAround returns the URL of ua that holds offset at, or "".
+func urlAround(ua string, at int) string {
+	isEnd := func(c byte) bool { return c == ' ' || c == '(' || c == ')' || c == ';' || c == ',' }
+	i, j := at, at
+	for i > 0 && !isEnd(ua[i-1]) {
+		i--
+	}
+	for j < len(ua) && !isEnd(ua[j]) {
+		j++
+	}
+	if w := strings.TrimLeft(ua[i:j], "+"); strings.Index(w, "://") > 0 {
+		return w
+	}
+	return ""
+}
+
+// hostOf returns the host of an absolute URL, or "".
+func hostOf(url string) string {
+	k := strings.Index(url, "://")
+	if k < 0 {
+		return ""
+	}
+	h := url[k+3:]
+	if e := strings.IndexAny(h, "/:?#"); e >= 0 {
+		h = h[:e]
+	}
+	return h
+}
+
+// wholeName returns name, or the name of several words that it is only a
+// word of: when name is the whole name of no product of sample but a word
+// of a longer one ("Twingly Recon" for "Twingly" in "(compatible; Twingly
+// Recon; twingly.com)"), as uatext.ProductNames reads them, that longer
+// name.
+func wholeName(sample, name string) string {
+	names := uatext.ProductNames(sample)
+	for _, n := range names {
+		if strings.EqualFold(n, name) {
+			return name
+		}
+	}
+	for _, n := range names {
+		if !strings.Contains(n, " ") {
+			continue
+		}
+		for _, w := range strings.Fields(n) {
+			if strings.EqualFold(w, name) {
+				return n
+			}
+		}
+	}
 	return name
 }
 
-// wordIn reports whether w occurs, ignoring case, as a whole word
-// (uatext.WordAt) of one of the User-Agents.
-func wordIn(uas []string, w string) bool {
-	lw := strings.ToLower(w)
+// productIn reports whether name, ignoring case, is the whole name of a
+// product (uatext.ProductNames) of one of the User-Agents.
+func productIn(uas []string, name string) bool {
 	for _, ua := range uas {
-		l := strings.ToLower(ua)
-		for i := 0; ; {
-			k := strings.Index(l[i:], lw)
-			if k < 0 {
-				break
-			}
-			k += i
-			if uatext.WordAt(ua, k, k+len(w)) {
+		for _, n := range uatext.ProductNames(ua) {
+			if strings.EqualFold(n, name) {
 				return true
 			}
-			i = k + 1
 		}
 	}
 	return false

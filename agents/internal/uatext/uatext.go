@@ -181,8 +181,9 @@ func Words(s string, f func(w string, at int) bool) {
 //   - the first name after "compatible;" in a comment
 //     ("Mozilla/5.0 (compatible; SomeBot/1.0; +http://…)" -> "SomeBot"),
 //     unless it is a browser's (MSIE);
-//   - else the first product when it is not a browser's
-//     ("ExampleCrawler/1.0 (+https://example.com/bot)" -> "ExampleCrawler");
+//   - else the first product when it is not a browser's nor a URL's scheme
+//     ("ExampleCrawler/1.0 (+https://example.com/bot)" -> "ExampleCrawler",
+//     but "http://example.com/bot" names nothing);
 //   - else the first word that names a bot ("… Safari/537.36 FooBot/2.0");
 //   - else the last product that is not a browser's
 //     ("… Safari/537.36 Acme-Preview/3").
@@ -193,8 +194,9 @@ func NameOf(ua string) string {
 			return n
 		}
 	}
-	first := LeadingToken(strings.TrimLeft(ua, " "))
-	if first != "" && !IsBrowserProduct(first) && !isVersion(first) && !IsDomain(first) {
+	rest := strings.TrimLeft(ua, " ")
+	first := LeadingToken(rest)
+	if first != "" && !IsBrowserProduct(first) && !isVersion(first) && !IsDomain(first) && !strings.HasPrefix(rest[len(first):], "://") {
 		return first
 	}
 	name := ""
@@ -261,3 +263,238 @@ func indexFold(s, lowerNeedle string) int {
 // IndexFold is strings.Index for an ASCII lower-case needle, ignoring the
 // case of s, without allocating.
 func IndexFold(s, lowerNeedle string) int { return indexFold(s, lowerNeedle) }
+
+// A PartKind says where a Part stands in a User-Agent.
+type PartKind uint8
+
+// The kinds of Part.
+const (
+	// Product is a product outside any comment, with or without its
+	// version: "Mozilla/5.0", "Chrome/131.0.0.0", "Mobile", "Instagram".
+	Product PartKind = iota
+	// Comment is an item of a comment ("Windows NT 10.0", "wv",
+	// "Build/QP1A.190711.020" between parentheses) or of a bracketed list
+	// ("FBAV/540.0.0.49.148" in Facebook's "[FB_IAB/FB4A;FBAV/...]").
+	Comment
+	// Compatible is the item of a comment that follows "compatible", where
+	// a client names itself: "MSIE 10.0" in "(compatible; MSIE 10.0;
+	// Windows NT 6.1)", "ContentGrabber/3.1" in "(compatible;
+	// ContentGrabber/3.1)".
+	Compatible
+)
+
+// A Part is one product or comment item of a User-Agent.
+type Part struct {
+	// Text is the product ("Chrome/131.0.0.0") or the comment item
+	// ("Windows NT 10.0"), without the spaces around it.
+	Text string
+	// At is the offset of Text in the User-Agent.
+	At int
+	// Kind says where Text stands.
+	Kind PartKind
+}
+
+// Parts calls f with each product and comment item of ua, in order, until f
+// returns false. It reads the grammar of RFC 9110 §10.1.5 (products
+// separated by spaces, comments in parentheses, which may nest) as real
+// User-Agents bend it: a ';' also ends a product ("DuckDuckBot/1.1;"), a
+// comment may follow a product without a space ("MicroMessenger/8.0.47(0x28002F30)"),
+// the items of a comment are separated by ';' or ',' ("KHTML, like Gecko"),
+// a bracketed list is read as a comment whose items are separated by ';'
+// only ("[FBAN/FBIOS;FBDV/iPhone14,2]"), and a comment or list left open
+// runs to the end. It does not allocate.
+func Parts(ua string, f func(Part) bool) {
+	i := 0
+	for i < len(ua) {
+		switch c := ua[i]; c {
+		case ' ', '\t', ';', ',', ')', ']':
+			i++
+		case '(', '[':
+			var ok bool
+			if i, ok = comment(ua, i, f); !ok {
+				return
+			}
+		default:
+			j := i
+			for j < len(ua) && !isProductEnd(ua[j]) {
+				j++
+			}
+			if !f(Part{Text: ua[i:j], At: i, Kind: Product}) {
+				return
+			}
+			i = j
+		}
+	}
+}
+
+func isProductEnd(c byte) bool {
+	return c == ' ' || c == '\t' || c == '(' || c == '[' || c == ';' || c == ')' || c == ']'
+}
+
+// comment reads the comment or bracketed list that opens at ua[i], calls f
+// with its items, and returns the offset after it and false when f asked to
+// stop.
+func comment(ua string, i int, f func(Part) bool) (int, bool) {
+	open, closing := ua[i], byte(')')
+	if open == '[' {
+		closing = ']'
+	}
+	depth := 1
+	start := i + 1
+	compatible := false
+	// item ends the item ua[start:end] and reports whether to go on.
+	item := func(end int) bool {
+		s, e := start, end
+		for s < e && (ua[s] == ' ' || ua[s] == '\t') {
+			s++
+		}
+		for e > s && (ua[e-1] == ' ' || ua[e-1] == '\t') {
+			e--
+		}
+		if s == e {
+			return true
+		}
+		kind := Comment
+		if compatible {
+			kind = Compatible
+		}
+		text := ua[s:e]
+		compatible = len(text) == len("compatible") && strings.EqualFold(text, "compatible")
+		return f(Part{Text: text, At: s, Kind: kind})
+	}
+	j := i + 1
+	for ; j < len(ua); j++ {
+		c := ua[j]
+		switch {
+		case c == open:
+			if !item(j) {
+				return j, false
+			}
+			depth++
+			start = j + 1
+		case c == closing:
+			if !item(j) {
+				return j, false
+			}
+			depth--
+			start = j + 1
+			if depth == 0 {
+				return j + 1, true
+			}
+		case c == ';' || c == ',' && open == '(':
+			if !item(j) {
+				return j, false
+			}
+			start = j + 1
+		}
+	}
+	return j, item(j)
+}
+
+// ProductNames returns the names a User-Agent gives its products, in
+// order, as the catalogue reads them to tell a product token from a word of
+// a longer name.
+//
+// Outside comments it reads RFC 9110's grammar: every word is a product,
+// named by its leading token (LeadingToken): "Googlebot" of "Googlebot/2.1",
+// "Slackbot-LinkExpanding" of "Slackbot-LinkExpanding 1.0", "008" of
+// "008/0.83", "WeSEE" of "WeSEE:Search/0.1", each of "Sogou", "web" and
+// "spider" of "Sogou web spider/4.0". A version ("1.0", "3.0x"), a URL
+// and an e-mail address name nothing; a "+" before a name is dropped.
+//
+// In a comment, where RFC 9110 allows any text, the words of an item up to
+// a '/', a version, a dash or the end name one product: "Googlebot" of
+// "compatible; Googlebot/2.1; +http://...", "HTTrack" of "HTTrack 3.0x",
+// "monitis" of "monitis - premium monitoring service". A URL or an e-mail
+// address ends a name too, and what follows it may start another; a host
+// name is a name of its own ("ggpht.com" and "GoogleImageProxy" of "via
+// ggpht.com GoogleImageProxy", "Dataprovider.com" of "compatible;
+// Dataprovider.com"). A name
+// of several words is returned whole ("Yahoo! Slurp", "Ask Jeeves" of
+// "Ask Jeeves/Teoma", "Twingly Recon"): none of its words is a product's
+// name, and what follows a '/' is a version, never a name.
+func ProductNames(ua string) []string {
+	var names []string
+	Parts(ua, func(p Part) bool {
+		if p.Kind == Product {
+			if n := productWordName(p.Text); n != "" {
+				names = append(names, n)
+			}
+			return true
+		}
+		var phrase []string
+		flush := func() {
+			if n := strings.TrimRight(strings.Join(phrase, " "), ".,:;!"); n != "" {
+				names = append(names, n)
+			}
+			phrase = phrase[:0]
+		}
+		for _, w := range strings.Fields(p.Text) {
+			if isMark(w) {
+				flush()
+				continue
+			}
+			if d := strings.TrimRight(w, ".,:;"); IsDomain(d) {
+				flush()
+				phrase = append(phrase, d)
+				flush()
+				continue
+			}
+			if isVersionWord(w) || w == "-" || w == "|" {
+				break
+			}
+			if k := strings.IndexByte(w, '/'); k >= 0 {
+				if k > 0 {
+					phrase = append(phrase, w[:k])
+				}
+				break
+			}
+			phrase = append(phrase, w)
+		}
+		flush()
+		return true
+	})
+	return names
+}
+
+// productWordName returns the name of the product word w outside a
+// comment, or "" for a URL, an e-mail address or a version.
+func productWordName(w string) string {
+	w = strings.TrimPrefix(w, "+")
+	if strings.Contains(w, "://") {
+		return ""
+	}
+	n := LeadingToken(w)
+	if len(n) < len(w) && w[len(n)] == '/' {
+		return n // a name, even "008" of "008/0.83"
+	}
+	if strings.Contains(w, "@") || isVersionWord(w) {
+		return ""
+	}
+	return n
+}
+
+// isMark reports whether w is a URL, a "+" mark before one, or an e-mail
+// address.
+func isMark(w string) bool {
+	return strings.Contains(w, "://") || strings.HasPrefix(w, "+") || strings.Contains(w, "@")
+}
+
+// isVersionWord reports whether the word w is a version ("2.1", "3.0x",
+// "v1.4.8") rather than a name ("360Spider", "2ip.ru").
+func isVersionWord(w string) bool {
+	if !isVersion(w) || IsDomain(w) {
+		return false
+	}
+	run := 0
+	for i := 0; i < len(w); i++ {
+		if c := w[i] | 0x20; c >= 'a' && c <= 'z' {
+			if run++; run >= 4 {
+				return false
+			}
+		} else {
+			run = 0
+		}
+	}
+	return true
+}
