@@ -1,7 +1,11 @@
 package agents
 
 import (
+	"archive/tar"
 	"bufio"
+	"bytes"
+	"compress/gzip"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -132,15 +136,9 @@ func TestBrowsersHaveNoCommonCandidates(t *testing.T) {
 // token and else its leading token ("Mozilla/4.0 (compatible; ...)" ->
 // "Mozilla"), which is stricter than enforce (a value that is not a single
 // token names nothing there).
-func readGroupTokens(t *testing.T, path string) []string {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+func readGroupTokens(body []byte) []string {
 	var out []string
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(bytes.NewReader(body))
 	sc.Buffer(make([]byte, 1<<16), 1<<20)
 	for sc.Scan() {
 		line := strings.TrimPrefix(sc.Text(), "\ufeff")
@@ -160,9 +158,6 @@ func readGroupTokens(t *testing.T, path string) []string {
 			out = append(out, tok)
 		}
 	}
-	if err := sc.Err(); err != nil {
-		t.Fatalf("reading %s: %v", path, err)
-	}
 	return out
 }
 
@@ -179,16 +174,15 @@ func leadingTokenOf(s string) string {
 // candidate token of any of the 7,707 browser strings, so no site's
 // robots.txt turns people into bots.
 func TestRobotsCorpusNamesNoBrowser(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join(sharedData, "robots-corpus", "*.txt"))
-	if err != nil || len(files) == 0 {
-		openShared(t, "robots-corpus") // skips, or fails under CI
-		t.Fatalf("no robots.txt files in %s/robots-corpus (%v)", sharedData, err)
+	files := readRobotsCorpus(t)
+	if len(files) < 400 {
+		t.Fatalf("%d robots.txt files in the corpus, want 400", len(files))
 	}
 	groups := map[string]string{} // lower-cased token -> where it is named
-	for _, f := range files {
-		for _, tok := range readGroupTokens(t, f) {
+	for name, body := range files {
+		for _, tok := range readGroupTokens(body) {
 			if _, ok := groups[strings.ToLower(tok)]; !ok {
-				groups[strings.ToLower(tok)] = filepath.Base(f)
+				groups[strings.ToLower(tok)] = name
 			}
 		}
 	}
@@ -218,4 +212,39 @@ func TestRobotsCorpusNamesNoBrowser(t *testing.T) {
 		t.Errorf("robots.txt token %s is a browser's candidate", n)
 	}
 	t.Logf("%d group tokens of %d files, %d browser strings", len(groups), len(files), len(browsers))
+}
+
+// readRobotsCorpus reads the 400 real robots.txt files the enforce
+// package's tests keep (enforce/testdata/robots-corpus.tar.gz; their
+// sources are in its SOURCE.md and NOTICE): file name -> body.
+func readRobotsCorpus(t *testing.T) map[string][]byte {
+	t.Helper()
+	f, err := os.Open(filepath.Join("..", "enforce", "testdata", "robots-corpus.tar.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]byte{}
+	tr := tar.NewReader(zr)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Typeflag != tar.TypeReg || !strings.HasSuffix(h.Name, ".txt") {
+			continue
+		}
+		b, err := io.ReadAll(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[filepath.Base(h.Name)] = b
+	}
 }
