@@ -67,7 +67,7 @@ func runLint(env *cliEnv) (int, error) {
 	fmt.Fprintf(w, "%s, %s\n", plural(errs, "error", "errors"), plural(warns, "warning", "warnings"))
 	if errs > 0 || (strict && warns > 0) {
 		// (1, nil) would exit 0: the error is what makes the status 1.
-		return exitFailure, fmt.Errorf("robots lint: %s: %s, %s", src.name, plural(errs, "error", "errors"), plural(warns, "warning", "warnings"))
+		return exitFailure, resultError{fmt.Sprintf("robots lint: %s: %s, %s", src.name, plural(errs, "error", "errors"), plural(warns, "warning", "warnings"))}
 	}
 	return exitOK, nil
 }

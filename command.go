@@ -82,9 +82,23 @@ func runE(f cliFunc, record func(int)) func(*cobra.Command, []string) error {
 			// this, cobra prints "Error: exiting with status 3".
 			cmd.SilenceErrors = true
 		}
+		var answer resultError
+		if errors.As(err, &answer) {
+			// The report said it already: exit 1 without a log line
+			// (Caddy's wrapper would log the error, and a result of 1
+			// with no error exits 0).
+			cmd.SilenceErrors, cmd.SilenceUsage = true, true
+			return err
+		}
 		return caddycmd.WrapCommandFuncForCobra(func(caddycmd.Flags) (int, error) { return code, err })(cmd, args)
 	}
 }
+
+// resultError is a subcommand's answer of exit status 1 that its report
+// already stated (lint findings): no error line follows the report.
+type resultError struct{ msg string }
+
+func (e resultError) Error() string { return e.msg }
 
 // maxFetch bounds what is read of a robots.txt, from a file or a URL: twice
 // what RFC 9309 crawlers read, so that lint can tell by how much a file is

@@ -145,6 +145,11 @@ func TestCheckExitCodeReachesShell(t *testing.T) {
 		if tc.code == 3 && strings.Contains(stderr.String(), "Error:") {
 			t.Errorf("a refusal should not print an error:\n%s", stderr.String())
 		}
+		// Lint's findings are its report: the exit code carries the
+		// result, and no error line follows it.
+		if tc.args[1] == "lint" && stderr.Len() > 0 {
+			t.Errorf("lint printed after its report:\n%s", stderr.String())
+		}
 	}
 }
 

@@ -401,8 +401,14 @@ func (l *rangesLoop) restore(ctx context.Context) {
 
 // round downloads every method once, keeps what was accepted or confirmed
 // and hands it to the verifiers.
+//
+// Failed downloads are reported in one line per round that names every
+// list that failed (an offline start fails them all at once), with the
+// first error of each.
 func (l *rangesLoop) round(ctx context.Context) {
 	changed := false
+	var failed []string
+	var firstErr error
 	for _, m := range l.fetcher.Methods() {
 		if ctx.Err() != nil {
 			return
@@ -422,13 +428,22 @@ func (l *rangesLoop) round(ctx context.Context) {
 			case agents.RangesRejected:
 				l.logger.Warn("rejected downloaded IP list; keeping the last good one", zap.String("method", m), zap.String("url", rep.URL), zap.Error(rep.Err))
 			default:
-				l.logger.Warn("downloading IP list failed; keeping the last good one", zap.String("method", m), zap.Error(rep.Err))
+				if !slices.Contains(failed, m) {
+					failed = append(failed, m)
+				}
+				if firstErr == nil {
+					firstErr = rep.Err
+				}
 			}
 		}
 		if keep {
 			changed = true
 			l.persist(ctx, m)
 		}
+	}
+	if len(failed) > 0 {
+		l.logger.Warn("downloading IP lists failed; keeping the last good ones (the embedded snapshot at first)",
+			zap.Strings("methods", failed), zap.Int("count", len(failed)), zap.NamedError("first_error", firstErr))
 	}
 	if changed {
 		l.applyAll()
