@@ -34,8 +34,9 @@
 // --random-wait: 0.5–1.5×) are not throttled, while one that ignores the
 // delay is throttled from its (B+1)-th request and one that keeps 0.8× the
 // delay after about 40. The same call pairs a GET with the HEAD of the same
-// URL just before it ([Fetch]), and marks requests that arrive inside a
-// Retry-After already given (ThrottleResult.Retry).
+// URL just before it ([Fetch]), and marks a request that comes back for the
+// URL it was just refused before that refusal's Retry-After ended
+// (ThrottleResult.Retry).
 //
 // # Identity
 //

@@ -102,6 +102,7 @@ type entry struct {
 	winEnd   int64 // end of the current strike window
 	banUntil int64
 	retryEnd int64  // end of the wait of the last refused request
+	retryKey uint64 // Fetch.Key of the last refused request, 0 if none
 	headKey  uint64 // Fetch.Key of the last allowed HEAD, 0 if none
 	pairEnd  int64  // until when a GET of headKey rides on that HEAD
 	strikes  int32  // strikes counted in the window
@@ -111,6 +112,13 @@ type entry struct {
 
 func (e *entry) dead(now int64) bool {
 	return e.tat <= now && e.winEnd <= now && e.banUntil <= now && e.pairEnd <= now
+}
+
+// isRetry reports whether a request for the URL whose [Fetch].Key is key
+// comes back inside the Retry-After of the last refusal, which was for the
+// same URL.
+func (e *entry) isRetry(key uint64, now int64) bool {
+	return key != 0 && e.retryKey == key && e.retryEnd > now
 }
 
 func (e *entry) activeStrikes(now int64) int {
@@ -172,7 +180,8 @@ func (m *Memory) Throttle(ctx context.Context, id Identity, interval time.Durati
 
 // ThrottlePace implements [Store.ThrottlePace]: GCRA with the emission
 // interval and tolerance of p (see [Pace]), the HEAD/GET pairing of
-// p.Fetch, and the Retry flag.
+// p.Fetch, and the Retry flag (the entry remembers the Fetch.Key and the
+// Retry-After end of its last refused request).
 func (m *Memory) ThrottlePace(_ context.Context, id Identity, p Pace, now time.Time) (ThrottleResult, error) {
 	if p.Interval <= 0 {
 		return ThrottleResult{Allowed: true}, nil
@@ -184,7 +193,7 @@ func (m *Memory) ThrottlePace(_ context.Context, id Identity, p Pace, now time.T
 	s := m.shard(h)
 	s.mu.Lock()
 	e := s.lookup(id, h, t, true)
-	retry := e.retryEnd > t
+	retry := e.isRetry(p.Fetch.Key, t)
 	if p.Fetch.Key != 0 && !p.Fetch.Head && e.headKey == p.Fetch.Key && e.pairEnd >= t {
 		e.headKey, e.pairEnd = 0, 0
 		s.mu.Unlock()
@@ -192,7 +201,7 @@ func (m *Memory) ThrottlePace(_ context.Context, id Identity, p Pace, now time.T
 	}
 	tat := max(e.tat, t)
 	if tat-t > int64(tau) {
-		e.retryEnd = tat - int64(tau)
+		e.retryEnd, e.retryKey = tat-int64(tau), p.Fetch.Key
 		s.mu.Unlock()
 		return ThrottleResult{RetryAfter: time.Duration(tat - int64(tau) - t), Retry: retry}, nil
 	}
@@ -221,7 +230,7 @@ func (m *Memory) PeekPace(_ context.Context, id Identity, p Pace, now time.Time)
 	if e == nil {
 		return ThrottleResult{Allowed: true}, nil
 	}
-	retry := e.retryEnd > t
+	retry := e.isRetry(p.Fetch.Key, t)
 	if p.Fetch.Key != 0 && !p.Fetch.Head && e.headKey == p.Fetch.Key && e.pairEnd >= t {
 		return ThrottleResult{Allowed: true, Retry: retry, Paired: true}, nil
 	}
@@ -321,7 +330,7 @@ func (m *Memory) observeRetry(id Identity, p Pace, retryAfter time.Duration, now
 	s.mu.Lock()
 	e := s.lookup(id, h, t, true)
 	e.tat = max(e.tat, t+int64(retryAfter+tau))
-	e.retryEnd = max(e.retryEnd, t+int64(retryAfter))
+	e.retryEnd, e.retryKey = t+int64(retryAfter), p.Fetch.Key
 	s.mu.Unlock()
 }
 

@@ -119,8 +119,9 @@ func gcd(a, b int64) int64 {
 
 // paceScript is GCRA in integer microseconds on the Redis server's clock,
 // with the HEAD/GET pairing and the retry mark of [Memory.ThrottlePace]: the
-// same decisions, kept in one hash per identity (fields tat, retry, head,
-// pair) that expires when its TAT and pairing window have passed.
+// same decisions, kept in one hash per identity (fields tat, retry and rkey
+// for the end and the fetch key of the last refusal, head, pair) that
+// expires when its TAT and pairing window have passed.
 // KEYS: the hash. ARGV: emission µs, tolerance µs, fetch key ("" for none),
 // "1" for HEAD, pairing window µs, "1" to peek (decide, write nothing).
 // Returns {allowed, wait µs, retry,
@@ -135,11 +136,11 @@ if redis.call('TYPE', k).ok ~= 'hash' then
   if peek then return {1, 0, 0, 0} end
   redis.call('DEL', k)
 end
-local s = redis.call('HMGET', k, 'tat', 'retry', 'head', 'pair')
+local s = redis.call('HMGET', k, 'tat', 'retry', 'head', 'pair', 'rkey')
 local tat = tonumber(s[1]) or 0
-local retry = 0
-if (tonumber(s[2]) or 0) > now then retry = 1 end
 local fetch = ARGV[3]
+local retry = 0
+if fetch ~= '' and s[5] == fetch and (tonumber(s[2]) or 0) > now then retry = 1 end
 if fetch ~= '' and ARGV[4] ~= '1' and s[3] == fetch and (tonumber(s[4]) or 0) >= now then
   if peek then return {1, 0, retry, 1} end
   redis.call('HDEL', k, 'head', 'pair')
@@ -150,7 +151,7 @@ local tau = tonumber(ARGV[2])
 if tat < now then tat = now end
 if tat - now > tau then
   if peek then return {0, tat - tau - now, retry, 0} end
-  redis.call('HSET', k, 'retry', string.format('%.0f', tat - tau))
+  redis.call('HSET', k, 'retry', string.format('%.0f', tat - tau), 'rkey', fetch)
   return {0, tat - tau - now, retry, 0}
 end
 if peek then return {1, 0, retry, 0} end

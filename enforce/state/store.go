@@ -59,10 +59,14 @@ type ThrottleResult struct {
 	// request would be allowed. Callers sending a Retry-After header round
 	// it up to whole seconds. It is zero when Allowed is true.
 	RetryAfter time.Duration
-	// Retry reports an immediate retry: the request arrived while the
-	// identity was still inside a Retry-After this store gave it (before
-	// the end of the wait of its last refused request). Such a request is
-	// normally refused again; callers count it.
+	// Retry reports an immediate retry: the request is for the same URL
+	// as the identity's last refused request (the same non-zero
+	// [Fetch].Key) and arrived before that refusal's Retry-After ended.
+	// Such a request is normally refused again; callers count it. A
+	// request for another URL is never a retry, however soon it comes (a
+	// crawler that moved on did not ignore the Retry-After of the page it
+	// left), and neither is one with the zero Fetch: only the last refused
+	// URL is remembered, which is the one an impatient client retries.
 	Retry bool
 	// Paired reports a GET allowed without taking a slot because it
 	// follows a HEAD of the same URL (see [Fetch]).
