@@ -23,6 +23,10 @@ type Ban struct {
 	Identity Identity
 	// Until is when the ban ends.
 	Until time.Time
+	// Info says who earned the ban and why; empty for a ban recorded
+	// without it. Its Strikes slice may be shared with the store: read
+	// it, do not modify it.
+	Info BanInfo
 }
 
 // BanLister is a store that can list the bans in force and lift one, for
@@ -112,7 +116,7 @@ func (m *Memory) Bans(_ context.Context, now time.Time, limit int) ([]Ban, error
 		for _, slot := range s.idx {
 			e := &s.entries[slot]
 			if e.banUntil > t && len(out) < limit {
-				out = append(out, Ban{Identity: e.id, Until: now.Add(time.Duration(e.banUntil - t))})
+				out = append(out, Ban{Identity: e.id, Until: now.Add(time.Duration(e.banUntil - t)), Info: e.banInfo()})
 			}
 		}
 		s.mu.Unlock()
@@ -148,8 +152,15 @@ func (m *Memory) Unban(_ context.Context, key string, now time.Time) (bool, erro
 		return false, nil
 	}
 	banned := e.banUntil > t
-	e.banUntil, e.strikes, e.winEnd = 0, 0, 0
+	e.lift()
 	return banned, nil
+}
+
+// lift ends e's ban and forgets its strikes and their records.
+func (e *entry) lift() {
+	e.banUntil, e.strikes, e.winEnd = 0, 0, 0
+	e.log = nil
+	e.flags &^= entryEarned
 }
 
 // Ping implements [Pinger]: one PING to the server.
@@ -222,8 +233,10 @@ func (r *Redis) Bans(ctx context.Context, now time.Time, limit int) ([]Ban, erro
 	}
 	pipe := r.client.Pipeline()
 	ttls := make([]*redis.DurationCmd, len(keys))
+	vals := make([]*redis.StringCmd, len(keys))
 	for i, k := range keys {
 		ttls[i] = pipe.PTTL(ctx, k)
+		vals[i] = pipe.Get(ctx, k)
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, fmt.Errorf("state: redis ban TTLs: %w", err)
@@ -231,7 +244,7 @@ func (r *Redis) Bans(ctx context.Context, now time.Time, limit int) ([]Ban, erro
 	out := make([]Ban, 0, len(keys))
 	for i, k := range keys {
 		ttl := ttls[i].Val()
-		if ttls[i].Err() != nil || ttl <= 0 {
+		if ttls[i].Err() != nil || ttl <= 0 || vals[i].Err() != nil {
 			continue // expired meanwhile, or not a ban we set
 		}
 		key, ok := strings.CutPrefix(k, r.prefix+"{")
@@ -246,14 +259,15 @@ func (r *Redis) Bans(ctx context.Context, now time.Time, limit int) ([]Ban, erro
 		if err != nil {
 			continue
 		}
-		out = append(out, Ban{Key: key, Identity: id, Until: now.Add(ttl)})
+		out = append(out, Ban{Key: key, Identity: id, Until: now.Add(ttl), Info: parseBanValue(vals[i].Val())})
 	}
 	sortBans(out)
 	return out, nil
 }
 
-// Unban implements [BanLister.Unban]: it deletes the identity's ban and
-// strike keys (one hash slot, so one transaction even on a Cluster).
+// Unban implements [BanLister.Unban]: it deletes the identity's ban, strike
+// counter and strike log keys (one hash slot, so one transaction even on a
+// Cluster).
 func (r *Redis) Unban(ctx context.Context, key string, _ time.Time) (bool, error) {
 	if _, err := ParseIdentity(key); err != nil {
 		return false, err
@@ -264,7 +278,7 @@ func (r *Redis) Unban(ctx context.Context, key string, _ time.Time) (bool, error
 	k := r.prefix + "{" + key + "}"
 	pipe := r.client.TxPipeline()
 	ban := pipe.Del(ctx, k+":ban")
-	pipe.Del(ctx, k+":strikes")
+	pipe.Del(ctx, k+":strikes", k+":strikelog")
 	if _, err := pipe.Exec(ctx); err != nil {
 		return false, fmt.Errorf("state: redis unban %s: %w", key, err)
 	}

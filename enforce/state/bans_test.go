@@ -42,7 +42,7 @@ func banSome(t *testing.T, s Store, id Identity, p StrikePolicy, now time.Time) 
 	var r BanResult
 	for range p.Strikes {
 		var err error
-		if r, err = s.Strike(context.Background(), id, p, now); err != nil {
+		if r, err = s.Strike(context.Background(), id, p, now, testInfo(id)); err != nil {
 			t.Fatalf("strike: %v", err)
 		}
 	}
@@ -67,7 +67,7 @@ func checkBanLister(t *testing.T, s Store, site string) {
 	other.Site = site
 	banSome(t, s, a, p, now)
 	banSome(t, s, b, p, now)
-	if _, err := s.Strike(ctx, other, p, now); err != nil { // one strike: not banned
+	if _, err := s.Strike(ctx, other, p, now, testInfo(other)); err != nil { // one strike: not banned
 		t.Fatal(err)
 	}
 
@@ -120,7 +120,7 @@ func checkBanLister(t *testing.T, s Store, site string) {
 		t.Error("Unban of a malformed key succeeded")
 	}
 	// The lifted identity starts again from zero strikes.
-	if r, _ := s.Strike(ctx, a, p, now); r.Banned || r.Strikes != 1 {
+	if r, _ := s.Strike(ctx, a, p, now, testInfo(a)); r.Banned || r.Strikes != 1 {
 		t.Errorf("first strike after Unban = %+v, want 1 strike, no ban", r)
 	}
 }

@@ -52,6 +52,12 @@
 // for Ban; by default 10 strikes in 10 minutes ban for 1 hour. Strikes = 0
 // turns this off.
 //
+// A strike says what it was for ([StrikeInfo]: the crawler, the robots.txt
+// token, line and version, and the scope that issued it). The stores keep
+// the last [MaxStrikeRecords] strikes of a window, and a ban keeps them as
+// its [BanInfo], so that operators and the refused client can tell who
+// earned a ban and why.
+//
 // # Stores
 //
 // [Memory] is the default: bounded (100,000 identities by default, a hard

@@ -19,7 +19,7 @@ const (
 // [Memory] implements it.
 type warmer interface {
 	observeRetry(id Identity, p Pace, retryAfter time.Duration, now time.Time)
-	observeBan(id Identity, until, now time.Time)
+	observeBan(id Identity, until time.Time, info BanInfo, now time.Time)
 }
 
 // Failover is the fail-open [Store] returned by [NewFailover].
@@ -169,17 +169,17 @@ func (f *Failover) PeekPace(ctx context.Context, id Identity, p Pace, now time.T
 }
 
 // Strike implements [Store.Strike].
-func (f *Failover) Strike(ctx context.Context, id Identity, p StrikePolicy, now time.Time) (BanResult, error) {
+func (f *Failover) Strike(ctx context.Context, id Identity, p StrikePolicy, now time.Time, info StrikeInfo) (BanResult, error) {
 	if !p.Enabled() {
 		return BanResult{}, nil
 	}
 	if f.use() {
-		r, err := f.primary.Strike(ctx, id, p, now)
+		r, err := f.primary.Strike(ctx, id, p, now, info)
 		if err == nil {
 			f.ok()
-			_, _ = f.local.Strike(ctx, id, p, now)
+			_, _ = f.local.Strike(ctx, id, p, now, info)
 			if r.Banned && f.warm != nil {
-				f.warm.observeBan(id, r.Until, now)
+				f.warm.observeBan(id, r.Until, r.Info, now)
 			}
 			return r, nil
 		}
@@ -187,7 +187,7 @@ func (f *Failover) Strike(ctx context.Context, id Identity, p StrikePolicy, now 
 	} else {
 		f.skipped()
 	}
-	r, err := f.local.Strike(ctx, id, p, now)
+	r, err := f.local.Strike(ctx, id, p, now, info)
 	if err != nil {
 		return BanResult{}, nil // fail open
 	}
@@ -201,7 +201,7 @@ func (f *Failover) Banned(ctx context.Context, id Identity, now time.Time) (BanR
 		if err == nil {
 			f.ok()
 			if r.Banned && f.warm != nil {
-				f.warm.observeBan(id, r.Until, now)
+				f.warm.observeBan(id, r.Until, r.Info, now)
 			}
 			return r, nil
 		}
