@@ -82,5 +82,9 @@
 // reported to a callback for counting and rate-limited logging, and Redis is
 // retried after a short backoff. While Redis answers, the local store is kept
 // warm with this instance's view, so enforcement stays sensible during an
-// outage; once Redis answers again, enforcement resumes from it.
+// outage; once Redis answers again, enforcement resumes from it. Bans
+// earned from strikes counted during the outage are not lost: they stay in
+// force and are written to Redis as soon as it answers. Redis is the
+// authority on every other ban, so a ban lifted on one instance is lifted
+// on all (see [NewFailover]).
 package state

@@ -306,6 +306,7 @@ func (m *Memory) strike(id Identity, p StrikePolicy, now time.Time, info StrikeI
 	e.banUntil = t + int64(p.Ban)
 	e.log.ban = e.log.banInfo(t)
 	e.log.reset()
+	e.flags &^= entryEarned
 	if earned {
 		e.flags |= entryEarned
 	}
@@ -402,6 +403,9 @@ func (m *Memory) observeBan(id Identity, until time.Time, info BanInfo, now time
 	e := s.lookup(id, h, t, true)
 	u := t + int64(until.Sub(now))
 	old := e.banUntil
+	if old <= t {
+		e.flags &^= entryEarned // of a ban that ended
+	}
 	e.banUntil = max(old, u)
 	if e.flags&entryEarned != 0 {
 		return
