@@ -19,7 +19,7 @@ func banInfoStores() map[string]func(t *testing.T) (Store, bool) {
 	return map[string]func(t *testing.T) (Store, bool){
 		"memory": func(*testing.T) (Store, bool) { return NewMemory(MemoryConfig{}), false },
 		"redis": func(t *testing.T) (Store, bool) {
-			return newRedisStore(t, sharedRedis(t), "baninfo."+t.Name()), true
+			return newRedisStore(t, sharedRedis(t), freshSite("baninfo")), true
 		},
 	}
 }
@@ -175,7 +175,7 @@ func TestBanInfoClipped(t *testing.T) {
 // ("1") is still a ban, with empty info, for Banned, Strike and Bans.
 func TestRedisOldBanValue(t *testing.T) {
 	addr := sharedRedis(t)
-	s := newRedisStore(t, addr, "oldban")
+	s := newRedisStore(t, addr, freshSite("oldban"))
 	c := redis.NewClient(&redis.Options{Addr: addr})
 	defer c.Close()
 	id := NewIdentity("*", false, netip.MustParseAddr("192.0.2.47"))
@@ -206,7 +206,7 @@ func TestRedisOldBanValue(t *testing.T) {
 // records and expires with the strike counter; a ban removes both.
 func TestRedisStrikeLogKey(t *testing.T) {
 	addr := sharedRedis(t)
-	s := newRedisStore(t, addr, "strikelog")
+	s := newRedisStore(t, addr, freshSite("strikelog"))
 	c := redis.NewClient(&redis.Options{Addr: addr})
 	defer c.Close()
 	id := NewIdentity("*", false, netip.MustParseAddr("192.0.2.48"))

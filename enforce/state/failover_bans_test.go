@@ -30,6 +30,15 @@ func newFailoverOn(t *testing.T, addr, site string, onError func(error)) (*Failo
 	return f, local
 }
 
+// siteSeq numbers the sites of freshSite.
+var siteSeq atomic.Int64
+
+// freshSite returns a site name no other test run used on the shared
+// redis-server, so that tests run with -count > 1 start from no state.
+func freshSite(name string) string {
+	return fmt.Sprintf("%s-%d-%d", name, time.Now().UnixNano(), siteSeq.Add(1))
+}
+
 // waitFor polls cond every 20ms until it holds or d has passed.
 func waitFor(d time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(d)
@@ -221,7 +230,7 @@ func TestFailoverHeldBanIsNotShortenedOrResurrected(t *testing.T) {
 // outage does not bring it back.
 func TestFailoverUnbanReachesOtherInstances(t *testing.T) {
 	addr := sharedRedis(t)
-	const site = "two-instances"
+	site := freshSite("two-instances")
 	a, _ := newFailoverOn(t, addr, site, nil)
 	b, bLocal := newFailoverOn(t, addr, site, nil)
 	p := StrikePolicy{Strikes: 2, Window: time.Minute, Ban: time.Hour}
@@ -300,7 +309,7 @@ func TestFailoverUnbanReachesOtherInstances(t *testing.T) {
 // listed, enforced and not counted again while the primary answers.
 func TestFailoverBansListsHeldBansWhileHealthy(t *testing.T) {
 	addr := sharedRedis(t)
-	r := newRedisStore(t, addr, "held-healthy")
+	r := newRedisStore(t, addr, freshSite("held-healthy"))
 	local := NewMemory(MemoryConfig{})
 	f := NewFailover(readOnlyBans{r, r}, local, nil) // no banWriter: bans stay held
 	now := time.Now()
@@ -343,7 +352,7 @@ type readOnlyBans struct {
 // resets the strike count, and never shortens a longer ban.
 func TestRedisWriteBans(t *testing.T) {
 	addr := sharedRedis(t)
-	r := newRedisStore(t, addr, "writebans")
+	r := newRedisStore(t, addr, freshSite("writebans"))
 	now := time.Now()
 	mk := func(ip string, left time.Duration, crawler string) earnedBan {
 		id := NewIdentity("*", false, netip.MustParseAddr(ip))
