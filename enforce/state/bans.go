@@ -23,9 +23,13 @@ type Ban struct {
 	Identity Identity
 	// Until is when the ban ends.
 	Until time.Time
+	// Info says who earned the ban and why; empty for a ban recorded
+	// without it. Its Strikes slice may be shared with the store: read
+	// it, do not modify it.
+	Info BanInfo
 }
 
-// BanLister is a store that can list the bans in force and lift one, for
+// BanLister is a store that can list the bans in force and lift them, for
 // operators (the admin API). [Memory], [Redis] and [Failover] implement it.
 type BanLister interface {
 	// Bans lists at most limit bans in force at now (limit <= 0 or above
@@ -34,6 +38,14 @@ type BanLister interface {
 	// Unban lifts the ban of the identity whose key is key and forgets its
 	// strikes; it reports whether a ban was in force.
 	Unban(ctx context.Context, key string, now time.Time) (bool, error)
+	// UnbanWhere lifts, as Unban does, every ban in force at now for which
+	// match returns true (by address or network, by crawler, all), and
+	// returns the bans it lifted, ordered by key. match is called once per
+	// ban, without the store's locks held, and may be called concurrently
+	// with other calls of the store; it must not modify the Ban. The walk
+	// is bounded as Bans's is: a store that could not look at every ban
+	// returns those it lifted with an error saying so.
+	UnbanWhere(ctx context.Context, match func(Ban) bool, now time.Time) (lifted []Ban, err error)
 }
 
 // Pinger is a store with a backend that can be checked ([Redis], and a
@@ -112,7 +124,7 @@ func (m *Memory) Bans(_ context.Context, now time.Time, limit int) ([]Ban, error
 		for _, slot := range s.idx {
 			e := &s.entries[slot]
 			if e.banUntil > t && len(out) < limit {
-				out = append(out, Ban{Identity: e.id, Until: now.Add(time.Duration(e.banUntil - t))})
+				out = append(out, Ban{Identity: e.id, Until: now.Add(time.Duration(e.banUntil - t)), Info: e.banInfo()})
 			}
 		}
 		s.mu.Unlock()
@@ -148,8 +160,66 @@ func (m *Memory) Unban(_ context.Context, key string, now time.Time) (bool, erro
 		return false, nil
 	}
 	banned := e.banUntil > t
-	e.banUntil, e.strikes, e.winEnd = 0, 0, 0
+	e.lift()
 	return banned, nil
+}
+
+// UnbanWhere implements [BanLister.UnbanWhere]. It takes each shard's bans
+// under its lock, calls match with the lock released, and lifts a matching
+// ban only if it is still the one match saw.
+func (m *Memory) UnbanWhere(_ context.Context, match func(Ban) bool, now time.Time) ([]Ban, error) {
+	if !m.MayHaveBans() {
+		return nil, nil
+	}
+	t := now.UnixNano()
+	type seen struct {
+		ban   Ban
+		hash  uint64
+		until int64
+	}
+	var lifted []Ban
+	var found, hits []seen
+	for i := range m.shards {
+		s := &m.shards[i]
+		found = found[:0]
+		s.mu.Lock()
+		for _, slot := range s.idx {
+			e := &s.entries[slot]
+			if e.banUntil > t {
+				found = append(found, seen{Ban{Identity: e.id, Until: now.Add(time.Duration(e.banUntil - t)), Info: e.banInfo()}, e.hash, e.banUntil})
+			}
+		}
+		s.mu.Unlock()
+		hits = hits[:0]
+		for _, f := range found {
+			f.ban.Key = f.ban.Identity.String()
+			if match(f.ban) {
+				hits = append(hits, f)
+			}
+		}
+		if len(hits) == 0 {
+			continue
+		}
+		s.mu.Lock()
+		for _, f := range hits {
+			if slot, ok := s.idx[f.hash]; ok {
+				if e := &s.entries[slot]; e.id == f.ban.Identity && e.banUntil == f.until {
+					e.lift()
+					lifted = append(lifted, f.ban)
+				}
+			}
+		}
+		s.mu.Unlock()
+	}
+	sortBans(lifted)
+	return lifted, nil
+}
+
+// lift ends e's ban and forgets its strikes and their records.
+func (e *entry) lift() {
+	e.banUntil, e.strikes, e.winEnd = 0, 0, 0
+	e.log = nil
+	e.flags &^= entryEarned
 }
 
 // Ping implements [Pinger]: one PING to the server.
@@ -176,34 +246,76 @@ func globEscape(s string) string {
 }
 
 // Bans implements [BanLister.Bans] with SCAN over the store's ban keys
-// ("{Prefix}:{Site}:{<identity>}:ban"), on every master of a Cluster. The
-// scan is bounded: it stops at limit bans or after 1000 SCAN calls per
-// node, whichever comes first. Calls use ctx's deadline, not the store's
-// per-request timeout.
+// ("{Prefix}:{Site}:{<identity>}:ban"), on every master of a Cluster, and
+// one pipeline reading their TTLs and values. The scan is bounded: it stops
+// at limit bans or after 1000 SCAN calls per node, whichever comes first.
+// Calls use ctx's deadline, not the store's per-request timeout.
 func (r *Redis) Bans(ctx context.Context, now time.Time, limit int) ([]Ban, error) {
+	bans, _, err := r.listBans(ctx, now, limit)
+	return bans, err
+}
+
+// listBans is Bans, and reports whether the list is complete: every ban
+// key was looked at.
+func (r *Redis) listBans(ctx context.Context, now time.Time, limit int) ([]Ban, bool, error) {
 	limit = banLimit(limit)
-	match := globEscape(r.prefix) + "{*}:ban"
 	var keys []string
+	complete, err := r.scanBans(ctx, func(ks []string) (bool, error) {
+		for _, k := range ks {
+			if len(keys) >= limit {
+				return true, nil
+			}
+			keys = append(keys, k)
+		}
+		return false, nil
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	bans, err := r.readBans(ctx, keys, now)
+	if err != nil {
+		return nil, false, err
+	}
+	sortBans(bans)
+	return bans, complete, nil
+}
+
+// scanBans calls page with the ban keys of each SCAN reply, on every master
+// of a Cluster (one page at a time), until page asks to stop or fails, or
+// after maxScanCalls calls per node. It reports whether it looked at every
+// key.
+func (r *Redis) scanBans(ctx context.Context, page func(keys []string) (stop bool, err error)) (complete bool, err error) {
+	match := globEscape(r.prefix) + "{*}:ban"
+	complete = true
+	stopped := false
 	scan := func(ctx context.Context, c redis.Cmdable) error {
 		var cursor uint64
 		for range maxScanCalls {
+			if stopped {
+				return nil
+			}
 			ks, next, err := c.Scan(ctx, cursor, match, 500).Result()
 			if err != nil {
 				return fmt.Errorf("state: redis scan for bans: %w", err)
 			}
-			for _, k := range ks {
-				if len(keys) < limit {
-					keys = append(keys, k)
+			if len(ks) > 0 {
+				stop, err := page(ks)
+				if err != nil {
+					return err
+				}
+				if stop {
+					stopped, complete = true, false
+					return nil
 				}
 			}
-			if next == 0 || len(keys) >= limit {
+			if next == 0 {
 				return nil
 			}
 			cursor = next
 		}
+		complete = false // the bound, not the end
 		return nil
 	}
-	var err error
 	if cc, ok := r.client.(*redis.ClusterClient); ok {
 		var mu sync.Mutex // ForEachMaster calls back concurrently
 		err = cc.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
@@ -214,16 +326,21 @@ func (r *Redis) Bans(ctx context.Context, now time.Time, limit int) ([]Ban, erro
 	} else {
 		err = scan(ctx, r.client)
 	}
-	if err != nil {
-		return nil, err
-	}
+	return complete && err == nil, err
+}
+
+// readBans reads the bans of the ban keys keys in one pipeline, skipping
+// keys that expired meanwhile or are not ours.
+func (r *Redis) readBans(ctx context.Context, keys []string, now time.Time) ([]Ban, error) {
 	if len(keys) == 0 {
 		return nil, nil
 	}
 	pipe := r.client.Pipeline()
 	ttls := make([]*redis.DurationCmd, len(keys))
+	vals := make([]*redis.StringCmd, len(keys))
 	for i, k := range keys {
 		ttls[i] = pipe.PTTL(ctx, k)
+		vals[i] = pipe.Get(ctx, k)
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, fmt.Errorf("state: redis ban TTLs: %w", err)
@@ -231,7 +348,7 @@ func (r *Redis) Bans(ctx context.Context, now time.Time, limit int) ([]Ban, erro
 	out := make([]Ban, 0, len(keys))
 	for i, k := range keys {
 		ttl := ttls[i].Val()
-		if ttls[i].Err() != nil || ttl <= 0 {
+		if ttls[i].Err() != nil || ttl <= 0 || vals[i].Err() != nil {
 			continue // expired meanwhile, or not a ban we set
 		}
 		key, ok := strings.CutPrefix(k, r.prefix+"{")
@@ -246,14 +363,60 @@ func (r *Redis) Bans(ctx context.Context, now time.Time, limit int) ([]Ban, erro
 		if err != nil {
 			continue
 		}
-		out = append(out, Ban{Key: key, Identity: id, Until: now.Add(ttl)})
+		out = append(out, Ban{Key: key, Identity: id, Until: now.Add(ttl), Info: parseBanValue(vals[i].Val())})
 	}
-	sortBans(out)
 	return out, nil
 }
 
-// Unban implements [BanLister.Unban]: it deletes the identity's ban and
-// strike keys (one hash slot, so one transaction even on a Cluster).
+// UnbanWhere implements [BanLister.UnbanWhere] with the scan of
+// [Redis.Bans] (bounded the same way, but not by MaxBansListed): each page
+// of ban keys is read in one pipeline, matched, and the matching
+// identities' ban, strike counter and strike log keys deleted in another.
+// A ban is reported lifted if its key was still there to delete. If the
+// scan reached its bound before the end, the error says so.
+func (r *Redis) UnbanWhere(ctx context.Context, match func(Ban) bool, now time.Time) ([]Ban, error) {
+	var lifted []Ban
+	complete, err := r.scanBans(ctx, func(keys []string) (bool, error) {
+		bans, err := r.readBans(ctx, keys, now)
+		if err != nil {
+			return true, err
+		}
+		var hits []Ban
+		for _, b := range bans {
+			if match(b) {
+				hits = append(hits, b)
+			}
+		}
+		if len(hits) == 0 {
+			return false, nil
+		}
+		pipe := r.client.Pipeline()
+		dels := make([]*redis.IntCmd, len(hits))
+		for i, b := range hits {
+			k := r.prefix + "{" + b.Key + "}"
+			dels[i] = pipe.Del(ctx, k+":ban")
+			pipe.Del(ctx, k+":strikes", k+":strikelog")
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			return true, fmt.Errorf("state: redis unban: %w", err)
+		}
+		for i, b := range hits {
+			if dels[i].Val() > 0 {
+				lifted = append(lifted, b)
+			}
+		}
+		return false, nil
+	})
+	sortBans(lifted)
+	if err == nil && !complete {
+		err = fmt.Errorf("state: redis unban: the scan stopped after %d calls on a node, before the end of the keyspace: some bans may be left; run it again", maxScanCalls)
+	}
+	return lifted, err
+}
+
+// Unban implements [BanLister.Unban]: it deletes the identity's ban, strike
+// counter and strike log keys (one hash slot, so one transaction even on a
+// Cluster).
 func (r *Redis) Unban(ctx context.Context, key string, _ time.Time) (bool, error) {
 	if _, err := ParseIdentity(key); err != nil {
 		return false, err
@@ -264,84 +427,12 @@ func (r *Redis) Unban(ctx context.Context, key string, _ time.Time) (bool, error
 	k := r.prefix + "{" + key + "}"
 	pipe := r.client.TxPipeline()
 	ban := pipe.Del(ctx, k+":ban")
-	pipe.Del(ctx, k+":strikes")
+	pipe.Del(ctx, k+":strikes", k+":strikelog")
 	if _, err := pipe.Exec(ctx); err != nil {
 		return false, fmt.Errorf("state: redis unban %s: %w", key, err)
 	}
 	return ban.Val() > 0, nil
 }
-
-// Bans implements [BanLister.Bans]: the bans of the primary and of the
-// local store, merged (the later end wins). When the primary fails, the
-// local store's bans are returned together with the error.
-func (f *Failover) Bans(ctx context.Context, now time.Time, limit int) ([]Ban, error) {
-	limit = banLimit(limit)
-	merged := map[string]Ban{}
-	var errs []error
-	for _, s := range []Store{f.primary, f.local} {
-		l, ok := s.(BanLister)
-		if !ok {
-			continue
-		}
-		bans, err := l.Bans(ctx, now, limit)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		for _, b := range bans {
-			if old, ok := merged[b.Key]; !ok || b.Until.After(old.Until) {
-				merged[b.Key] = b
-			}
-		}
-	}
-	out := make([]Ban, 0, len(merged))
-	for _, b := range merged {
-		out = append(out, b)
-	}
-	sortBans(out)
-	if len(out) > limit {
-		out = out[:limit]
-	}
-	if err := errors.Join(errs...); err != nil {
-		return out, fmt.Errorf("state: listing bans: %w", err)
-	}
-	return out, nil
-}
-
-// Unban implements [BanLister.Unban] on the primary and the local store
-// alike; it reports whether either had the ban. The local store is
-// cleared even when the primary fails.
-func (f *Failover) Unban(ctx context.Context, key string, now time.Time) (bool, error) {
-	found := false
-	var errs []error
-	for _, s := range []Store{f.primary, f.local} {
-		l, ok := s.(BanLister)
-		if !ok {
-			continue
-		}
-		ok, err := l.Unban(ctx, key, now)
-		if err != nil {
-			errs = append(errs, err)
-		}
-		found = found || ok
-	}
-	if err := errors.Join(errs...); err != nil {
-		return found, fmt.Errorf("state: lifting ban: %w", err)
-	}
-	return found, nil
-}
-
-// Ping implements [Pinger]: it pings the primary, if it can be pinged.
-func (f *Failover) Ping(ctx context.Context) error {
-	if p, ok := f.primary.(Pinger); ok {
-		return p.Ping(ctx)
-	}
-	return nil
-}
-
-// DecidingLocally reports whether the primary failed recently and calls
-// are being decided by the local store until it answers again.
-func (f *Failover) DecidingLocally() bool { return f.retryAt.Load() != 0 }
 
 var (
 	_ BanLister = (*Memory)(nil)

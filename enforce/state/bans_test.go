@@ -3,6 +3,7 @@ package state
 import (
 	"context"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -39,10 +40,16 @@ func TestParseIdentityRoundTrip(t *testing.T) {
 // banSome strikes id under p until it is banned.
 func banSome(t *testing.T, s Store, id Identity, p StrikePolicy, now time.Time) BanResult {
 	t.Helper()
+	return banAs(t, s, id, p, now, testInfo(id))
+}
+
+// banAs strikes id under p with info until it is banned.
+func banAs(t *testing.T, s Store, id Identity, p StrikePolicy, now time.Time, info StrikeInfo) BanResult {
+	t.Helper()
 	var r BanResult
 	for range p.Strikes {
 		var err error
-		if r, err = s.Strike(context.Background(), id, p, now); err != nil {
+		if r, err = s.Strike(context.Background(), id, p, now, info); err != nil {
 			t.Fatalf("strike: %v", err)
 		}
 	}
@@ -67,7 +74,7 @@ func checkBanLister(t *testing.T, s Store, site string) {
 	other.Site = site
 	banSome(t, s, a, p, now)
 	banSome(t, s, b, p, now)
-	if _, err := s.Strike(ctx, other, p, now); err != nil { // one strike: not banned
+	if _, err := s.Strike(ctx, other, p, now, testInfo(other)); err != nil { // one strike: not banned
 		t.Fatal(err)
 	}
 
@@ -120,8 +127,81 @@ func checkBanLister(t *testing.T, s Store, site string) {
 		t.Error("Unban of a malformed key succeeded")
 	}
 	// The lifted identity starts again from zero strikes.
-	if r, _ := s.Strike(ctx, a, p, now); r.Banned || r.Strikes != 1 {
+	if r, _ := s.Strike(ctx, a, p, now, testInfo(a)); r.Banned || r.Strikes != 1 {
 		t.Errorf("first strike after Unban = %+v, want 1 strike, no ban", r)
+	}
+	checkUnbanWhere(t, s, site, b)
+}
+
+// checkUnbanWhere bans four more identities of site and lifts them by
+// crawler, by network, then all of site's bans (left: still, which is
+// banned already).
+func checkUnbanWhere(t *testing.T, s Store, site string, still Identity) {
+	t.Helper()
+	ctx := context.Background()
+	l := s.(BanLister)
+	now := time.Now()
+	p := StrikePolicy{Strikes: 2, Window: time.Minute, Ban: time.Hour}
+	ids := map[string]Identity{}
+	for _, c := range []struct{ addr, crawler string }{
+		{"198.51.100.20", "Grabber"}, {"2001:db8:5::1", "Grabber"}, {"203.0.113.9", "Other"}, {"203.0.113.10", "Other"},
+	} {
+		id := NewIdentity("*", false, netip.MustParseAddr(c.addr))
+		id.Site = site
+		ids[c.addr] = id
+		banAs(t, s, id, p, now, StrikeInfo{Crawler: c.crawler, Token: "*", Line: 4, Version: "v9", Scope: site})
+	}
+	mine := func(b Ban) bool { return b.Identity.Site == site }
+	keysOf := func(bans []Ban) []string {
+		var ks []string
+		for _, b := range bans {
+			ks = append(ks, b.Key)
+		}
+		return ks
+	}
+	want := func(addrs ...string) []string {
+		var ks []string
+		for _, a := range addrs {
+			ks = append(ks, ids[a].String())
+		}
+		slices.Sort(ks)
+		return ks
+	}
+	lifted, err := l.UnbanWhere(ctx, func(b Ban) bool { return mine(b) && b.Info.Crawler == "Grabber" }, now)
+	if got, w := keysOf(lifted), want("198.51.100.20", "2001:db8:5::1"); err != nil || !slices.Equal(got, w) {
+		t.Fatalf("UnbanWhere(crawler Grabber) lifted %v, %v; want %v", got, err, w)
+	}
+	for _, b := range lifted {
+		if b.Info.Crawler != "Grabber" || len(b.Info.Strikes) != 2 || b.Info.Strikes[1].Line != 4 {
+			t.Errorf("lifted ban %s carries info %+v", b.Key, b.Info)
+		}
+	}
+	if r, _ := s.Banned(ctx, ids["198.51.100.20"], now); r.Banned || r.Strikes != 0 {
+		t.Errorf("after UnbanWhere: %+v, want free with no strikes", r)
+	}
+	if r, _ := s.Banned(ctx, ids["203.0.113.9"], now); !r.Banned {
+		t.Error("UnbanWhere(crawler Grabber) lifted another crawler's ban")
+	}
+	net := netip.MustParsePrefix("203.0.113.0/24")
+	lifted, err = l.UnbanWhere(ctx, func(b Ban) bool { return mine(b) && b.Identity.Prefix.Overlaps(net) }, now)
+	if got, w := keysOf(lifted), want("203.0.113.9", "203.0.113.10"); err != nil || !slices.Equal(got, w) {
+		t.Fatalf("UnbanWhere(network %s) lifted %v, %v; want %v", net, got, err, w)
+	}
+	lifted, err = l.UnbanWhere(ctx, mine, now)
+	if got, w := keysOf(lifted), []string{still.String()}; err != nil || !slices.Equal(got, w) {
+		t.Fatalf("UnbanWhere(all) lifted %v, %v; want %v", got, err, w)
+	}
+	bans, err := l.Bans(ctx, now, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range bans {
+		if mine(b) {
+			t.Errorf("ban %s listed after all were lifted", b.Key)
+		}
+	}
+	if lifted, err := l.UnbanWhere(ctx, mine, now); err != nil || len(lifted) != 0 {
+		t.Errorf("UnbanWhere with nothing to lift: %v, %v", keysOf(lifted), err)
 	}
 }
 

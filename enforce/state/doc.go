@@ -34,8 +34,9 @@
 // --random-wait: 0.5–1.5×) are not throttled, while one that ignores the
 // delay is throttled from its (B+1)-th request and one that keeps 0.8× the
 // delay after about 40. The same call pairs a GET with the HEAD of the same
-// URL just before it ([Fetch]), and marks requests that arrive inside a
-// Retry-After already given (ThrottleResult.Retry).
+// URL just before it ([Fetch]), and marks a request that comes back for the
+// URL it was just refused before that refusal's Retry-After ended
+// (ThrottleResult.Retry).
 //
 // # Identity
 //
@@ -50,6 +51,12 @@
 // Strikes strikes within Window (counted from the first one) ban the identity
 // for Ban; by default 10 strikes in 10 minutes ban for 1 hour. Strikes = 0
 // turns this off.
+//
+// A strike says what it was for ([StrikeInfo]: the crawler, the robots.txt
+// token, line and version, and the scope that issued it). The stores keep
+// the last [MaxStrikeRecords] strikes of a window, and a ban keeps them as
+// its [BanInfo], so that operators and the refused client can tell who
+// earned a ban and why.
 //
 // # Stores
 //
@@ -75,5 +82,9 @@
 // reported to a callback for counting and rate-limited logging, and Redis is
 // retried after a short backoff. While Redis answers, the local store is kept
 // warm with this instance's view, so enforcement stays sensible during an
-// outage; once Redis answers again, enforcement resumes from it.
+// outage; once Redis answers again, enforcement resumes from it. Bans
+// earned from strikes counted during the outage are not lost: they stay in
+// force and are written to Redis as soon as it answers. Redis is the
+// authority on every other ban, so a ban lifted on one instance is lifted
+// on all (see [NewFailover]).
 package state

@@ -19,14 +19,16 @@ const (
 // [Memory] implements it.
 type warmer interface {
 	observeRetry(id Identity, p Pace, retryAfter time.Duration, now time.Time)
-	observeBan(id Identity, until, now time.Time)
+	observeBan(id Identity, until time.Time, info BanInfo, now time.Time)
 }
 
 // Failover is the fail-open [Store] returned by [NewFailover].
 type Failover struct {
 	primary Store
 	local   Store
-	warm    warmer // local, if it can learn; else nil
+	warm    warmer    // local, if it can learn; else nil
+	keep    banKeeper // local, if it can hold the bans it earns; else nil
+	write   banWriter // primary, if bans earned locally can be written to it; else nil
 	onError func(error)
 
 	// retryAt is when (Unix nanoseconds, wall clock) the primary may be tried
@@ -35,6 +37,17 @@ type Failover struct {
 	mu      sync.Mutex // guards backoff and downErr
 	backoff time.Duration
 	downErr error
+
+	// The writer of bans earned locally (see NewFailover and writeLoop).
+	writeMu  sync.Mutex      // held while writing, and by Unban and UnbanWhere
+	writing  atomic.Bool     // the writer goroutine runs
+	wake     chan struct{}   // tells the writer the primary answered again
+	life     context.Context // canceled by Close
+	cancel   context.CancelFunc
+	stopMu   sync.Mutex // orders starting a writer with Close
+	writers  sync.WaitGroup
+	closeErr error
+	once     sync.Once
 }
 
 // NewFailover returns a store that decides from primary and, whenever primary
@@ -55,13 +68,50 @@ type Failover struct {
 // it. A call whose own context is done is decided locally without counting
 // against primary.
 //
-// Close closes both stores.
+// # Bans
+//
+// The primary is the authority on bans, and on their absence: while it
+// answers, a ban is in force if and only if the primary holds it, with one
+// exception. A ban the local store earned itself, from strikes it counted
+// while deciding locally (the primary failing), is held locally: it is
+// enforced, and listed by Bans, until it ends or until it has been written
+// to the primary. A writer in the background writes such bans as soon as
+// the primary answers again (retrying with the failover's backoff until
+// then), each with its [BanInfo] and its remaining time, never shortening a
+// longer ban the primary already has; from then on the primary is its
+// authority again.
+//
+// Every other ban the local store holds is a copy, learnt from the
+// primary's answers (or counted while warming it), kept only for outages.
+// While the primary answers, a copy is neither enforced nor listed, and it
+// is dropped as soon as the primary says the identity is not banned (a
+// Banned call for it, or a complete Bans listing without it): so a ban
+// lifted on one instance, which deletes it from the primary, is gone from
+// every instance's Bans and Banned at once. Only while the primary fails
+// are copies enforced and listed (with an error saying so); a copy of a ban
+// lifted elsewhere that nothing on this instance asked about before the
+// outage may then be enforced here until it ends.
+//
+// Holding such bans needs local to be a [*Memory], and writing them
+// primary a [*Redis]. With another primary, a ban earned during an outage
+// is held locally until it ends; with another local store, it is forgotten
+// once the primary answers again.
+//
+// Close stops the writer and closes both stores.
 func NewFailover(primary, local Store, onError func(error)) *Failover {
 	if onError == nil {
 		onError = func(error) {}
 	}
-	f := &Failover{primary: primary, local: local, onError: onError}
+	f := &Failover{
+		primary: primary,
+		local:   local,
+		onError: onError,
+		wake:    make(chan struct{}, 1),
+	}
+	f.life, f.cancel = context.WithCancel(context.Background())
 	f.warm, _ = local.(warmer)
+	f.keep, _ = local.(banKeeper)
+	f.write, _ = primary.(banWriter)
 	return f
 }
 
@@ -88,6 +138,11 @@ func (f *Failover) ok() {
 	f.backoff, f.downErr = 0, nil
 	f.retryAt.Store(0)
 	f.mu.Unlock()
+	// Bans earned meanwhile can be written now.
+	select {
+	case f.wake <- struct{}{}:
+	default:
+	}
 }
 
 // failed records a primary error for op and reports it.
@@ -168,18 +223,26 @@ func (f *Failover) PeekPace(ctx context.Context, id Identity, p Pace, now time.T
 	return ThrottleResult{Allowed: true}, nil
 }
 
-// Strike implements [Store.Strike].
-func (f *Failover) Strike(ctx context.Context, id Identity, p StrikePolicy, now time.Time) (BanResult, error) {
+// Strike implements [Store.Strike]. An identity with a ban held locally
+// (earned during an outage, not yet written) is banned: its strike is not
+// counted. While the primary fails, a ban the local store starts is held
+// locally (see [NewFailover]).
+func (f *Failover) Strike(ctx context.Context, id Identity, p StrikePolicy, now time.Time, info StrikeInfo) (BanResult, error) {
 	if !p.Enabled() {
 		return BanResult{}, nil
 	}
+	if f.keep != nil {
+		if r, ok := f.keep.heldBan(id, now, false); ok {
+			return r, nil
+		}
+	}
 	if f.use() {
-		r, err := f.primary.Strike(ctx, id, p, now)
+		r, err := f.primary.Strike(ctx, id, p, now, info)
 		if err == nil {
 			f.ok()
-			_, _ = f.local.Strike(ctx, id, p, now)
+			_, _ = f.local.Strike(ctx, id, p, now, info)
 			if r.Banned && f.warm != nil {
-				f.warm.observeBan(id, r.Until, now)
+				f.warm.observeBan(id, r.Until, r.Info, now)
 			}
 			return r, nil
 		}
@@ -187,21 +250,40 @@ func (f *Failover) Strike(ctx context.Context, id Identity, p StrikePolicy, now 
 	} else {
 		f.skipped()
 	}
-	r, err := f.local.Strike(ctx, id, p, now)
+	if f.keep != nil {
+		r := f.keep.strikeEarned(id, p, now, info)
+		if r.Banned && r.Strikes >= p.Strikes { // this strike started the ban
+			f.startWriter()
+		}
+		return r, nil
+	}
+	r, err := f.local.Strike(ctx, id, p, now, info)
 	if err != nil {
 		return BanResult{}, nil // fail open
 	}
 	return r, nil
 }
 
-// Banned implements [Store.Banned].
+// Banned implements [Store.Banned]: the primary's answer while it answers,
+// except for a ban held locally (see [NewFailover]); the local store's
+// while it fails.
 func (f *Failover) Banned(ctx context.Context, id Identity, now time.Time) (BanResult, error) {
 	if f.use() {
 		r, err := f.primary.Banned(ctx, id, now)
 		if err == nil {
 			f.ok()
-			if r.Banned && f.warm != nil {
-				f.warm.observeBan(id, r.Until, now)
+			switch {
+			case r.Banned:
+				if f.warm != nil {
+					f.warm.observeBan(id, r.Until, r.Info, now)
+				}
+			case f.keep != nil:
+				// Not banned by the primary: a ban held here still is
+				// (and is being written); a copy is dropped.
+				if held, ok := f.keep.heldBan(id, now, true); ok {
+					f.startWriter()
+					return held, nil
+				}
 			}
 			return r, nil
 		}
@@ -216,9 +298,18 @@ func (f *Failover) Banned(ctx context.Context, id Identity, now time.Time) (BanR
 	return r, nil
 }
 
-// Close implements [Store.Close]: it closes primary and local.
+// Close implements [Store.Close]: it stops the writer of bans earned
+// locally (bans it has not written are lost with the local store) and
+// closes primary and local.
 func (f *Failover) Close() error {
-	return errors.Join(f.primary.Close(), f.local.Close())
+	f.once.Do(func() {
+		f.stopMu.Lock()
+		f.cancel()
+		f.stopMu.Unlock()
+		f.writers.Wait()
+		f.closeErr = errors.Join(f.primary.Close(), f.local.Close())
+	})
+	return f.closeErr
 }
 
 var (

@@ -50,8 +50,15 @@ func randomIdentity(rng *rand.Rand) Identity {
 	return NewIdentity(string(name), false, addr)
 }
 
+// floodInfo is the StrikeInfo of a flood's strike by crawler: the worst
+// case, where each identity's crawler name is its own (a copy per record).
+func floodInfo(crawler string) StrikeInfo {
+	return StrikeInfo{Crawler: crawler, Token: "*", Line: 12, Version: "2024-06-01T12:00:00Z#3", Scope: "example.com, www.example.com on :443"}
+}
+
 // flood feeds n distinct random identities through Throttle and Strike of a
-// default memory store, then measures it.
+// default memory store (every identity strikes once, with a crawler name of
+// its own), then measures it.
 func flood(n int) floodResult {
 	m := NewMemory(MemoryConfig{})
 	rng := rand.New(rand.NewPCG(42, 7))
@@ -62,17 +69,19 @@ func flood(n int) floodResult {
 		id := randomIdentity(rng)
 		now = now.Add(time.Microsecond)
 		_, _ = m.Throttle(ctx0, id, 10*time.Second, now)
-		_, _ = m.Strike(ctx0, id, p, now)
+		_, _ = m.Strike(ctx0, id, p, now, floodInfo("C"+id.Name))
 	}
 	tail := make([]Identity, last)
+	crawlers := make([]string, last)
 	for i := range tail {
 		tail[i] = randomIdentity(rng)
+		crawlers[i] = "C" + tail[i].Name
 	}
 	start := time.Now()
-	for _, id := range tail {
+	for i, id := range tail {
 		now = now.Add(time.Microsecond)
 		_, _ = m.Throttle(ctx0, id, 10*time.Second, now)
-		_, _ = m.Strike(ctx0, id, p, now)
+		_, _ = m.Strike(ctx0, id, p, now, floodInfo(crawlers[i]))
 	}
 	var r floodResult
 	r.FloodNsPerOp = float64(time.Since(start).Nanoseconds()) / last / 2
@@ -99,6 +108,7 @@ func flood(n int) floodResult {
 	r.SysMiB = float64(ms.Sys) / (1 << 20)
 	runtime.KeepAlive(m)
 	runtime.KeepAlive(tail)
+	runtime.KeepAlive(crawlers)
 	return r
 }
 

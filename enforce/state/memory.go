@@ -18,7 +18,11 @@ const (
 // MemoryConfig configures [NewMemory].
 type MemoryConfig struct {
 	// MaxEntries is the hard cap on identities kept (default 100,000). At
-	// about 250 bytes an entry, the default costs at most ~25 MiB.
+	// about 250 bytes an entry, the default costs at most ~25 MiB. An
+	// identity that struck in its current window, or is banned, also
+	// holds a 128-byte strike record and a copy of its crawler's name (at
+	// most [MaxNameLen] bytes; see [MaxStrikeRecords]), and a ban its
+	// [BanInfo] (about 300 bytes): with every identity struck, ~45 MiB.
 	MaxEntries int
 	// Shards is the number of independently locked parts (default 64). It
 	// is rounded up to a power of two and lowered to at most MaxEntries.
@@ -87,7 +91,14 @@ type memShard struct {
 	free     int32 // first free slot, chained through entry.next; -1 if none
 	lists    [2]lruList
 	lastName string // the last name cloned into the shard, shared by new entries
-	_        [64]byte
+	// lastCrawler is the last crawler name a strike record kept, shared by
+	// the next records with the same name.
+	lastCrawler string
+	// spare holds strike records of freed entries for the next first
+	// strikes, so that a flood of identities striking once each reuses
+	// records instead of making garbage.
+	spare []*strikeLog
+	_     [64]byte
 }
 
 // lruList is an intrusive doubly linked list over memShard.entries; head is
@@ -102,15 +113,31 @@ type entry struct {
 	winEnd   int64 // end of the current strike window
 	banUntil int64
 	retryEnd int64  // end of the wait of the last refused request
+	retryKey uint64 // Fetch.Key of the last refused request, 0 if none
 	headKey  uint64 // Fetch.Key of the last allowed HEAD, 0 if none
 	pairEnd  int64  // until when a GET of headKey rides on that HEAD
-	strikes  int32  // strikes counted in the window
-	prev     int32
-	next     int32
+	// log holds the recent strikes and the ban's info; nil until the
+	// first strike.
+	log     *strikeLog
+	strikes int32 // strikes counted in the window
+	prev    int32
+	next    int32
+	flags   uint8 // entryEarned
 }
+
+// entryEarned marks a ban that a [Failover] store's local store earned
+// while its primary was failing and has not yet written to the primary.
+const entryEarned uint8 = 1
 
 func (e *entry) dead(now int64) bool {
 	return e.tat <= now && e.winEnd <= now && e.banUntil <= now && e.pairEnd <= now
+}
+
+// isRetry reports whether a request for the URL whose [Fetch].Key is key
+// comes back inside the Retry-After of the last refusal, which was for the
+// same URL.
+func (e *entry) isRetry(key uint64, now int64) bool {
+	return key != 0 && e.retryKey == key && e.retryEnd > now
 }
 
 func (e *entry) activeStrikes(now int64) int {
@@ -172,7 +199,8 @@ func (m *Memory) Throttle(ctx context.Context, id Identity, interval time.Durati
 
 // ThrottlePace implements [Store.ThrottlePace]: GCRA with the emission
 // interval and tolerance of p (see [Pace]), the HEAD/GET pairing of
-// p.Fetch, and the Retry flag.
+// p.Fetch, and the Retry flag (the entry remembers the Fetch.Key and the
+// Retry-After end of its last refused request).
 func (m *Memory) ThrottlePace(_ context.Context, id Identity, p Pace, now time.Time) (ThrottleResult, error) {
 	if p.Interval <= 0 {
 		return ThrottleResult{Allowed: true}, nil
@@ -184,7 +212,7 @@ func (m *Memory) ThrottlePace(_ context.Context, id Identity, p Pace, now time.T
 	s := m.shard(h)
 	s.mu.Lock()
 	e := s.lookup(id, h, t, true)
-	retry := e.retryEnd > t
+	retry := e.isRetry(p.Fetch.Key, t)
 	if p.Fetch.Key != 0 && !p.Fetch.Head && e.headKey == p.Fetch.Key && e.pairEnd >= t {
 		e.headKey, e.pairEnd = 0, 0
 		s.mu.Unlock()
@@ -192,7 +220,7 @@ func (m *Memory) ThrottlePace(_ context.Context, id Identity, p Pace, now time.T
 	}
 	tat := max(e.tat, t)
 	if tat-t > int64(tau) {
-		e.retryEnd = tat - int64(tau)
+		e.retryEnd, e.retryKey = tat-int64(tau), p.Fetch.Key
 		s.mu.Unlock()
 		return ThrottleResult{RetryAfter: time.Duration(tat - int64(tau) - t), Retry: retry}, nil
 	}
@@ -221,7 +249,7 @@ func (m *Memory) PeekPace(_ context.Context, id Identity, p Pace, now time.Time)
 	if e == nil {
 		return ThrottleResult{Allowed: true}, nil
 	}
-	retry := e.retryEnd > t
+	retry := e.isRetry(p.Fetch.Key, t)
 	if p.Fetch.Key != 0 && !p.Fetch.Head && e.headKey == p.Fetch.Key && e.pairEnd >= t {
 		return ThrottleResult{Allowed: true, Retry: retry, Paired: true}, nil
 	}
@@ -232,13 +260,22 @@ func (m *Memory) PeekPace(_ context.Context, id Identity, p Pace, now time.Time)
 	return ThrottleResult{Allowed: true, Retry: retry}, nil
 }
 
-// Strike implements [Store.Strike].
-func (m *Memory) Strike(_ context.Context, id Identity, p StrikePolicy, now time.Time) (BanResult, error) {
+// Strike implements [Store.Strike]. An identity's first strike allocates
+// its strike record (see [MaxStrikeRecords]) and the strike that starts a
+// ban its [BanInfo]; other strikes allocate nothing.
+func (m *Memory) Strike(_ context.Context, id Identity, p StrikePolicy, now time.Time, info StrikeInfo) (BanResult, error) {
+	return m.strike(id, p, now, info, false), nil
+}
+
+// strike is Strike; earned marks a ban it starts as earned here while a
+// [Failover]'s primary was failing.
+func (m *Memory) strike(id Identity, p StrikePolicy, now time.Time, info StrikeInfo, earned bool) BanResult {
 	if !p.Enabled() {
-		return BanResult{}, nil
+		return BanResult{}
 	}
 	p = p.normalized()
 	id = id.clipped()
+	info = info.clipped()
 	t := now.UnixNano()
 	h := m.hash(id)
 	m.markStruck(h)
@@ -247,20 +284,41 @@ func (m *Memory) Strike(_ context.Context, id Identity, p StrikePolicy, now time
 	defer s.mu.Unlock()
 	e := s.lookup(id, h, t, true)
 	if e.banUntil > t {
-		return BanResult{Banned: true, Until: now.Add(time.Duration(e.banUntil - t)), Strikes: e.activeStrikes(t)}, nil
+		return BanResult{Banned: true, Until: now.Add(time.Duration(e.banUntil - t)), Strikes: e.activeStrikes(t), Info: e.banInfo()}
+	}
+	if e.log == nil {
+		e.log = s.newLog()
 	}
 	if e.winEnd <= t {
 		e.strikes = 0
 		e.winEnd = t + int64(p.Window)
+		e.log.reset()
+		e.log.ban = nil // a ban that ended
+		e.flags &^= entryEarned
 	}
 	e.strikes++
+	s.lastCrawler = e.log.add(info, t, e.id.Name, s.lastCrawler)
 	n := int(e.strikes)
 	if n < p.Strikes {
-		return BanResult{Strikes: n}, nil
+		return BanResult{Strikes: n}
 	}
 	e.strikes, e.winEnd = 0, 0
 	e.banUntil = t + int64(p.Ban)
-	return BanResult{Banned: true, Until: now.Add(p.Ban), Strikes: n}, nil
+	e.log.ban = e.log.banInfo(t)
+	e.log.reset()
+	e.flags &^= entryEarned
+	if earned {
+		e.flags |= entryEarned
+	}
+	return BanResult{Banned: true, Until: now.Add(p.Ban), Strikes: n, Info: *e.log.ban}
+}
+
+// banInfo returns the info of e's ban, if it has one.
+func (e *entry) banInfo() BanInfo {
+	if e.log == nil || e.log.ban == nil {
+		return BanInfo{}
+	}
+	return *e.log.ban
 }
 
 // Banned implements [Store.Banned]. It keeps no state for an unknown
@@ -286,6 +344,7 @@ func (m *Memory) Banned(_ context.Context, id Identity, now time.Time) (BanResul
 	if e.banUntil > t {
 		r.Banned = true
 		r.Until = now.Add(time.Duration(e.banUntil - t))
+		r.Info = e.banInfo()
 	}
 	return r, nil
 }
@@ -321,13 +380,16 @@ func (m *Memory) observeRetry(id Identity, p Pace, retryAfter time.Duration, now
 	s.mu.Lock()
 	e := s.lookup(id, h, t, true)
 	e.tat = max(e.tat, t+int64(retryAfter+tau))
-	e.retryEnd = max(e.retryEnd, t+int64(retryAfter))
+	e.retryEnd, e.retryKey = t+int64(retryAfter), p.Fetch.Key
 	s.mu.Unlock()
 }
 
-// observeBan records a ban of id until until; [NewFailover] uses it to keep
-// the local store warm.
-func (m *Memory) observeBan(id Identity, until, now time.Time) {
+// observeBan records a ban of id until until, for the reason info;
+// [NewFailover] uses it to keep the local store warm. A ban already held
+// that ends at most a second earlier keeps its info, so that a banned
+// crawler's requests (each learning the ban again) allocate nothing; a ban
+// earned here keeps its own info.
+func (m *Memory) observeBan(id Identity, until time.Time, info BanInfo, now time.Time) {
 	if !until.After(now) {
 		return
 	}
@@ -337,9 +399,24 @@ func (m *Memory) observeBan(id Identity, until, now time.Time) {
 	m.markStruck(h)
 	s := m.shard(h)
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	e := s.lookup(id, h, t, true)
-	e.banUntil = max(e.banUntil, t+int64(until.Sub(now)))
-	s.mu.Unlock()
+	u := t + int64(until.Sub(now))
+	old := e.banUntil
+	if old <= t {
+		e.flags &^= entryEarned // of a ban that ended
+	}
+	e.banUntil = max(old, u)
+	if e.flags&entryEarned != 0 {
+		return
+	}
+	if old > t && e.log != nil && e.log.ban != nil && u <= old+int64(time.Second) && (info.IsZero() || !e.log.ban.IsZero()) {
+		return // the same ban, learnt again
+	}
+	if e.log == nil {
+		e.log = s.newLog()
+	}
+	e.log.ban = boundedInfo(info)
 }
 
 // hash returns a seeded 64-bit hash of id: its low bits choose the shard,
@@ -387,8 +464,33 @@ func (s *memShard) lookup(id Identity, h uint64, now int64, create bool) *entry 
 func (s *memShard) remove(i int32) {
 	s.unlink(i)
 	delete(s.idx, s.entries[i].hash)
+	s.recycle(s.entries[i].log)
 	s.entries[i] = entry{next: s.free}
 	s.free = i
+}
+
+// maxSpareLogs bounds memShard.spare: 8 records of 128 bytes a shard,
+// 64 KiB for the default 64 shards.
+const maxSpareLogs = 8
+
+// recycle keeps l, if any, for newLog.
+func (s *memShard) recycle(l *strikeLog) {
+	if l == nil || len(s.spare) >= maxSpareLogs {
+		return
+	}
+	*l = strikeLog{}
+	s.spare = append(s.spare, l)
+}
+
+// newLog returns an empty strike record, a spare one if there is one.
+func (s *memShard) newLog() *strikeLog {
+	if n := len(s.spare); n > 0 {
+		l := s.spare[n-1]
+		s.spare[n-1] = nil
+		s.spare = s.spare[:n-1]
+		return l
+	}
+	return new(strikeLog)
 }
 
 // pruneTails frees up to two dead entries at the tail of each list, so that
@@ -420,6 +522,7 @@ func (s *memShard) insert(id Identity, h uint64, now int64) int32 {
 	default:
 		i = s.victim(now)
 		oldName = s.entries[i].id.Name
+		s.recycle(s.entries[i].log)
 		s.unlink(i)
 		delete(s.idx, s.entries[i].hash)
 	}

@@ -29,9 +29,14 @@ func mustThrottle(t testing.TB, s Store, id Identity, T time.Duration, now time.
 	return r
 }
 
+// testInfo is the StrikeInfo that the tests' strikes of id carry.
+func testInfo(id Identity) StrikeInfo {
+	return StrikeInfo{Crawler: "TestBot", Token: id.Name, Line: 7, Version: "v1", Scope: "test.example on :443"}
+}
+
 func mustStrike(t testing.TB, s Store, id Identity, p StrikePolicy, now time.Time) BanResult {
 	t.Helper()
-	r, err := s.Strike(ctx0, id, p, now)
+	r, err := s.Strike(ctx0, id, p, now, testInfo(id))
 	if err != nil {
 		t.Fatalf("Strike: %v", err)
 	}
@@ -201,7 +206,7 @@ func TestStrikesOffAndDefaults(t *testing.T) {
 	m := NewMemory(MemoryConfig{})
 	id := NewIdentity("x", false, ip4(1))
 	for range 100 {
-		if r := mustStrike(t, m, id, StrikePolicy{}, epoch); r != (BanResult{}) {
+		if r := mustStrike(t, m, id, StrikePolicy{}, epoch); r.Banned || r.Strikes != 0 || !r.Until.IsZero() || !r.Info.IsZero() {
 			t.Fatalf("strikes off: %+v", r)
 		}
 	}
@@ -406,10 +411,28 @@ func BenchmarkMemoryStrikeBanned(b *testing.B) {
 	id := NewIdentity("GPTBot", false, ip4(1))
 	p := StrikePolicy{Strikes: 1 << 30, Window: time.Hour, Ban: time.Hour}
 	now := epoch
+	info := StrikeInfo{Crawler: "ContentGrabber", Token: "*", Line: 12, Version: "v3", Scope: "example.com on :443"}
 	b.ReportAllocs()
 	for b.Loop() {
-		m.Strike(ctx0, id, p, now)
+		m.Strike(ctx0, id, p, now, info)
 		m.Banned(ctx0, id, now)
+		now = now.Add(time.Microsecond)
+	}
+}
+
+// BenchmarkMemoryBannedInForce: a banned crawler keeps asking; reading its
+// ban and the ban's info allocates nothing.
+func BenchmarkMemoryBannedInForce(b *testing.B) {
+	m := NewMemory(MemoryConfig{})
+	id := NewIdentity("*", false, ip4(1))
+	info := StrikeInfo{Crawler: "ContentGrabber", Token: "*", Line: 12, Version: "v3", Scope: "example.com on :443"}
+	m.Strike(ctx0, id, StrikePolicy{Strikes: 1, Window: time.Hour, Ban: 24 * time.Hour}, epoch, info)
+	now := epoch
+	b.ReportAllocs()
+	for b.Loop() {
+		if r, _ := m.Banned(ctx0, id, now); !r.Banned || r.Info.Crawler == "" {
+			b.Fatal("not banned")
+		}
 		now = now.Add(time.Microsecond)
 	}
 }

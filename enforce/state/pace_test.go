@@ -256,7 +256,10 @@ func TestPaceHeadThenGet(t *testing.T) {
 	}
 }
 
-// TestPaceRetry: a request inside the Retry-After of a refusal is a retry.
+// TestPaceRetry: a request for the URL that was just refused, inside that
+// refusal's Retry-After, is a retry; a request for another URL is not, nor
+// is one after the Retry-After, nor one without a Fetch. PeekPace agrees
+// and changes nothing.
 func TestPaceRetry(t *testing.T) {
 	for name, open := range paceStores(t) {
 		t.Run(name, func(t *testing.T) {
@@ -267,22 +270,66 @@ func TestPaceRetry(t *testing.T) {
 			}
 			c := newPaceClock(real)
 			id := NewIdentity("impatient", false, ip4(9))
-			p := Pace{Interval: T}
-			if r := mustPace(t, s, id, p, c.at(0)); !r.Allowed || r.Retry {
+			get := func(u string) Pace { return Pace{Interval: T, Fetch: NewFetch("GET", "example.com", u)} }
+			if r := mustPace(t, s, id, get("/a"), c.at(0)); !r.Allowed || r.Retry {
 				t.Fatalf("first: %+v", r)
 			}
-			r := mustPace(t, s, id, p, c.at(T/10))
+			r := mustPace(t, s, id, get("/b"), c.at(T/10))
 			if r.Allowed || r.Retry || r.RetryAfter <= 0 {
 				t.Fatalf("second (first refusal, not a retry): %+v", r)
 			}
 			wait := r.RetryAfter
-			if r := mustPace(t, s, id, p, c.at(T/10+wait/2)); r.Allowed || !r.Retry {
-				t.Fatalf("inside Retry-After: %+v, want refused retry", r)
+			peek := s.(PacePeeker)
+			for range 3 { // peeking neither marks nor spends
+				if r, err := peek.PeekPace(ctx0, id, get("/b"), c.at(T/10+wait/4)); err != nil || r.Allowed || !r.Retry {
+					t.Fatalf("peek at /b inside Retry-After: %+v %v, want refused retry", r, err)
+				}
+				if r, err := peek.PeekPace(ctx0, id, get("/c"), c.at(T/10+wait/4)); err != nil || r.Allowed || r.Retry {
+					t.Fatalf("peek at /c inside Retry-After: %+v %v, want refused, not a retry", r, err)
+				}
 			}
-			if r := mustPace(t, s, id, p, c.at(T/10+wait+T/20)); !r.Allowed || r.Retry {
+			if r := mustPace(t, s, id, get("/b"), c.at(T/10+wait/2)); r.Allowed || !r.Retry {
+				t.Fatalf("/b again inside Retry-After: %+v, want refused retry", r)
+			}
+			// The client moves on: the next URL is refused, not a retry, and
+			// from then on only that URL counts as retried.
+			if r := mustPace(t, s, id, get("/c"), c.at(T/10+wait*6/10)); r.Allowed || r.Retry {
+				t.Fatalf("/c inside Retry-After: %+v, want refused, not a retry", r)
+			}
+			if r := mustPace(t, s, id, get("/b"), c.at(T/10+wait*7/10)); r.Allowed || r.Retry {
+				t.Fatalf("/b after /c was refused: %+v, want refused, not a retry", r)
+			}
+			if r := mustPace(t, s, id, Pace{Interval: T}, c.at(T/10+wait*8/10)); r.Allowed || r.Retry {
+				t.Fatalf("no Fetch inside Retry-After: %+v, want refused, not a retry", r)
+			}
+			if r := mustPace(t, s, id, Pace{Interval: T}, c.at(T/10+wait*85/100)); r.Allowed || r.Retry {
+				t.Fatalf("no Fetch again: %+v, want refused, not a retry (a zero key matches nothing)", r)
+			}
+			if r := mustPace(t, s, id, get("/b"), c.at(T/10+wait+T/20)); !r.Allowed || r.Retry {
 				t.Fatalf("after Retry-After: %+v, want allowed, no retry", r)
 			}
 		})
+	}
+}
+
+// TestPaceRetryWgetMovingOn: wget with no wait, throttled, moves on to the
+// next URL each time (it never retries): none of its requests is a retry.
+func TestPaceRetryWgetMovingOn(t *testing.T) {
+	m := NewMemory(MemoryConfig{})
+	id := NewIdentity("Wget", false, ip4(10))
+	refused := 0
+	for i := range 30 {
+		p := Pace{Interval: 10 * time.Second, Burst: DefaultBurst, Fetch: NewFetch("GET", "example.com", "/page"+string(rune('a'+i%26))+string(rune('a'+i/26)))}
+		r := mustPace(t, m, id, p, epoch.Add(time.Duration(i)*50*time.Millisecond))
+		if r.Retry {
+			t.Fatalf("request %d for a new URL counted as a retry: %+v", i, r)
+		}
+		if !r.Allowed {
+			refused++
+		}
+	}
+	if refused != 30-DefaultBurst {
+		t.Fatalf("%d refused, want %d", refused, 30-DefaultBurst)
 	}
 }
 

@@ -28,9 +28,9 @@ type RedisConfig struct {
 	// Prefix starts every key (default "caddy-robots").
 	Prefix string
 	// Site separates the state of sites sharing one Redis, e.g. the host
-	// name. Keys are "{Prefix}:{Site}:{identity}:rate", ":strikes" and
-	// ":ban", the identity in braces so a Cluster keeps one identity's keys
-	// in one slot.
+	// name. Keys are "{Prefix}:{Site}:{identity}:rate", ":strikes",
+	// ":strikelog" and ":ban", the identity in braces so a Cluster keeps
+	// one identity's keys in one slot.
 	Site string
 	// Timeout bounds every call (default 50ms).
 	Timeout time.Duration
@@ -48,9 +48,12 @@ type RedisConfig struct {
 // (see rateLimit). It reads the Redis server's clock (TIME), not the now
 // passed to Throttle, so instances with skewed clocks still share one
 // schedule. Strikes and bans are
-// an INCR + PEXPIRE counter and a ban key with a TTL, in one Lua script; the
-// ban's end time is now plus the ban key's remaining TTL. Every key expires
-// on its own, so nothing needs cleaning up.
+// an INCR + PEXPIRE counter, a list of the last [MaxStrikeRecords] strike
+// records expiring with it, and a ban key with a TTL whose value is the
+// ban's [BanInfo] as JSON, all in one Lua script; the ban's end time is now
+// plus the ban key's remaining TTL. A ban key holding anything else (the
+// "1" of earlier versions) is a ban without info. Every key expires on its
+// own, so nothing needs cleaning up.
 //
 // Errors are returned, wrapped, never hidden; wrap the store with
 // [NewFailover] to fail open.
@@ -119,8 +122,9 @@ func gcd(a, b int64) int64 {
 
 // paceScript is GCRA in integer microseconds on the Redis server's clock,
 // with the HEAD/GET pairing and the retry mark of [Memory.ThrottlePace]: the
-// same decisions, kept in one hash per identity (fields tat, retry, head,
-// pair) that expires when its TAT and pairing window have passed.
+// same decisions, kept in one hash per identity (fields tat, retry and rkey
+// for the end and the fetch key of the last refusal, head, pair) that
+// expires when its TAT and pairing window have passed.
 // KEYS: the hash. ARGV: emission µs, tolerance µs, fetch key ("" for none),
 // "1" for HEAD, pairing window µs, "1" to peek (decide, write nothing).
 // Returns {allowed, wait µs, retry,
@@ -135,11 +139,11 @@ if redis.call('TYPE', k).ok ~= 'hash' then
   if peek then return {1, 0, 0, 0} end
   redis.call('DEL', k)
 end
-local s = redis.call('HMGET', k, 'tat', 'retry', 'head', 'pair')
+local s = redis.call('HMGET', k, 'tat', 'retry', 'head', 'pair', 'rkey')
 local tat = tonumber(s[1]) or 0
-local retry = 0
-if (tonumber(s[2]) or 0) > now then retry = 1 end
 local fetch = ARGV[3]
+local retry = 0
+if fetch ~= '' and s[5] == fetch and (tonumber(s[2]) or 0) > now then retry = 1 end
 if fetch ~= '' and ARGV[4] ~= '1' and s[3] == fetch and (tonumber(s[4]) or 0) >= now then
   if peek then return {1, 0, retry, 1} end
   redis.call('HDEL', k, 'head', 'pair')
@@ -150,7 +154,7 @@ local tau = tonumber(ARGV[2])
 if tat < now then tat = now end
 if tat - now > tau then
   if peek then return {0, tat - tau - now, retry, 0} end
-  redis.call('HSET', k, 'retry', string.format('%.0f', tat - tau))
+  redis.call('HSET', k, 'retry', string.format('%.0f', tat - tau), 'rkey', fetch)
   return {0, tat - tau - now, retry, 0}
 end
 if peek then return {1, 0, retry, 0} end
@@ -220,68 +224,107 @@ func peekArg(peek bool) string {
 	return "0"
 }
 
-// strikeScript counts a strike and bans at the threshold, atomically.
-// KEYS: strikes counter, ban key. ARGV: threshold, window ms, ban ms.
-// Returns {count, ban TTL ms (0 if not banned)}.
+// strikeScript counts a strike, records it, and bans at the threshold,
+// atomically. KEYS: strike counter, ban key, strike log. ARGV: threshold,
+// window ms, ban ms, this strike's record (JSON), the ban value's head
+// (banHeadJSON), MaxStrikeRecords. The log is a list of the window's last
+// records, expiring with the counter; the ban's value is the head, the
+// records oldest first and "]}". Returns {count, ban TTL ms (0 if not
+// banned), ban value (nil if not banned)}.
 var strikeScript = redis.NewScript(`
 local ban = redis.call('PTTL', KEYS[2])
 if ban > 0 then
-  return {tonumber(redis.call('GET', KEYS[1]) or '0'), ban}
+  return {tonumber(redis.call('GET', KEYS[1]) or '0'), ban, redis.call('GET', KEYS[2])}
 end
 local n = redis.call('INCR', KEYS[1])
-if n == 1 or redis.call('PTTL', KEYS[1]) < 0 then
+if n == 1 then
+  redis.call('DEL', KEYS[3])
+end
+local w = redis.call('PTTL', KEYS[1])
+if n == 1 or w < 0 then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  w = tonumber(ARGV[2])
 end
+redis.call('RPUSH', KEYS[3], ARGV[4])
+redis.call('LTRIM', KEYS[3], -tonumber(ARGV[6]), -1)
+redis.call('PEXPIRE', KEYS[3], w)
 if n >= tonumber(ARGV[1]) then
-  redis.call('SET', KEYS[2], '1', 'PX', ARGV[3])
-  redis.call('DEL', KEYS[1])
-  return {n, tonumber(ARGV[3])}
+  local v = ARGV[5] .. table.concat(redis.call('LRANGE', KEYS[3], 0, -1), ',') .. ']}'
+  redis.call('SET', KEYS[2], v, 'PX', ARGV[3])
+  redis.call('DEL', KEYS[1], KEYS[3])
+  return {n, tonumber(ARGV[3]), v}
 end
-return {n, 0}
+return {n, 0, false}
 `)
 
-// bannedScript reads the strike count and the ban TTL.
+// bannedScript reads the strike count, the ban TTL and the ban's value.
 var bannedScript = redis.NewScript(`
-return {tonumber(redis.call('GET', KEYS[1]) or '0'), redis.call('PTTL', KEYS[2])}
+local ttl = redis.call('PTTL', KEYS[2])
+local v = false
+if ttl > 0 then
+  v = redis.call('GET', KEYS[2])
+end
+return {tonumber(redis.call('GET', KEYS[1]) or '0'), ttl, v}
 `)
 
-// Strike implements [Store.Strike].
-func (r *Redis) Strike(ctx context.Context, id Identity, p StrikePolicy, now time.Time) (BanResult, error) {
+// strikeKeys returns the strike counter, ban and strike log keys of the
+// key stem k (one hash slot).
+func strikeKeys(k string) []string {
+	return []string{k + ":strikes", k + ":ban", k + ":strikelog"}
+}
+
+// Strike implements [Store.Strike]: one script counts the strike, keeps its
+// record in the identity's strike log (a list of at most
+// [MaxStrikeRecords] records, expiring with the counter) and, at the
+// threshold, sets the ban key to the ban's [BanInfo] as JSON.
+func (r *Redis) Strike(ctx context.Context, id Identity, p StrikePolicy, now time.Time, info StrikeInfo) (BanResult, error) {
 	if !p.Enabled() {
 		return BanResult{}, nil
 	}
 	p = p.normalized()
+	info = info.clipped()
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
-	k := r.key(id)
-	res, err := strikeScript.Run(ctx, r.client, []string{k + ":strikes", k + ":ban"},
-		p.Strikes, max(p.Window.Milliseconds(), 1), max(p.Ban.Milliseconds(), 1)).Int64Slice()
+	res, err := strikeScript.Run(ctx, r.client, strikeKeys(r.key(id)),
+		p.Strikes, max(p.Window.Milliseconds(), 1), max(p.Ban.Milliseconds(), 1),
+		strikeRecordJSON(info, now), banHeadJSON(info, now), MaxStrikeRecords).Slice()
 	if err != nil {
 		return BanResult{}, fmt.Errorf("state: redis strike %s: %w", id, err)
 	}
 	return banResult(res, now)
 }
 
-// Banned implements [Store.Banned].
+// Banned implements [Store.Banned]: one script reads the strike count, the
+// ban's TTL and its info.
 func (r *Redis) Banned(ctx context.Context, id Identity, now time.Time) (BanResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
-	k := r.key(id)
-	res, err := bannedScript.Run(ctx, r.client, []string{k + ":strikes", k + ":ban"}).Int64Slice()
+	res, err := bannedScript.Run(ctx, r.client, strikeKeys(r.key(id))[:2]).Slice()
 	if err != nil {
 		return BanResult{}, fmt.Errorf("state: redis ban check %s: %w", id, err)
 	}
 	return banResult(res, now)
 }
 
-func banResult(res []int64, now time.Time) (BanResult, error) {
-	if len(res) != 2 {
-		return BanResult{}, fmt.Errorf("state: redis script returned %d values, want 2", len(res))
+// banResult reads a {count, ban TTL ms, ban value} script reply.
+func banResult(res []any, now time.Time) (BanResult, error) {
+	if len(res) < 2 {
+		return BanResult{}, fmt.Errorf("state: redis script returned %d values, want 3", len(res))
 	}
-	b := BanResult{Strikes: int(res[0])}
-	if res[1] > 0 {
+	n, ok1 := res[0].(int64)
+	ttl, ok2 := res[1].(int64)
+	if !ok1 || !ok2 {
+		return BanResult{}, fmt.Errorf("state: redis script returned %T, %T, want integers", res[0], res[1])
+	}
+	b := BanResult{Strikes: int(n)}
+	if ttl > 0 {
 		b.Banned = true
-		b.Until = now.Add(time.Duration(res[1]) * time.Millisecond)
+		b.Until = now.Add(time.Duration(ttl) * time.Millisecond)
+		if len(res) > 2 {
+			if v, ok := res[2].(string); ok {
+				b.Info = parseBanValue(v)
+			}
+		}
 	}
 	return b, nil
 }

@@ -222,7 +222,7 @@ func TestRedisErrorsAndTimeout(t *testing.T) {
 		t.Fatalf("throttle on a silent server: err %v after %v", err, el)
 	}
 	t.Logf("silent server: %v after %v", err, time.Since(begin))
-	if _, err := s.Strike(ctx0, id, DefaultStrikePolicy(), time.Now()); err == nil {
+	if _, err := s.Strike(ctx0, id, DefaultStrikePolicy(), time.Now(), testInfo(id)); err == nil {
 		t.Fatal("strike on a silent server: no error")
 	}
 	if _, err := s.Banned(ctx0, id, time.Now()); err == nil {
@@ -293,8 +293,8 @@ func TestFailoverOutageAndRecovery(t *testing.T) {
 		t.Fatalf("100 decisions during the outage took %v", el)
 	}
 	p := StrikePolicy{Strikes: 2, Window: time.Minute, Ban: time.Hour}
-	f.Strike(ctx0, fresh, p, now)
-	if b, err := f.Strike(ctx0, fresh, p, now); err != nil || !b.Banned {
+	f.Strike(ctx0, fresh, p, now, testInfo(fresh))
+	if b, err := f.Strike(ctx0, fresh, p, now, testInfo(fresh)); err != nil || !b.Banned {
 		t.Fatalf("strikes during the outage are not enforced locally: %+v %v", b, err)
 	}
 	n := errs.Load()

@@ -30,10 +30,18 @@ type Store interface {
 	// policy p and reports whether id is now banned and until when. With
 	// p.Strikes <= 0 strikes are off: nothing is recorded and the zero
 	// BanResult is returned. A strike on an identity that is already banned
-	// is not counted and does not extend the ban.
-	Strike(ctx context.Context, id Identity, p StrikePolicy, now time.Time) (BanResult, error)
+	// is not counted and does not extend the ban; its BanResult carries
+	// the ban's Info.
+	//
+	// info describes the strike. The store keeps the last
+	// [MaxStrikeRecords] strikes of id's current window (line, version,
+	// time) and the last strike's crawler, token and scope, each string cut
+	// to [MaxNameLen] bytes; the strike that starts a ban records them as
+	// the ban's [BanInfo].
+	Strike(ctx context.Context, id Identity, p StrikePolicy, now time.Time, info StrikeInfo) (BanResult, error)
 
-	// Banned reports whether id is currently banned and until when.
+	// Banned reports whether id is currently banned, until when, and
+	// why (BanResult.Info).
 	Banned(ctx context.Context, id Identity, now time.Time) (BanResult, error)
 
 	// Close releases the store's resources.
@@ -59,10 +67,14 @@ type ThrottleResult struct {
 	// request would be allowed. Callers sending a Retry-After header round
 	// it up to whole seconds. It is zero when Allowed is true.
 	RetryAfter time.Duration
-	// Retry reports an immediate retry: the request arrived while the
-	// identity was still inside a Retry-After this store gave it (before
-	// the end of the wait of its last refused request). Such a request is
-	// normally refused again; callers count it.
+	// Retry reports an immediate retry: the request is for the same URL
+	// as the identity's last refused request (the same non-zero
+	// [Fetch].Key) and arrived before that refusal's Retry-After ended.
+	// Such a request is normally refused again; callers count it. A
+	// request for another URL is never a retry, however soon it comes (a
+	// crawler that moved on did not ignore the Retry-After of the page it
+	// left), and neither is one with the zero Fetch: only the last refused
+	// URL is remembered, which is the one an impatient client retries.
 	Retry bool
 	// Paired reports a GET allowed without taking a slot because it
 	// follows a HEAD of the same URL (see [Fetch]).
@@ -79,6 +91,81 @@ type BanResult struct {
 	// strike that triggers a ban reports the full count; the count then
 	// starts again from zero.
 	Strikes int
+	// Info says who earned the ban and why, so that a refusal can tell
+	// the client; zero when not banned, and empty for a ban whose store
+	// did not record it (a Redis ban written before bans carried their
+	// info). Its Strikes slice may be shared with the store and with
+	// other results: read it, do not modify it.
+	Info BanInfo
+}
+
+// MaxStrikeRecords is how many of an identity's recent strikes a store
+// keeps, and so how many a [BanInfo] lists: the last 4 of the window.
+//
+// Four is enough to show a pattern (the same rule broken again and again,
+// or one rule per request on a walk through a disallowed tree, or strikes
+// across two robots.txt versions) and small enough to keep: the memory
+// store keeps them in one 128-byte record allocated on an identity's first
+// strike, so even its full 100,000 identities all struck cost about 13 MB
+// beyond their entries (see [Memory]). A ban after the default 10 strikes
+// lists the last 4 of them; [BanResult].Strikes still says how many there
+// were.
+const MaxStrikeRecords = 4
+
+// StrikeInfo describes one strike, for the ban it may start.
+//
+// Stores cut each string to [MaxNameLen] bytes (at a UTF-8 character
+// boundary) and keep their own copy, so that a caller may pass a slice of a
+// request header without the store holding on to the header.
+type StrikeInfo struct {
+	// Crawler is the crawler's name as identified ("ContentGrabber",
+	// "GPTBot").
+	Crawler string
+	// Token is the robots.txt token it was judged by ("*" for the
+	// wildcard group).
+	Token string
+	// Line is the robots.txt line of the rule it broke (0 when not known).
+	Line int
+	// Version is the robots.txt version id whose rule it broke.
+	Version string
+	// Scope is who issued it, for people: the handler's site and server
+	// ("example.com, www.example.com on :443").
+	Scope string
+}
+
+// StrikeRecord is one strike that led to a ban, as [BanInfo] lists it.
+type StrikeRecord struct {
+	// Line is the robots.txt line of the rule the request broke (0 when
+	// not known).
+	Line int
+	// Version is the robots.txt version id whose rule it broke.
+	Version string
+	// At is when the strike was counted: the decision time passed to
+	// [Store.Strike], to the millisecond in Redis.
+	At time.Time
+}
+
+// BanInfo says who earned a ban and why: the crawler, the token and the
+// scope of the strike that started it, and the strikes before it.
+type BanInfo struct {
+	// Crawler is the name of the crawler whose strike started the ban
+	// ([StrikeInfo].Crawler).
+	Crawler string
+	// Token is the robots.txt token it was judged by.
+	Token string
+	// Scope is who issued the ban, for people ([StrikeInfo].Scope).
+	Scope string
+	// Strikes are the last strikes of the window that ended in the ban,
+	// oldest first, at most [MaxStrikeRecords] of them; the last one
+	// started the ban.
+	Strikes []StrikeRecord
+	// Since is when the ban started.
+	Since time.Time
+}
+
+// IsZero reports whether b records nothing (a ban without its info).
+func (b BanInfo) IsZero() bool {
+	return b.Crawler == "" && b.Token == "" && b.Scope == "" && len(b.Strikes) == 0 && b.Since.IsZero()
 }
 
 // StrikePolicy says how many strikes within which window ban an identity, and
