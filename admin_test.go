@@ -358,6 +358,10 @@ func (c *countingBans) Unban(ctx context.Context, key string, now time.Time) (bo
 	return c.lister.Unban(ctx, key, now)
 }
 
+func (c *countingBans) UnbanWhere(ctx context.Context, match func(state.Ban) bool, now time.Time) ([]state.Ban, error) {
+	return c.lister.UnbanWhere(ctx, match, now)
+}
+
 // TestStatusPageListsBansOnce: the status page shows the ban counts and the
 // list of bans from one listing per store (with Redis, one SCAN per page
 // view), and both agree; the JSON endpoints each list on their own.

@@ -175,9 +175,8 @@ func (h *Handler) decide(r *http.Request, o *outcome, addr *clientAddr, signer s
 	}
 	clock := lazyClock{now: h.now}
 	sc := h.stateScopes(r, o.host)
-	var ban state.BanResult
 	if h.strikes.Strikes > 0 && (h.banHint == nil || h.banHint.MayHaveBans()) {
-		ban, _ = h.store.Banned(r.Context(), policy.StrikeIdentity(sc.ban, &o.who, addr.get()), clock.get())
+		o.ban, _ = h.store.Banned(r.Context(), policy.StrikeIdentity(sc.ban, &o.who, addr.get()), clock.get())
 	}
 	snap := h.rules.rulesFor(r, o.host)
 	o.site = policy.Site{Versions: snap.judged, Unavailable: snap.unavailable}
@@ -185,11 +184,10 @@ func (h *Handler) decide(r *http.Request, o *outcome, addr *clientAddr, signer s
 		o.site.FetchedAt, _ = h.rules.fetched.Get(policy.FetchIdentity(o.host, &o.who, addr.get()))
 	}
 	var now time.Time
-	if policy.NeedsTime(len(snap.judged), ban.Banned) {
+	if policy.NeedsTime(len(snap.judged), o.ban.Banned) {
 		now = clock.get()
 	}
 	f := o.facts(now)
-	f.Ban = &ban
 	o.assessment = policy.Assess(&f, &h.policy)
 	h.writeState(r.Context(), o, sc, addr, &clock, dry)
 	if o.assessment.Refused() || h.debug {
@@ -226,7 +224,7 @@ func (h *Handler) writeState(ctx context.Context, o *outcome, sc stateScopes, ad
 	if as.Strike && !dry && h.strikes.Strikes > 0 {
 		// The ban, if this strike starts one, is seen from the next
 		// request on; this one is refused by its rule either way.
-		_, _ = h.store.Strike(ctx, policy.StrikeIdentity(sc.ban, &o.who, addr.get()), h.strikes, clock.get())
+		_, _ = h.store.Strike(ctx, policy.StrikeIdentity(sc.ban, &o.who, addr.get()), h.strikes, clock.get(), o.strikeInfo(sc.desc))
 	}
 	if !as.Pace {
 		return
@@ -257,14 +255,15 @@ func (h *Handler) writeState(ctx context.Context, o *outcome, sc stateScopes, ad
 // it would have done never carries over into enforce mode.
 type stateScopes struct {
 	ban, pace string
+	desc      string // the site block, for people
 }
 
 func (h *Handler) stateScopes(r *http.Request, host string) stateScopes {
 	sc := h.scopeFor(r)
 	if !h.enforce {
-		return stateScopes{ban: sc.logKey, pace: "log|" + host}
+		return stateScopes{ban: sc.logKey, pace: "log|" + host, desc: sc.desc}
 	}
-	return stateScopes{ban: sc.key, pace: host}
+	return stateScopes{ban: sc.key, pace: host, desc: sc.desc}
 }
 
 // lazyClock reads the clock once, on first use: an allowed request with no

@@ -11,6 +11,7 @@ import (
 
 	"github.com/caddyrobots/caddy-robots/agents"
 	"github.com/caddyrobots/caddy-robots/enforce"
+	"github.com/caddyrobots/caddy-robots/enforce/state"
 	"github.com/caddyrobots/caddy-robots/internal/policy"
 )
 
@@ -26,6 +27,9 @@ type outcome struct {
 	who        policy.Who
 	site       policy.Site
 	host       string
+	// ban is the ban state read for the request (Banned false when none
+	// or not read).
+	ban state.BanResult
 	// text, when set, is the refusal text itself (an invalid signature,
 	// which is refused before any decision).
 	text string
@@ -49,7 +53,20 @@ type published struct {
 
 // facts returns the facts the decision read, for Assess and Explain.
 func (o *outcome) facts(now time.Time) policy.Facts {
-	return policy.Facts{Target: &o.target, Client: &o.client, Who: &o.who, Site: &o.site, Now: now}
+	return policy.Facts{Target: &o.target, Client: &o.client, Who: &o.who, Site: &o.site, Ban: &o.ban, Now: now}
+}
+
+// strikeInfo describes the strike this outcome counts, for the ban it may
+// start: who, by which rule of which version, in which site block.
+func (o *outcome) strikeInfo(scope string) state.StrikeInfo {
+	si := state.StrikeInfo{Crawler: o.agent.Name, Token: o.assessment.TokenName(o.who.Tokens), Scope: scope}
+	if r := o.assessment.Decision.Rule; r != nil {
+		si.Line = r.Line
+	}
+	if v := o.assessment.Version; v != nil {
+		si.Version = v.ID
+	}
+	return si
 }
 
 // publish copies the assessment's placeholder facts into published.

@@ -4,6 +4,9 @@ import (
 	"hash/maphash"
 	"net/netip"
 	"sync"
+	"time"
+
+	"github.com/caddyrobots/caddy-robots/internal/policy"
 )
 
 // Token rotation. A bot judged by the "*" group chooses its product token
@@ -38,10 +41,10 @@ import (
 // each learn it), in a bounded table: losing an entry only forgets a
 // rotation, never invents one.
 const (
-	rotationResidents = 4
-	rotationWindow    = 10 * 60 // seconds, on the coarse clock
-	rotationHold      = 60 * 60 // seconds
-	rotationMax       = 65536   // addresses remembered
+	rotationResidents = policy.RotationResidents
+	rotationWindow    = int64(policy.RotationWindow / time.Second) // on the coarse clock
+	rotationHold      = int64(policy.RotationHold / time.Second)
+	rotationMax       = 65536 // addresses remembered
 )
 
 // rotations remembers, per scope and address, the names it presented.

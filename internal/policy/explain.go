@@ -32,8 +32,7 @@ func Explain(a *Assessment, f *Facts, host string) string {
 		return fmt.Sprintf("Refused: this request claims to be %s, but %s is not one of %s's addresses.\n",
 			ag.Name, f.Client.Addr, OperatorOf(ag))
 	case Banned:
-		return fmt.Sprintf("Refused: %s is banned until %s after repeatedly requesting paths that /robots.txt disallows.\n",
-			who.Name, a.BanUntil.UTC().Format(time.RFC3339))
+		return banText(a, f)
 	case Unavailable:
 		return "Refused: this site's /robots.txt cannot be read right now, and RFC 9309 §2.3.1.4 tells crawlers to assume a complete disallow. Please retry later.\n"
 	case Unverified:
@@ -46,6 +45,39 @@ func Explain(a *Assessment, f *Facts, host string) string {
 		return preferenceText(a, who.Name, string(ag.Purpose))
 	}
 	return ruleText(a, f, who.Name)
+}
+
+// banText explains a ban: who earned it, in which site block, by which
+// rules and when.
+func banText(a *Assessment, f *Facts) string {
+	var b strings.Builder
+	name := f.Who.Name
+	if f.Who.Rotating && !f.Who.Verified {
+		name = "This address (" + f.Client.Addr.String() + "), for crawler names it had not used before,"
+	}
+	fmt.Fprintf(&b, "Refused: %s is banned until %s after repeatedly requesting paths that /robots.txt disallows.\n",
+		name, a.BanUntil.UTC().Format(time.RFC3339))
+	if f.Ban != nil {
+		info := f.Ban.Info
+		if info.Scope != "" {
+			fmt.Fprintf(&b, "Site: %s\n", info.Scope)
+		}
+		if info.Crawler != "" && info.Crawler != f.Who.Name {
+			fmt.Fprintf(&b, "Earned by: %s", info.Crawler)
+			if info.Token != "" {
+				fmt.Fprintf(&b, " (judged by User-agent: %s)", info.Token)
+			}
+			b.WriteString("\n")
+		}
+		for _, s := range info.Strikes {
+			fmt.Fprintf(&b, "Strike: line %d of robots.txt version %s, at %s\n", s.Line, s.Version, s.At.UTC().Format(time.RFC3339))
+		}
+	}
+	if f.Who.Rotating && !f.Who.Verified {
+		fmt.Fprintf(&b, "This address presented more than %d crawler names within %s: the names it had not used before are judged as one crawler.\n",
+			RotationResidents, RotationWindow)
+	}
+	return b.String()
 }
 
 // RefusedFormText is the form a rule or preference refused when it differs

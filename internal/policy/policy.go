@@ -417,6 +417,18 @@ func Assess(f *Facts, o *Options) Assessment {
 // versions, with or without a ban in force, reads Facts.Now.
 func NeedsTime(versions int, banned bool) bool { return versions > 1 || banned }
 
+// TokenName is the token whose group was selected, among tokens (the
+// Who's): "*" for the wildcard group, "" when none applies.
+func (a *Assessment) TokenName(tokens []string) string {
+	switch {
+	case a.Token == TokenWildcard:
+		return "*"
+	case a.Token < 0 || int(a.Token) >= len(tokens):
+		return ""
+	}
+	return tokens[a.Token]
+}
+
 // StarJudged reports whether the request was judged by the "*" group (or
 // by none): its throttle and strike state belong to its address rather than
 // to a token it chose.
