@@ -98,7 +98,7 @@ func runAudit(env *cliEnv) (int, error) {
 		if bar != nil {
 			tick = func() { bar.draw(lf, a) }
 		}
-		err = a.Feed(lf, tick)
+		err = a.Feed(name, lf, tick)
 		lf.Close()
 		if err != nil {
 			return exitFailure, fmt.Errorf("robots audit: %s: %w", name, err)

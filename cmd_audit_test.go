@@ -121,7 +121,7 @@ func TestAuditProgressBar(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Feed(lf, nil); err != nil {
+	if err := a.Feed(accessLog, lf, nil); err != nil {
 		t.Fatal(err)
 	}
 	var b bytes.Buffer
