@@ -129,7 +129,7 @@ type Config struct {
 func DefaultOptions() policy.Options {
 	return policy.Options{
 		Grace:               24 * time.Hour,
-		MaxGrace:            48 * time.Hour,
+		MaxGrace:            7 * 24 * time.Hour,
 		Burst:               state.DefaultBurst,
 		SpoofedBlock:        true,
 		UnavailableDisallow: true,

@@ -231,7 +231,7 @@ func TestAuditorStrikesBanAndExpire(t *testing.T) {
 	if err := r.WriteTable(&table); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(table.String(), "ExampleCrawler: banned 1 times after 3 strikes (strikes 3 10m 1h); 1 requests refused while banned") {
+	if !strings.Contains(table.String(), "ExampleCrawler: banned once after 3 strikes (strikes 3 10m 1h); 1 request refused while banned") {
 		t.Errorf("table:\n%s", table.String())
 	}
 

@@ -131,6 +131,8 @@ func (r *Report) svg(c CrawlerReport) string {
 var htmlPage = template.Must(template.New("report").Funcs(template.FuncMap{
 	"t":         fmtTime,
 	"host":      HostLabel,
+	"plural":    plural,
+	"times":     times,
 	"throttled": func(c CrawlerReport) string { return throttledCell(&c) },
 	"other": func(c CrawlerReport, r policy.Reason) int64 {
 		return c.RefusedOther[r.String()]
@@ -234,7 +236,7 @@ code { font-size:.85rem; background:var(--card); padding:1px 4px; border-radius:
 {{$other := false}}{{range .R.Crawler}}{{if or .RefusedOther .Bans .Banned}}{{$other = true}}{{end}}{{end}}{{if $other}}<h2>Other refusals</h2>
 <ul>
 {{range .R.Crawler}}{{$c := .}}{{range $.Others}}{{$n := other $c .Reason}}{{if $n}}<li><b>{{$c.Name}}</b>: {{$n}} × {{.Text}}</li>
-{{end}}{{end}}{{if or .Bans .Banned}}<li><b>{{.Name}}</b>: banned {{.Bans}} times after {{.Strikes}} strikes; {{.Banned}} requests refused while banned</li>
+{{end}}{{end}}{{if or .Bans .Banned}}<li><b>{{.Name}}</b>: banned {{times .Bans}} after {{plural .Strikes "strike"}}; {{plural .Banned "request"}} refused while banned</li>
 {{end}}{{end}}</ul>
 {{end}}
 {{$prefs := false}}{{range .R.Crawler}}{{if .PreferenceRefusals}}{{$prefs = true}}{{end}}{{end}}{{if $prefs}}<h2>AI usage preferences {{if .PrefsEnforced}}that refused{{else}}that would refuse{{end}}</h2>

@@ -2,6 +2,7 @@ package audit
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -30,8 +31,10 @@ type Report struct {
 	Unreadable int64            `json:"unreadable"`            // lines of no format the audit reads
 	NotAccess  int64            `json:"not_access"`            // lines of a known format that are no request (Caddy's runtime log; a CLF line with request "-")
 	OtherHosts int64            `json:"other_hosts,omitempty"` // lines for hosts --host left out
-	Browsers   int64            `json:"browser_requests"`      // requests by people's browsers
-	Crawlers   int64            `json:"crawler_requests"`      // requests by automated clients, judged
+	// OtherHostNames are a few of the hosts --host left out.
+	OtherHostNames []string `json:"other_host_names,omitempty"`
+	Browsers       int64    `json:"browser_requests"` // requests by people's browsers
+	Crawlers       int64    `json:"crawler_requests"` // requests by automated clients, judged
 	// Own counts this plugin's own requests (its robots.txt loader, its
 	// command line), which are not crawlers.
 	Own int64 `json:"own_requests"`
@@ -208,7 +211,7 @@ func (a *Auditor) Report() *Report {
 	r := &Report{
 		Options: a.options(),
 		Formats: map[string]int64{},
-		Lines:   a.lines, Unreadable: a.bad, NotAccess: a.notAccess, OtherHosts: a.skipped,
+		Lines:   a.lines, Unreadable: a.bad, NotAccess: a.notAccess, OtherHosts: a.skipped, OtherHostNames: a.skippedHosts,
 		Browsers: a.browsers, Crawlers: a.bots, Own: a.own, NotJudged: a.ignored, NoUserAgent: a.noUA,
 		OutOfOrder: a.outOfOrder, FirstUnreadable: a.firstBad,
 		First: a.first, Last: a.last,
@@ -399,6 +402,47 @@ func shortDuration(d time.Duration) string {
 	return d.String()
 }
 
+// Expected describes the formats the audit reads, for people.
+const Expected = `Caddy's JSON access log (one object per line with request.uri, as the log directive writes it), ` +
+	`or the Combined or Common Log Format of nginx and Apache ` +
+	`(203.0.113.9 - - [11/May/2026:11:46:40 +0000] "GET /path HTTP/1.1" 200 512 "-" "Mozilla/5.0 ...")`
+
+// Readable returns nil when the audit read at least one request, and
+// otherwise an error that says why nothing was: no line of a format it
+// reads (with the first such line, truncated), only Caddy runtime-log
+// lines, only lines for other hosts than those asked for, or no line at
+// all.
+func (r *Report) Readable() error {
+	if r.Lines > 0 {
+		return nil
+	}
+	logs := strings.Join(r.Logs, ", ")
+	if r.OtherHosts > 0 {
+		return fmt.Errorf("no request in %s is for the hosts asked for (%d lines are for other hosts, such as %s)",
+			logs, r.OtherHosts, strings.Join(r.OtherHostNames, ", "))
+	}
+	total := r.Unreadable + r.NotAccess
+	if total == 0 {
+		return fmt.Errorf("%s: no lines to read", logs)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "nothing readable in %s: %d lines, none a request in the formats expected: %s", logs, total, Expected)
+	if n := r.Formats[FormatCaddyJSON.String()]; n > 0 {
+		fmt.Fprintf(&b, "; %d are JSON lines without request.uri: Caddy's runtime log, not an access log (add the log directive to the site block)", n)
+	}
+	if n := r.Formats[FormatCombined.String()] + r.Formats[FormatCommon.String()]; n > 0 {
+		fmt.Fprintf(&b, "; %d are Common or Combined Log Format lines whose request is not one (\"-\", or bytes that are no HTTP request)", n)
+	}
+	if u := r.FirstUnreadable; u != nil {
+		what := "the first unreadable line"
+		if u.JSON {
+			what = "the first line"
+		}
+		fmt.Fprintf(&b, "; %s, %s:%d: %s", what, u.Log, u.Line, u.Sample)
+	}
+	return errors.New(b.String())
+}
+
 // WriteJSON writes the report as indented JSON.
 func (r *Report) WriteJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
@@ -546,8 +590,31 @@ func hostText(h HostReport) string {
 	return s + ")"
 }
 
+// plural writes n and the noun, in the plural unless n is 1.
+func plural(n int64, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.FormatInt(n, 10) + " " + noun + "s"
+}
+
+// times writes n as "once", "twice" or "n times".
+func times(n int64) string {
+	switch n {
+	case 1:
+		return "once"
+	case 2:
+		return "twice"
+	}
+	return strconv.FormatInt(n, 10) + " times"
+}
+
 // writeCrawlers writes the table of crawlers and what explains it.
 func (r *Report) writeCrawlers(b *strings.Builder, list []CrawlerReport) error {
+	if len(list) == 0 {
+		b.WriteString("no crawler's request was judged\n")
+		return nil
+	}
 	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
 	// The preference columns show only when a file states preferences.
 	newPrefs := r.Preview && r.PreferencesNew
@@ -633,10 +700,11 @@ func (r *Report) writeCrawlers(b *strings.Builder, list []CrawlerReport) error {
 			}
 		}
 		if c.Bans > 0 || c.Banned > 0 {
-			line("%s: banned %d times after %d strikes (strikes %s); %d requests refused while banned\n", c.Name, c.Bans, c.Strikes, r.Options.Strikes, c.Banned)
+			line("%s: banned %s after %s (strikes %s); %s refused while banned\n", c.Name, times(c.Bans), plural(c.Strikes, "strike"),
+				r.Options.Strikes, plural(c.Banned, "request"))
 		}
 		if c.Exempt > 0 {
-			line("%s: %d requests from exempt networks, not judged\n", c.Name, c.Exempt)
+			line("%s: %s from exempt networks, not judged\n", c.Name, plural(c.Exempt, "request"))
 		}
 		if len(c.NewlyRefusedSample) > 0 {
 			line("%s: the new robots.txt would refuse %d more, e.g. %s\n", c.Name, c.NewlyRefused, strings.Join(c.NewlyRefusedSample, " "))
