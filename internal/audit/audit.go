@@ -15,6 +15,7 @@ package audit
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -385,6 +386,12 @@ func (a *Auditor) Line(line []byte) error {
 	if ue == nil {
 		ue = a.identify(string(e.UserAgent))
 	}
+	if len(e.UserAgents) > 0 && !ue.judged {
+		// Several User-Agent headers: the request is a bot's if any of
+		// them is, as the handler reads it ("Mozilla/5.0 ..." followed by
+		// "GPTBot/1.2" is GPTBot).
+		ue = a.firstJudged(e.UserAgents, ue)
+	}
 	switch {
 	case ue.own:
 		a.own++
@@ -422,6 +429,25 @@ func (a *Auditor) identify(ua string) *uaEntry {
 	}
 	a.uaCache[ua] = ue
 	return ue
+}
+
+// firstJudged returns the first of the User-Agent values of a JSON array
+// that the handler judges, or first when none is.
+func (a *Auditor) firstJudged(list []byte, first *uaEntry) *uaEntry {
+	var uas []string
+	if json.Unmarshal(list, &uas) != nil {
+		return first
+	}
+	for _, ua := range uas {
+		ue := a.uaCache[ua]
+		if ue == nil {
+			ue = a.identify(ua)
+		}
+		if ue.judged {
+			return ue
+		}
+	}
+	return first
 }
 
 // hostFor returns what the line's Host stands for.

@@ -390,6 +390,39 @@ func TestAuditorHosts(t *testing.T) {
 	}
 }
 
+// TestAuditorSeveralUserAgents: a request with several User-Agent headers
+// is a bot's if any of them is, as the handler reads it.
+func TestAuditorSeveralUserAgents(t *testing.T) {
+	a, err := New(Config{Robots: enforce.Parse([]byte("User-agent: GPTBot\nDisallow: /\n"))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	a.dec = newDecisionWriter(&out, a)
+	for _, uas := range []string{
+		`["` + uaBrowser + `","GPTBot/1.2"]`,
+		`["` + uaBrowser + `", "` + uaBrowser + `"]`,
+		`["GPTBot/1.2"]`,
+	} {
+		line := `{"ts":1778500000,"request":{"remote_ip":"192.0.2.1","method":"GET","host":"x","uri":"/a","headers":{"User-Agent":` + uas + `}}}`
+		if err := a.Line([]byte(line)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	dec := json.NewDecoder(&out)
+	for dec.More() {
+		var d Decision
+		if err := dec.Decode(&d); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, d.Crawler+":"+d.Decision)
+	}
+	if strings.Join(got, " ") != "GPTBot:block :allow GPTBot:block" {
+		t.Errorf("decisions %v", got)
+	}
+}
+
 // TestAuditorLogMode: mode log decides the same, names its mode, and keeps
 // its state apart.
 func TestAuditorLogMode(t *testing.T) {

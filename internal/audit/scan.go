@@ -48,8 +48,12 @@ type Entry struct {
 	Host      []byte    // request.host
 	URI       []byte    // request.uri: the request target as received
 	UserAgent []byte    // request.headers.User-Agent[0]
-	RemoteIP  []byte    // request.remote_ip
-	ClientIP  []byte    // request.client_ip (set when trusted proxies are configured)
+	// UserAgents is the raw JSON array of the User-Agent values when the
+	// request sent more than one (the handler judges it by the first
+	// that is a bot's); nil otherwise.
+	UserAgents []byte
+	RemoteIP   []byte // request.remote_ip
+	ClientIP   []byte // request.client_ip (set when trusted proxies are configured)
 	// Rewrites are the values of the rewrite headers the request carried
 	// (policy.RewriteHeaders: X-Original-Url, X-Rewrite-Url,
 	// X-Forwarded-Prefix), nil where absent.
@@ -212,8 +216,14 @@ func (s *Scanner) object(line []byte, i int, e *Entry, lvl int) (int, bool) {
 				}
 				*dst = v
 				// skip the rest of the array
+				start := i
 				if i, ok = skipValueFrom(line, i, after); !ok {
 					return 0, false
+				}
+				if buf == fUA {
+					if k := skipWS(line, after); k < len(line) && line[k] == ',' {
+						e.UserAgents = line[start:i]
+					}
 				}
 				goto next
 			}
