@@ -1,10 +1,12 @@
 package caddyrobots
 
 import (
-	"errors"
+	"bufio"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,108 +17,104 @@ import (
 	"github.com/caddyrobots/caddy-robots/internal/audit"
 )
 
+// auditFormats are the values of caddy robots audit --format.
+var auditFormats = []string{"table", "json", "html", "decisions"}
+
 func newAuditCommand(record func(int)) *cobra.Command {
 	c := &cobra.Command{
-		Use:   "audit --robots <file|url> [--robots-new <file>] [--format table|json|html] [--out <file>] <access-log>...",
-		Short: "Reports how crawlers behaved against robots.txt in Caddy access logs",
+		Use:   "audit (--robots <file|url> | --config <Caddyfile> --site <host>) [--robots-new <file>] [--host <name>]... [--format table|json|html|decisions] [--out <file>] <access-log>...",
+		Short: "Replays access logs through the robots handler's decision and reports how crawlers behaved",
 		Long: `
-Streams Caddy JSON access logs (plain or gzip-compressed, of any size; "-" is
-the standard input) and reports per crawler: requests, requests the rules
-disallow (and which rules), Crawl-delay violations (two requests of the same
-crawler and address closer than its group's interval), spoofed claims (an
-address outside the operator's published IP ranges; embedded lists only, no
-DNS), whether it fetched /robots.txt, and when it was first and last seen.
-When the robots.txt states AI usage preferences (Content-Usage,
-Content-Signal), it also counts preference conflicts: allowed requests for
-which the preference of the path refuses the crawler's documented purpose
-(ai-training, ai-answers or search), and which label refused.
+Streams access logs (plain or gzip-compressed, of any size; "-" is the
+standard input) and judges every crawler's request with the decision the
+robots handler runs, replaying its throttle, strike and ban state in log
+order: replaying a server's own access log with its options gives the
+server's decisions. It reads Caddy's JSON access log, and the Combined and
+Common Log Formats of nginx and Apache, line by line (a file may mix them).
+The Common Log Format records no User-Agent: its lines cannot be told to
+be a person's or a crawler's, and are counted apart, not judged.
+
+Per site and crawler it reports: requests; refused by a rule (and which
+rules); refused by an AI usage preference (with --preferences enforce; else
+the conflicts that enforce would refuse); throttled for coming faster than
+the Crawl-delay; refused while banned; spoofed claims (an address outside
+the operator's published IP ranges; embedded lists only, no DNS); strikes;
+fetches of /robots.txt; first and last seen. This plugin's own requests
+(its robots.txt loader, this command line) are counted apart, never as
+crawlers. The report splits by site when the log holds several; --host
+keeps the lines of the sites named (Caddy's JSON records the Host, the
+Common and Combined Log Formats do not).
+
+The handler's options come from the same flags as caddy robots check
+(--mode, --preferences, --crawl-delay, --spoofed, --libraries,
+--unavailable, --strikes, and --crawl-burst), or from a config: with
+--config <Caddyfile|caddy.json> --site <host[:port]>, the options of the
+robots handler that serves that site (and its robots.txt when its source is
+a file or inline text).
 
 With --robots-new, it also previews what a changed robots.txt would newly
 refuse, and which allowed requests would newly conflict with its
 preferences, judged on that real traffic.
 
-Memory stays bounded: only per-crawler aggregates are kept, for at most
---max-crawlers crawlers (the rest are counted together). Give the logs oldest
-first: Crawl-delay gaps are measured in the order the lines are read.
-A progress bar is drawn on stderr when it is a terminal.`,
-		Example: `  $ caddy robots audit --robots /srv/www/robots.txt /var/log/caddy/access.log*
-  $ caddy robots audit --robots https://example.com/robots.txt --robots-new robots.new.txt --format html --out report.html access.log.gz`,
+--format decisions prints one JSON line per request judged, in log order,
+with the fields of the admin API's POST /robots/check ("decision": allow,
+block, throttle or ban; "reason": rule, spoofed, unavailable, ban, rate,
+target, length, unverified or preference; "rule", "line", "preference",
+"judged_as", "strike", ...) and the line's "ts", "host", "method", "uri",
+"client_ip" and "user_agent".
+
+Memory stays bounded: per-crawler aggregates for at most --max-crawlers
+crawlers (the rest are counted together), and the handler's bounded state
+store. Give the logs oldest first: the state is replayed in the order the
+lines are read. A progress bar is drawn on stderr when it is a terminal.
+
+Exit status: 0 with a report, 1 on a usage or I/O error or when nothing in
+the logs could be read (the message says which formats were expected and
+shows the first unreadable line).`,
+		Example: `  $ caddy robots audit --robots /srv/www/robots.txt /var/log/caddy/access.log.1 /var/log/caddy/access.log
+  $ caddy robots audit --config /etc/caddy/Caddyfile --site example.com --host example.com access.log.gz
+  $ caddy robots audit --robots https://example.com/robots.txt --robots-new robots.new.txt --format html --out report.html access.log.gz
+  $ caddy robots audit --robots robots.txt --format decisions /var/log/nginx/access.log | jq 'select(.decision != "allow")'`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: runE(runAudit, record),
 	}
 	f := c.Flags()
-	f.String("robots", "", "robots.txt the traffic is judged against: a file or an http(s) URL (required)")
+	f.String("robots", "", "robots.txt the traffic is judged against: a file or an http(s) URL")
+	f.String("config", "", "a Caddyfile or JSON config whose robots handler's options (and file or inline robots.txt) to judge with")
+	f.String("adapter", "", "the config adapter for --config (default: caddyfile, or json for *.json)")
+	f.String("site", "", "with --config: the site (host[:port]) whose robots handler judges; also the host of Common and Combined Log Format lines")
 	f.String("robots-new", "", "a changed robots.txt to preview: what would it newly refuse?")
-	f.String("format", "table", "report format: table, json or html")
+	f.StringArray("host", nil, "keep only the requests for this host (repeatable); Caddy JSON logs only")
+	f.String("format", "table", "report format: "+strings.Join(auditFormats, ", "))
 	f.String("out", "", "write the report to this file instead of stdout")
 	f.Int("max-crawlers", audit.DefaultMaxCrawlers, "crawlers reported by name; the others are counted together")
+	addOptionFlags(f)
+	f.Int("crawl-burst", 0, "how many requests may come back to back before Crawl-delay throttles (default 4)")
 	return c
 }
 
+// auditOptionFlags are the flags of the handler's options, which --config
+// replaces.
+var auditOptionFlags = []string{"mode", "preferences", "crawl-delay", "spoofed", "libraries", "unavailable", "grace", "strikes", "crawl-burst"}
+
 func runAudit(env *cliEnv) (int, error) {
 	fl := env.flags
-	robotsSrc, _ := fl.GetString("robots")
-	newSrc, _ := fl.GetString("robots-new")
 	format, _ := fl.GetString("format")
 	out, _ := fl.GetString("out")
-	maxCrawlers, _ := fl.GetInt("max-crawlers")
-	if robotsSrc == "" {
-		return exitFailure, errors.New("robots audit: --robots is required")
+	newSrc, _ := fl.GetString("robots-new")
+	if !slices.Contains(auditFormats, format) {
+		return exitFailure, fmt.Errorf("robots audit: --format %q: want %s", format, strings.Join(auditFormats, ", "))
 	}
-	switch format {
-	case "table", "json", "html":
-	default:
-		return exitFailure, fmt.Errorf("robots audit: --format %q: want table, json or html", format)
-	}
-	src, err := loadRobots(env.ctx, robotsSrc)
+	cfg, src, err := auditConfig(env)
 	if err != nil {
 		return exitFailure, fmt.Errorf("robots audit: %w", err)
 	}
-	cfg := audit.Config{Robots: enforce.Parse(src.body), MaxCrawlers: maxCrawlers}
 	if newSrc != "" {
 		ns, err := loadRobots(env.ctx, newSrc)
 		if err != nil {
 			return exitFailure, fmt.Errorf("robots audit: --robots-new: %w", err)
 		}
 		cfg.RobotsNew = enforce.Parse(ns.body)
-	}
-	a, err := audit.New(cfg)
-	if err != nil {
-		return exitFailure, fmt.Errorf("robots audit: %w", err)
-	}
-
-	var bar *progressBar
-	if f, ok := env.stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		bar = &progressBar{w: f, start: time.Now()}
-	}
-	for _, name := range env.args {
-		lf, err := audit.Open(name)
-		if err != nil {
-			return exitFailure, fmt.Errorf("robots audit: %w", err)
-		}
-		var tick func()
-		if bar != nil {
-			tick = func() { bar.draw(lf, a) }
-		}
-		err = a.Feed(lf, tick)
-		lf.Close()
-		if err != nil {
-			return exitFailure, fmt.Errorf("robots audit: %s: %w", name, err)
-		}
-		if bar != nil {
-			bar.finish(lf, a)
-		}
-	}
-
-	r := a.Report()
-	r.Robots, r.Logs = src.name, env.args
-	if newSrc != "" {
-		r.RobotsNew = newSrc
-	}
-	r.Notes = append(r.Notes,
-		"spoofed claims are judged with the embedded IP lists only (no DNS): a list proves a spoof only if it was at most 30 days old at the time of the request, and crawlers verified by reverse DNS alone are never counted as spoofed here")
-	if src.note != "" {
-		r.Notes = append(r.Notes, src.name+": "+src.note)
 	}
 
 	w := env.stdout
@@ -125,9 +123,38 @@ func runAudit(env *cliEnv) (int, error) {
 		if file, err = os.Create(out); err != nil {
 			return exitFailure, fmt.Errorf("robots audit: %w", err)
 		}
+		defer file.Close()
 		w = file
 	}
+	var decisions *bufio.Writer
+	if format == "decisions" {
+		decisions = bufio.NewWriterSize(w, 64<<10)
+		cfg.Decisions = decisions
+	}
+	a, err := audit.New(cfg)
+	if err != nil {
+		return exitFailure, fmt.Errorf("robots audit: %w", err)
+	}
+	if err := feedLogs(env, a); err != nil {
+		return exitFailure, fmt.Errorf("robots audit: %w", err)
+	}
+
+	r := a.Report()
+	r.Robots, r.Logs = src.name, env.args
+	if newSrc != "" {
+		r.RobotsNew = newSrc
+	}
+	if err := r.Readable(); err != nil {
+		return exitFailure, fmt.Errorf("robots audit: %w", err)
+	}
+	r.Notes = append(r.Notes,
+		"spoofed claims are judged with the embedded IP lists only (no DNS): a list proves a spoof only if it was at most 30 days old at the time of the request, and crawlers verified by reverse DNS alone are never counted as spoofed here; their claims from addresses outside the lists are judged as unverified claims (their own group and \"*\"), where the server may verify them by DNS")
+	if src.note != "" {
+		r.Notes = append(r.Notes, src.name+": "+src.note)
+	}
 	switch format {
+	case "decisions":
+		err = decisions.Flush()
 	case "json":
 		err = r.WriteJSON(w)
 	case "html":
@@ -141,12 +168,108 @@ func runAudit(env *cliEnv) (int, error) {
 		}
 	}
 	if err != nil {
-		return exitFailure, fmt.Errorf("robots audit: %w", err)
+		return exitFailure, fmt.Errorf("robots audit: writing the report: %w", err)
 	}
 	if out != "" {
 		fmt.Fprintf(env.stderr, "report written to %s\n", out)
 	}
 	return exitOK, nil
+}
+
+// auditConfig builds the audit's configuration from the flags: the
+// handler's options and robots.txt as caddy robots check reads them
+// (newCheckEnv), --crawl-burst and --host.
+func auditConfig(env *cliEnv) (audit.Config, *source, error) {
+	fl := env.flags
+	cfgPath, _ := fl.GetString("config")
+	if cfgPath != "" {
+		for _, name := range auditOptionFlags {
+			if fl.Changed(name) {
+				return audit.Config{}, nil, fmt.Errorf("--%s: with --config the options are those of the site's robots handler; drop --%s or --config", name, name)
+			}
+		}
+	}
+	ce, err := newCheckEnv(env)
+	if err != nil {
+		return audit.Config{}, nil, err
+	}
+	h := ce.h
+	if fl.Changed("crawl-burst") {
+		h.CrawlBurst, _ = fl.GetInt("crawl-burst")
+		if err := h.Validate(); err != nil {
+			return audit.Config{}, nil, fmt.Errorf("--crawl-burst: %w", err)
+		}
+	}
+	opts, strikes := h.decisionOptions(), h.strikePolicy()
+	cfg := audit.Config{
+		Robots:          ce.robots,
+		Unavailable:     ce.src.unavailable,
+		Options:         &opts,
+		Strikes:         &strikes,
+		LogMode:         h.Mode == "log",
+		IgnoreLibraries: h.Libraries == "ignore",
+	}
+	if ce.version != nil {
+		cfg.Version = ce.version.ID
+	}
+	if h.Store != nil {
+		cfg.MaxStateEntries = h.Store.MaxEntries
+	}
+	if cfg.Exempt, err = exemptPrefixes(h.Exempt); err != nil {
+		return audit.Config{}, nil, fmt.Errorf("the handler's exempt: %w", err)
+	}
+	if site, _ := fl.GetString("site"); site != "" {
+		cfg.Site = hostOf(site)
+	}
+	hosts, _ := fl.GetStringArray("host")
+	for _, h := range hosts {
+		if hostOf(strings.TrimSpace(h)) == "" {
+			return audit.Config{}, nil, fmt.Errorf("--host %q: want a host name", h)
+		}
+	}
+	cfg.Hosts = hosts
+	cfg.MaxCrawlers, _ = fl.GetInt("max-crawlers")
+	return cfg, ce.src, nil
+}
+
+// feedLogs reads every log given into a, drawing progress on a terminal.
+func feedLogs(env *cliEnv, a *audit.Auditor) error {
+	var bar *progressBar
+	if f, ok := env.stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		bar = &progressBar{w: f, start: time.Now()}
+	}
+	for _, name := range env.args {
+		lf, err := audit.Open(name)
+		if err != nil {
+			return err
+		}
+		var tick func()
+		if bar != nil {
+			tick = func() { bar.draw(lf, a) }
+		}
+		err = a.Feed(name, lf, tick)
+		lf.Close()
+		if err != nil {
+			return err
+		}
+		if bar != nil {
+			bar.finish(lf, a)
+		}
+	}
+	return nil
+}
+
+// exemptPrefixes parses exempt networks as the handler does.
+func exemptPrefixes(list []string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, e := range list {
+		p, err := parsePrefix(e)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }
 
 // progressBar draws one line of progress on a terminal.

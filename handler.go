@@ -171,7 +171,7 @@ func (h *Handler) decide(r *http.Request, o *outcome, addr *clientAddr, signer s
 	o.client.Verdict = h.verify(r.Context(), &o.client, addr)
 	o.who = policy.Identify(&o.client)
 	if !o.who.Verified {
-		o.who.Rotating = h.rotations.note(h.scopeFor(r).key, addr.get(), o.who.Name, coarseNow.Load(), dry)
+		o.who.Rotating = h.rotations.Note(h.scopeFor(r).key, addr.get(), o.who.Name, time.Unix(coarseNow.Load(), 0), dry)
 	}
 	clock := lazyClock{now: h.now}
 	sc := h.stateScopes(r, o.host)

@@ -234,7 +234,7 @@ type Handler struct {
 	configWarnings *warnings
 	// rotations detects addresses that present many names (the
 	// process's table, shared by every handler and kept across reloads).
-	rotations     *rotations
+	rotations     *state.Rotations
 	releaseRanges func() error // from startRanges; called by Cleanup
 	sigKey        string       // sigPool key of sig
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/caddyrobots/caddy-robots/enforce/state"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 )
 
@@ -104,3 +105,7 @@ func (h *Handler) scopeIn(srv *caddyhttp.Server) *handlerScope {
 	}
 	return scopeOf(*found)
 }
+
+// rotationTable recognises addresses that rotate names, for every handler
+// of the process (keyed by their scopes) and across config reloads.
+var rotationTable = state.NewRotations(0)

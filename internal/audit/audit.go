@@ -1,132 +1,303 @@
-// Package audit streams Caddy JSON access logs and reports, per crawler,
-// how it behaved against a robots.txt: requests the rules disallow,
-// requests that conflict with the AI usage preferences it states,
-// Crawl-delay violations, spoofed claims, whether it fetched /robots.txt,
-// and what a changed robots.txt would newly refuse. Memory is bounded
-// whatever the size of the logs: only per-crawler aggregates are kept, for
-// a bounded number of crawlers.
+// Package audit streams access logs (Caddy's JSON, and the Common and
+// Combined Log Formats of nginx and Apache) and judges every crawler's
+// request with the robots handler's own decision (policy.Assess), replaying
+// the throttle, strike and ban state in log order as the server keeps it.
+// Replaying a server's own access log with its options gives the server's
+// decisions, request by request.
+//
+// The report says, per site and crawler: requests, requests refused by a
+// rule (and which rules), by an AI usage preference, throttled for their
+// Crawl-delay, refused while banned, spoofed claims, strikes, fetches of
+// /robots.txt, and what a changed robots.txt would newly refuse. Memory is
+// bounded whatever the size of the logs: per-crawler aggregates for a
+// bounded number of crawlers and sites, and a bounded state store.
 package audit
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
-	"hash/maphash"
+	"fmt"
+	"io"
 	"net"
 	"net/netip"
-	"sort"
 	"strings"
 	"time"
 	"unsafe"
 
 	"github.com/caddyrobots/caddy-robots/agents"
 	"github.com/caddyrobots/caddy-robots/enforce"
+	"github.com/caddyrobots/caddy-robots/enforce/state"
+	"github.com/caddyrobots/caddy-robots/internal/policy"
 )
 
-// Defaults of Config.
+// Defaults and bounds.
 const (
+	// DefaultMaxCrawlers is the default of Config.MaxCrawlers.
 	DefaultMaxCrawlers = 200
-	samplePaths        = 5
-	delaySlots         = 1 << 16 // crawler+address slots for Crawl-delay gaps
-	uaCacheMax         = 1 << 15
-	verdictCacheMax    = 1 << 15
-	seriesBuckets      = 96
+	// DefaultMaxHosts is the default of Config.MaxHosts.
+	DefaultMaxHosts = 50
+	samplePaths     = 5
+	uaCacheMax      = 1 << 15
+	hostCacheMax    = 1 << 12
+	verdictCacheMax = 1 << 15
+	seriesBuckets   = 96
+	// outOfOrderSlack is how far a line's time may lie before the latest
+	// time read so far without being reported out of order: Caddy writes a
+	// line when the response ends, so lines of slow requests come late.
+	outOfOrderSlack = time.Minute
 )
 
 // OtherName is the name of the bucket that collects the crawlers beyond
 // Config.MaxCrawlers.
 const OtherName = "(other crawlers)"
 
-// Config configures an Auditor.
-type Config struct {
-	// Robots is the robots.txt the traffic is judged against.
-	Robots *enforce.Robots
-	// RobotsNew, when set, is a changed robots.txt: the report says which
-	// requests it would newly refuse.
-	RobotsNew *enforce.Robots
-	// MaxCrawlers bounds the crawlers reported by name; the others are
-	// counted together under OtherName. Default DefaultMaxCrawlers.
-	MaxCrawlers int
+// OtherHosts is the name of the bucket that collects the sites beyond
+// Config.MaxHosts.
+const OtherHosts = "(other hosts)"
+
+// NoUserAgentName is the name under which requests that sent no User-Agent
+// are reported. The handler judges them as a bot with no token.
+const NoUserAgentName = "(no User-Agent)"
+
+// The User-Agents of this plugin's own requests: the robots.txt loader
+// (loader.go) and the command line (command.go). They are counted apart,
+// never as crawlers.
+const (
+	OwnLoaderUserAgent = "caddy-robots (robots.txt loader)"
+	OwnCLIUserAgent    = "caddy-robots-cli"
+)
+
+// IsOwn reports whether ua is the User-Agent of one of this plugin's own
+// requests: its robots.txt loader, or `caddy robots check|lint|audit`
+// fetching a robots.txt.
+func IsOwn(ua string) bool {
+	return strings.HasPrefix(ua, OwnLoaderUserAgent) || strings.HasPrefix(ua, OwnCLIUserAgent+" ") || ua == OwnCLIUserAgent
 }
 
-// Auditor aggregates access-log lines. It is not safe for concurrent use.
+// Config configures an Auditor.
+type Config struct {
+	// Robots is the robots.txt the traffic is judged against, as the one
+	// version the site serves.
+	Robots *enforce.Robots
+	// Version names Robots in decisions (its content ID); optional.
+	Version string
+	// Unavailable says no robots.txt could be obtained because its source
+	// fails: crawlers are judged as the handler judges them then (see
+	// policy.Options.UnavailableDisallow). Robots may be nil.
+	Unavailable bool
+	// RobotsNew, when set, is a changed robots.txt: the report says which
+	// requests its rules would newly refuse.
+	RobotsNew *enforce.Robots
+	// Options are the decision's options as the handler's configuration
+	// gives them; nil means the handler's defaults (DefaultOptions).
+	Options *policy.Options
+	// Strikes is the handler's strike policy; nil means
+	// state.DefaultStrikePolicy when Options.Strikes is set.
+	Strikes *state.StrikePolicy
+	// LogMode is set for a handler in mode log: it refuses nothing, and
+	// keeps its state apart; the decisions are the same.
+	LogMode bool
+	// IgnoreLibraries is the handler's "libraries ignore": HTTP libraries
+	// are not judged.
+	IgnoreLibraries bool
+	// Exempt are the networks the handler never judges.
+	Exempt []netip.Prefix
+	// Hosts, when not empty, keeps only the lines whose Host is one of
+	// them (compared as HostOf reads them). A line of a format that
+	// records no Host (CLF) is then an error.
+	Hosts []string
+	// Site is the host of the lines of a format that records none (CLF),
+	// for their state scope; "" when unknown.
+	Site string
+	// MaxCrawlers bounds the crawlers reported by name, over all sites;
+	// the others are counted together under OtherName. Default
+	// DefaultMaxCrawlers.
+	MaxCrawlers int
+	// MaxHosts bounds the sites reported by name; the others are counted
+	// together under OtherHosts. Default DefaultMaxHosts.
+	MaxHosts int
+	// MaxStateEntries bounds the throttle and strike state kept (the
+	// handler's store max_entries); default state.DefaultMaxEntries.
+	MaxStateEntries int
+	// Decisions, when set, receives one JSON line (a Decision) per
+	// request judged, in log order.
+	Decisions io.Writer
+}
+
+// DefaultOptions are the decision options of a robots handler configured
+// with nothing but its source: what Config.Options nil stands for.
+func DefaultOptions() policy.Options {
+	return policy.Options{
+		Grace:               24 * time.Hour,
+		MaxGrace:            7 * 24 * time.Hour,
+		Burst:               state.DefaultBurst,
+		SpoofedBlock:        true,
+		UnavailableDisallow: true,
+		Strikes:             true,
+	}
+}
+
+// Auditor judges access-log lines and aggregates the decisions. It is not
+// safe for concurrent use.
 type Auditor struct {
-	cfg      Config
+	cfg       Config
+	opts      policy.Options // the decision's options
+	optsPrefs policy.Options // the same with preferences enforced: what a preference would refuse
+	strikes   state.StrikePolicy
+	site      policy.Site // the one version of Robots
+	robotsNow *enforce.Robots
+	store     *state.Memory
+	rotations *state.Rotations // addresses rotating names, as the server recognises them
+	ctx       context.Context
+	keep      map[string]bool // Config.Hosts, read as HostOf reads them
+
 	scanner  Scanner
+	clf      CLFParser
 	entry    Entry
 	ident    *agents.Identifier
 	verifier *agents.Verifier
 	lineTime time.Time // the time of the line being verified, for list freshness
 	done     context.Context
 
-	uaCache  map[string]uaEntry
-	verdicts map[string]map[string]agents.Verdict // method -> address -> verdict
-	crawlers []*crawler
-	byName   map[string]*crawler
-	other    *crawler
-	seed     maphash.Seed
-	delay    []delaySlot
+	uaCache   map[string]*uaEntry
+	verdicts  map[string]map[string]agents.Verdict // method -> address -> verdict
+	hostCache map[string]*hostEntry
+	hosts     []*hostAgg
+	byHost    map[string]*hostAgg
+	otherHost *hostAgg
+	named     int // crawlers reported by name, over all sites
 	// prefs and prefsNew: Robots and RobotsNew state AI usage preferences
 	// (Content-Usage, Content-Signal). Without them no request pays for a
 	// preference lookup.
 	prefs, prefsNew bool
 
-	lines, bad, notAccess, browsers, bots int64
-	first, last                           time.Time
-	grid                                  grid
+	dec *decisionWriter
+
+	// where the line being read comes from, for messages
+	log    string
+	lineNo int64
+
+	lines, bad, notAccess, browsers, bots, own, noUA, ignored int64
+	skipped, outOfOrder                                       int64
+	formats                                                   [formats]int64
+	first, last                                               time.Time
+	skippedHosts                                              []string // a few hosts --host left out
+	firstBad                                                  *Unreadable
+	grid                                                      grid
+}
+
+// Unreadable is the first line the audit could not read, to say why.
+type Unreadable struct {
+	Log    string `json:"log"`    // the log it is in
+	Line   int64  `json:"line"`   // its line number, from 1
+	Sample string `json:"sample"` // its start, quoted
+	// JSON is set when the line is JSON but not an access-log line
+	// (Caddy's runtime log has no request.uri).
+	JSON bool `json:"json"`
 }
 
 type uaEntry struct {
 	sh *agents.Shared
-	c  *crawler
+	// judged: a bot the handler judges; own: this plugin's own request;
+	// ignored: an HTTP library under libraries ignore.
+	judged, own, ignored bool
 	// refusable: a preference can refuse the agent's documented purpose
 	// (see purposeRefusable).
 	refusable bool
+	// The crawler row of the last site the agent was seen on.
+	lastHost *hostAgg
+	lastRow  *crawler
 }
 
-type delaySlot struct {
-	key  uint64
-	last int64
-}
-
-// crawler is the aggregate of one crawler.
+// crawler is the aggregate of one crawler on one site.
 type crawler struct {
-	idx                   int
-	name                  string
-	agent                 agents.Agent
-	requests, disallowed  int64
-	delayViolations       int64
-	spoofed               int64
-	robotsFetches         int64
+	name     string
+	host     *hostAgg
+	agent    agents.Agent
+	requests int64
+	refused  int64
+	reasons  [policy.Reasons]int64 // refusals by reason
+	strikes  int64
+	bans     int64 // bans started
+	spoofed  int64
+	exempt   int64
+	fetches  int64 // of /robots.txt
+	// conflicts counts the requests the rules allow for which a
+	// preference refuses the crawler's purpose (refused with preferences
+	// enforce).
+	conflicts             int64
 	newlyRefused          int64
 	newlyAllowed          int64
-	conflicts             int64                     // allowed requests a preference refuses
 	newlyConflicting      int64                     // with RobotsNew: allowed by both, refused by its preference only
 	refusals, newRefusals map[enforce.Refusal]int64 // which preference refused, with the counts
 	first, last           time.Time
 	rules                 map[*enforce.Rule]int64
 	samples               []string
-	reqSeries, violSeries []int64
-	interval              time.Duration
+	reqSeries, refSeries  []int64
+	interval              time.Duration // the largest Crawl-delay enforced on it
+	groupInterval         time.Duration // the largest its group states
+	// unpaced counts the requests that passed every rule while their
+	// group states a Crawl-delay that is not enforced on the crawler
+	// (crawl_delay on and a crawler documented to ignore it, or
+	// crawl_delay off).
+	unpaced int64
 }
 
 // New returns an Auditor for cfg.
 func New(cfg Config) (*Auditor, error) {
-	if cfg.Robots == nil {
+	if cfg.Robots == nil && !cfg.Unavailable {
 		return nil, errors.New("audit: no robots.txt")
 	}
 	if cfg.MaxCrawlers <= 0 {
 		cfg.MaxCrawlers = DefaultMaxCrawlers
 	}
+	if cfg.MaxHosts <= 0 {
+		cfg.MaxHosts = DefaultMaxHosts
+	}
 	a := &Auditor{
-		cfg:      cfg,
-		prefs:    cfg.Robots.HasPreferences(),
-		prefsNew: cfg.RobotsNew.HasPreferences(),
-		ident:    agents.NewIdentifier(4096),
-		uaCache:  map[string]uaEntry{},
-		verdicts: map[string]map[string]agents.Verdict{},
-		byName:   map[string]*crawler{},
-		seed:     maphash.MakeSeed(),
-		delay:    make([]delaySlot, delaySlots),
+		cfg:       cfg,
+		prefs:     cfg.Robots.HasPreferences(),
+		prefsNew:  cfg.RobotsNew.HasPreferences(),
+		ident:     agents.NewIdentifier(4096),
+		uaCache:   map[string]*uaEntry{},
+		verdicts:  map[string]map[string]agents.Verdict{},
+		hostCache: map[string]*hostEntry{},
+		byHost:    map[string]*hostAgg{},
+		store:     state.NewMemory(state.MemoryConfig{MaxEntries: cfg.MaxStateEntries}),
+		rotations: state.NewRotations(0),
+		ctx:       context.Background(),
+		robotsNow: cfg.Robots,
+	}
+	a.opts = DefaultOptions()
+	if cfg.Options != nil {
+		a.opts = *cfg.Options
+	}
+	a.optsPrefs = a.opts
+	a.optsPrefs.Preferences = true
+	switch {
+	case cfg.Strikes != nil:
+		a.strikes = *cfg.Strikes
+	case a.opts.Strikes:
+		a.strikes = state.DefaultStrikePolicy()
+	}
+	if !a.opts.Strikes {
+		a.strikes.Strikes = 0
+	}
+	if cfg.Unavailable {
+		a.site.Unavailable = true
+		a.robotsNow, a.prefs = nil, false
+	} else {
+		a.site.Versions = []*policy.Version{{Robots: cfg.Robots, ID: cfg.Version}}
+	}
+	if len(cfg.Hosts) > 0 {
+		a.keep = map[string]bool{}
+		for _, h := range cfg.Hosts {
+			a.keep[HostOf(strings.TrimSpace(h))] = true
+		}
+	}
+	if cfg.Decisions != nil {
+		a.dec = newDecisionWriter(cfg.Decisions, a)
 	}
 	// The audit verifies with the embedded IP lists only: the context is
 	// already done, so the Verifier never starts a DNS lookup, and the
@@ -147,26 +318,54 @@ func New(cfg Config) (*Auditor, error) {
 		},
 	})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("audit: building the verifier: %w", err)
 	}
 	a.verifier = v
 	return a, nil
 }
 
-// Line adds one access-log line (without its newline).
-func (a *Auditor) Line(line []byte) {
+// Line judges one access-log line (without its newline). Lines that are
+// not access-log lines are counted; an error is returned only when the
+// audit cannot go on: a line without a Host while Config.Hosts selects
+// lines by Host, or a decision that cannot be written.
+func (a *Auditor) Line(line []byte) error {
+	a.lineNo++
 	e := &a.entry
-	if !a.scanner.Parse(line, e) {
+	i := skipWS(line, 0)
+	var ok bool
+	if i < len(line) && line[i] == '{' {
+		ok = a.scanner.Parse(line, e)
+	} else {
+		ok = a.clf.Parse(line, e)
+	}
+	if !ok {
 		if len(line) > 0 {
 			a.bad++
+			a.noteBad(line, false)
 		}
-		return
+		return nil
 	}
+	a.formats[e.Format]++
 	if !e.HasURI {
 		a.notAccess++
-		return
+		if e.Format == FormatCaddyJSON {
+			a.noteBad(line, true)
+		}
+		return nil
+	}
+	he, err := a.hostFor(e)
+	if err != nil {
+		return err
+	}
+	if !he.keep {
+		a.skipped++
+		if len(a.skippedHosts) < 5 && !contains(a.skippedHosts, he.host) {
+			a.skippedHosts = append(a.skippedHosts, he.host)
+		}
+		return nil
 	}
 	a.lines++
+	he.agg.lines++
 	t := e.Time
 	if !t.IsZero() {
 		if a.first.IsZero() || t.Before(a.first) {
@@ -174,62 +373,172 @@ func (a *Auditor) Line(line []byte) {
 		}
 		if t.After(a.last) {
 			a.last = t
+		} else if a.last.Sub(t) > outOfOrderSlack {
+			a.outOfOrder++
 		}
 	}
-	ue, ok := a.uaCache[string(e.UserAgent)]
-	if !ok {
-		ua := string(e.UserAgent)
-		ue.sh = a.ident.IdentifyShared(ua)
-		if ue.sh.Bot {
-			ue.c = a.crawlerFor(&ue.sh.Agent)
-			ue.refusable = purposeRefusable(ue.sh.Agent.Purpose)
-		}
-		if len(a.uaCache) >= uaCacheMax {
-			clear(a.uaCache)
-		}
-		a.uaCache[ua] = ue
+	if !e.HasUA {
+		// The Common Log Format records no User-Agent: the request cannot
+		// be told to be a person's or a crawler's, so it is not judged.
+		a.noUA++
+		he.agg.noUA++
+		return nil
 	}
-	if ue.c == nil {
+	ue := a.uaCache[string(e.UserAgent)]
+	if ue == nil {
+		ue = a.identify(string(e.UserAgent))
+	}
+	if len(e.UserAgents) > 0 && !ue.judged {
+		// Several User-Agent headers: the request is a bot's if any of
+		// them is, as the handler reads it ("Mozilla/5.0 ..." followed by
+		// "GPTBot/1.2" is GPTBot).
+		ue = a.firstJudged(e.UserAgents, ue)
+	}
+	switch {
+	case ue.own:
+		a.own++
+		he.agg.own++
+		return a.dec.other(e, ue, "allow", "this plugin's own request")
+	case ue.ignored:
+		a.ignored++
+		he.agg.ignored++
+		return a.dec.other(e, ue, "allow", "not judged (libraries ignore)")
+	case !ue.judged:
 		a.browsers++
-		return
+		he.agg.browsers++
+		return a.dec.other(e, nil, "allow", "not a crawler")
 	}
 	a.bots++
-	a.judge(ue.c, &ue.sh.Agent, ue.refusable, e, t)
+	he.agg.bots++
+	return a.judge(ue, he, e, t)
 }
 
-// crawlerFor returns the aggregate a crawler's requests go to.
-func (a *Auditor) crawlerFor(ag *agents.Agent) *crawler {
+// identify identifies a User-Agent and caches the answer.
+func (a *Auditor) identify(ua string) *uaEntry {
+	ue := &uaEntry{sh: a.ident.IdentifyShared(ua)}
+	switch {
+	case !ue.sh.Bot:
+	case IsOwn(ua):
+		ue.own = true
+	case a.cfg.IgnoreLibraries && ue.sh.Category == agents.CategoryHTTPLibrary:
+		ue.ignored = true
+	default:
+		ue.judged = true
+		ue.refusable = purposeRefusable(ue.sh.Purpose)
+	}
+	if len(a.uaCache) >= uaCacheMax {
+		clear(a.uaCache)
+	}
+	a.uaCache[ua] = ue
+	return ue
+}
+
+// firstJudged returns the first of the User-Agent values of a JSON array
+// that the handler judges, or first when none is.
+func (a *Auditor) firstJudged(list []byte, first *uaEntry) *uaEntry {
+	var uas []string
+	if json.Unmarshal(list, &uas) != nil {
+		return first
+	}
+	for _, ua := range uas {
+		ue := a.uaCache[ua]
+		if ue == nil {
+			ue = a.identify(ua)
+		}
+		if ue.judged {
+			return ue
+		}
+	}
+	return first
+}
+
+// hostFor returns what the line's Host stands for.
+func (a *Auditor) hostFor(e *Entry) (*hostEntry, error) {
+	if !e.HasHost && a.keep != nil {
+		return nil, fmt.Errorf("the %s records no Host, so --host cannot select its lines: audit a log of that site alone, without --host", formatLabel(e.Format))
+	}
+	if he := a.hostCache[string(e.Host)]; he != nil {
+		return he, nil
+	}
+	he := &hostEntry{raw: string(e.Host)}
+	he.host = HostOf(he.raw)
+	if !e.HasHost {
+		he.host = HostOf(a.cfg.Site)
+	}
+	he.scope = stateScope(he.host, a.cfg.LogMode)
+	he.keep = a.keep == nil || a.keep[he.host]
+	if he.keep {
+		he.agg = a.hostAgg(he.host)
+	}
+	if len(a.hostCache) >= hostCacheMax {
+		clear(a.hostCache)
+	}
+	a.hostCache[he.raw] = he
+	return he, nil
+}
+
+// hostAgg returns the aggregate of a site.
+func (a *Auditor) hostAgg(name string) *hostAgg {
+	if h := a.byHost[name]; h != nil {
+		return h
+	}
+	if len(a.hosts) >= a.cfg.MaxHosts {
+		if a.otherHost == nil {
+			a.otherHost = &hostAgg{name: OtherHosts, byName: map[string]*crawler{}}
+		}
+		return a.otherHost
+	}
+	h := &hostAgg{name: name, byName: map[string]*crawler{}}
+	a.byHost[name] = h
+	a.hosts = append(a.hosts, h)
+	return h
+}
+
+// row returns the aggregate a crawler's requests on a site go to.
+func (a *Auditor) row(ue *uaEntry, he *hostEntry) *crawler {
+	h := he.agg
+	if ue.lastHost == h {
+		return ue.lastRow
+	}
+	ag := &ue.sh.Agent
 	name := ag.Name
 	if name == "" {
-		name = "(no User-Agent)"
+		name = NoUserAgentName
 	}
-	if c := a.byName[name]; c != nil {
-		return c
-	}
-	if len(a.crawlers) >= a.cfg.MaxCrawlers {
-		if a.other == nil {
-			a.other = a.newCrawler(OtherName, agents.Agent{Bot: true})
+	c := h.byName[name]
+	if c == nil {
+		if a.named >= a.cfg.MaxCrawlers {
+			if h.other == nil {
+				h.other = a.newCrawler(OtherName, h, agents.Agent{Bot: true})
+			}
+			c = h.other
+		} else {
+			c = a.newCrawler(name, h, *ag)
+			h.byName[name] = c
+			h.crawlers = append(h.crawlers, c)
+			a.named++
 		}
-		return a.other
 	}
-	c := a.newCrawler(name, *ag)
-	a.byName[name] = c
-	a.crawlers = append(a.crawlers, c)
+	ue.lastHost, ue.lastRow = h, c
 	return c
 }
 
-func (a *Auditor) newCrawler(name string, ag agents.Agent) *crawler {
+func (a *Auditor) newCrawler(name string, h *hostAgg, ag agents.Agent) *crawler {
 	return &crawler{
-		idx: len(a.crawlers) + 1, name: name, agent: ag,
-		rules:      map[*enforce.Rule]int64{},
-		reqSeries:  make([]int64, seriesBuckets),
-		violSeries: make([]int64, seriesBuckets),
+		name: name, host: h, agent: ag,
+		rules:     map[*enforce.Rule]int64{},
+		reqSeries: make([]int64, seriesBuckets),
+		refSeries: make([]int64, seriesBuckets),
 	}
 }
 
-// judge counts one crawler request. refusable tells whether an AI usage
-// preference can refuse ag's purpose.
-func (a *Auditor) judge(c *crawler, ag *agents.Agent, refusable bool, e *Entry, t time.Time) {
+// judge decides a bot's request as the handler does (see the root
+// package's Handler.decide): the target as sent and its forms, the client
+// verified (embedded IP lists only), the ban state read, policy.Assess,
+// then the strike written and the throttle budget spent, at the line's
+// time.
+func (a *Auditor) judge(ue *uaEntry, he *hostEntry, e *Entry, t time.Time) error {
+	c := a.row(ue, he)
 	c.requests++
 	if !t.IsZero() {
 		if c.first.IsZero() || t.Before(c.first) {
@@ -239,119 +548,184 @@ func (a *Auditor) judge(c *crawler, ag *agents.Agent, refusable bool, e *Entry, 
 			c.last = t
 		}
 	}
+	ag := &ue.sh.Agent
+	// The target and the rewrite headers are only read during the
+	// decision, which does not keep them (samples are copied): no copy of
+	// the line is needed.
+	var rewrites []string
+	var rw [3]string
+	for k, v := range e.Rewrites {
+		if len(v) > 0 {
+			rw[k] = unsafeString(v)
+			rewrites = rw[:]
+		}
+	}
+	target := policy.ParseTarget(methodString(e.Method), unsafeString(e.URI), rewrites...)
+	if target.IsRobotsTxt() {
+		// Always served, to everyone.
+		c.fetches++
+		return a.dec.robotsTxt(e, ue)
+	}
 	addr := e.Addr()
-	verdict := agents.Unverified
-	if ag.Profile.Verify != "" && len(addr) > 0 {
-		verdict = a.verify(ag, addr, t)
+	ip, _ := netip.ParseAddr(unsafeString(addr))
+	ip = ip.Unmap()
+	if len(a.cfg.Exempt) > 0 && a.exempted(ip) {
+		c.exempt++
+		return a.dec.other(e, ue, "allow", "exempt network")
 	}
-	tokens, wildcard := ag.Tokens, !ag.Profile.IgnoresWildcard
-	if verdict == agents.Spoofed {
+	client := policy.Client{Agent: ag, Addr: ip, Verdict: agents.Unverified}
+	if ag.Profile.Verify != "" && ip.IsValid() {
+		client.Verdict = a.verify(ag, addr, ip, t)
+	}
+	if client.Verdict == agents.Spoofed {
 		c.spoofed++
-		tokens, wildcard = nil, true
 	}
-	// The target is only read during the decisions below, which do not
-	// keep it: no copy of the URI is needed.
-	target := originForm(unsafe.String(unsafe.SliceData(e.URI), len(e.URI)))
-	robotsTxt := isRobotsTxt(target)
-	if robotsTxt {
-		c.robotsFetches++
+	who := policy.Identify(&client)
+	// Without a time the state cannot be replayed: the request is judged
+	// on its own.
+	stateful := !t.IsZero()
+	if stateful && !who.Verified {
+		who.Rotating = a.rotations.Note(he.scope, ip, who.Name, t, false)
 	}
-	g := a.cfg.Robots.Select(tokens, wildcard)
-	d := g.Decide(target)
-	violation := false
-	if !d.Allowed {
-		c.disallowed++
-		c.rules[d.Rule]++
-		violation = true
+	var ban state.BanResult
+	if stateful && a.strikes.Enabled() && a.store.MayHaveBans() {
+		ban, _ = a.store.Banned(a.ctx, policy.StrikeIdentity(he.scope, &who, ip), t)
 	}
-	// A preference is looked up only for a crawler whose documented
-	// purpose a preference can refuse, on an allowed path (a disallowed
-	// one has no preference), and never for /robots.txt, which the robots
-	// handler serves to every client: that is where preferences are read.
-	refusable = refusable && !robotsTxt
-	conflict := false
-	if a.prefs && refusable && d.Allowed {
-		var ref enforce.Refusal
-		if ref, conflict = preferences(a.cfg.Robots, d, tokens, wildcard, target).Refuses(string(ag.Purpose)); conflict {
-			c.conflicts++
-			countRefusal(&c.refusals, ref)
+	f := policy.Facts{Target: &target, Client: &client, Who: &who, Site: &a.site, Ban: &ban, Now: t}
+	as := policy.Assess(&f, &a.opts)
+	if as.Strike && stateful && a.strikes.Enabled() {
+		info := state.StrikeInfo{Crawler: ag.Name, Token: as.TokenName(who.Tokens), Scope: he.host}
+		if as.Decision.Rule != nil {
+			info.Line = as.Decision.Rule.Line
+		}
+		if as.Version != nil {
+			info.Version = as.Version.ID
+		}
+		if res, err := a.store.Strike(a.ctx, policy.StrikeIdentity(he.scope, &who, ip), a.strikes, t, info); err == nil {
+			c.strikes++
+			if res.Banned {
+				c.bans++
+			}
 		}
 	}
-	if iv := g.Interval(); iv > 0 && !t.IsZero() && len(addr) > 0 {
-		c.interval = max(c.interval, iv)
-		if a.tooSoon(c, addr, t, iv) {
-			c.delayViolations++
-			violation = true
+	if as.Pace && stateful {
+		id := policy.ThrottleIdentity(he.scope, &who, ip)
+		pace := state.Pace{Interval: as.Interval, Burst: a.opts.Burst, Fetch: state.NewFetch(target.Method, he.host, target.Raw)}
+		if res, err := a.store.ThrottlePace(a.ctx, id, pace, t); err == nil {
+			as = as.Throttled(res)
 		}
 	}
+	a.count(c, ue, &f, &as)
 	if a.cfg.RobotsNew != nil {
-		dn := a.cfg.RobotsNew.Select(tokens, wildcard).Decide(target)
-		switch {
-		case d.Allowed && !dn.Allowed:
-			c.newlyRefused++
-			if len(c.samples) < samplePaths && !contains(c.samples, target) {
-				c.samples = append(c.samples, strings.Clone(target))
-			}
-		case !d.Allowed && dn.Allowed:
-			c.newlyAllowed++
-		}
-		// Newly conflicting: allowed today without conflict, allowed by
-		// the new file too, but refused by its preference. (A request the
-		// current file disallows is already refused; one the new file
-		// disallows is newly refused.)
-		if a.prefsNew && refusable && d.Allowed && dn.Allowed && !conflict {
-			if ref, ok := preferences(a.cfg.RobotsNew, dn, tokens, wildcard, target).Refuses(string(ag.Purpose)); ok {
-				c.newlyConflicting++
-				countRefusal(&c.newRefusals, ref)
-			}
-		}
+		a.preview(c, ue, &f, &as)
 	}
 	if !t.IsZero() {
 		i := a.grid.index(t, a.allSeries)
 		c.reqSeries[i]++
-		if violation {
-			c.violSeries[i]++
+		if as.Refused() {
+			c.refSeries[i]++
 		}
+	}
+	return a.dec.judged(e, ue, &f, &as)
+}
+
+// count adds one assessment to the crawler's counts.
+func (a *Auditor) count(c *crawler, ue *uaEntry, f *policy.Facts, as *policy.Assessment) {
+	if as.Refused() {
+		c.refused++
+		c.reasons[as.Reason]++
+	}
+	switch as.Reason {
+	case policy.Rule:
+		if as.Decision.Rule != nil {
+			c.rules[as.Decision.Rule]++
+		}
+	case policy.Preference:
+		c.conflicts++
+		countRefusal(&c.refusals, as.Preference)
+	case policy.None, policy.Rate, policy.Unverified:
+		// Allowed by the rules: would preferences enforce refuse it? A
+		// preference is looked up only for a crawler whose documented
+		// purpose a preference can refuse.
+		if a.prefs && ue.refusable && !a.opts.Preferences {
+			if p := policy.Assess(f, &a.optsPrefs); p.Reason == policy.Preference {
+				c.conflicts++
+				countRefusal(&c.refusals, p.Preference)
+			}
+		}
+	}
+	if as.Interval > c.interval {
+		c.interval = as.Interval
+	}
+	iv := as.Decision.Group.Interval()
+	if iv > c.groupInterval {
+		c.groupInterval = iv
+	}
+	if iv > 0 && !as.Pace && (as.Reason == policy.None || as.Reason == policy.Rate) {
+		c.unpaced++
 	}
 }
 
-// tooSoon records a request of c from addr at t and reports whether it
-// came less than iv after the previous one of the same crawler and address.
-// The table is direct-mapped: a collision only forgets a gap, it never
-// invents one (keys are compared in full).
-func (a *Auditor) tooSoon(c *crawler, addr []byte, t time.Time, iv time.Duration) bool {
-	var h maphash.Hash
-	h.SetSeed(a.seed)
-	h.Write(addr)
-	var idx [8]byte
-	for k := range idx {
-		idx[k] = byte(c.idx >> (8 * k))
-	}
-	h.Write(idx[:])
-	key := h.Sum64() | 1
-	s := &a.delay[key&(delaySlots-1)]
-	now := t.UnixNano()
-	soon := false
-	if s.key == key {
-		gap := now - s.last
-		if gap < 0 {
-			gap = -gap
+// preview judges the request by the rules of RobotsNew as well: newly
+// refused, newly allowed, newly conflicting with its preferences.
+func (a *Auditor) preview(c *crawler, ue *uaEntry, f *policy.Facts, as *policy.Assessment) {
+	who, forms := f.Who, f.Target.Forms()
+	var d enforce.Decision
+	switch as.Reason {
+	case policy.None, policy.Rule, policy.Rate, policy.Preference, policy.Unverified:
+		// Assess reached the rules: its decision is the current file's,
+		// on every form, for the group the crawler is judged by.
+		d = as.Decision
+		if as.Version == nil {
+			d.Allowed = true
 		}
-		soon = gap < int64(iv)
+	default:
+		d, _ = policy.DecideForms(a.robotsNow.Select(who.Tokens, who.Wildcard), forms)
 	}
-	s.key, s.last = key, now
-	return soon
+	dn, _ := policy.DecideForms(a.cfg.RobotsNew.Select(who.Tokens, who.Wildcard), forms)
+	switch {
+	case d.Allowed && !dn.Allowed:
+		c.newlyRefused++
+		if len(c.samples) < samplePaths && !contains(c.samples, f.Target.Raw) {
+			c.samples = append(c.samples, strings.Clone(f.Target.Raw))
+		}
+	case !d.Allowed && dn.Allowed:
+		c.newlyAllowed++
+	}
+	// Newly conflicting: allowed by both files, no conflict with the
+	// current one's preferences, refused by the new one's.
+	if !a.prefsNew || !ue.refusable || !d.Allowed || !dn.Allowed || as.Reason == policy.Preference {
+		return
+	}
+	if a.prefs {
+		if p := policy.Assess(f, &a.optsPrefs); p.Reason == policy.Preference {
+			return
+		}
+	}
+	site := policy.Site{Versions: []*policy.Version{{Robots: a.cfg.RobotsNew}}}
+	fn := *f
+	fn.Site, fn.Ban = &site, nil
+	if p := policy.Assess(&fn, &a.optsPrefs); p.Reason == policy.Preference {
+		c.newlyConflicting++
+		countRefusal(&c.newRefusals, p.Preference)
+	}
+}
+
+// exempted reports whether ip is in one of the networks never judged.
+func (a *Auditor) exempted(ip netip.Addr) bool {
+	for _, p := range a.cfg.Exempt {
+		if p.Contains(ip) {
+			return true
+		}
+	}
+	return false
 }
 
 // verify checks a claim against the embedded IP lists, caching per address.
-func (a *Auditor) verify(ag *agents.Agent, addr []byte, t time.Time) agents.Verdict {
+func (a *Auditor) verify(ag *agents.Agent, addr []byte, ip netip.Addr, t time.Time) agents.Verdict {
 	m := a.verdicts[ag.Profile.Verify]
 	if v, ok := m[string(addr)]; ok {
 		return v
-	}
-	ip, err := netip.ParseAddr(string(addr))
-	if err != nil {
-		return agents.Unverified
 	}
 	a.lineTime = t
 	v := a.verifier.Verify(a.done, *ag, ip)
@@ -366,32 +740,44 @@ func (a *Auditor) verify(ag *agents.Agent, addr []byte, t time.Time) agents.Verd
 	return v
 }
 
-func (a *Auditor) allSeries(f func([]int64)) {
-	for _, c := range a.crawlers {
-		f(c.reqSeries)
-		f(c.violSeries)
+// noteBad keeps the first line that is not an access-log line, to say why
+// nothing was read.
+func (a *Auditor) noteBad(line []byte, isJSON bool) {
+	if a.firstBad != nil && (!a.firstBad.JSON || isJSON) {
+		// Keep the first unreadable line; a JSON line without
+		// request.uri only until a truly unreadable one comes.
+		return
 	}
-	if a.other != nil {
-		f(a.other.reqSeries)
-		f(a.other.violSeries)
+	const max = 120
+	s := line
+	cut := len(s) > max
+	if cut {
+		s = s[:max]
 	}
+	sample := fmt.Sprintf("%q", s)
+	if cut {
+		sample += "…"
+	}
+	a.firstBad = &Unreadable{Log: a.log, Line: a.lineNo, Sample: sample, JSON: isJSON}
 }
 
-// preferences returns the AI usage preferences for target of the group d
-// was decided by, which must be allowed: the group the crawler reads (its
-// own, or "*" unless it ignores "*"), without deciding again. When no group
-// applies, the file-level Content-Signal pairs do, as
-// [enforce.Robots.Preferences] gives them (r has no "*" group then, so it
-// selects none either); a crawler that ignores "*" and finds no group of
-// its own reads no preference.
-func preferences(r *enforce.Robots, d enforce.Decision, tokens []string, wildcard bool, target string) enforce.Preferences {
-	if d.Group != nil {
-		return d.Preferences(target)
+func (a *Auditor) allSeries(f func([]int64)) {
+	each := func(h *hostAgg) {
+		for _, c := range h.crawlers {
+			f(c.reqSeries)
+			f(c.refSeries)
+		}
+		if h.other != nil {
+			f(h.other.reqSeries)
+			f(h.other.refSeries)
+		}
 	}
-	if wildcard {
-		return r.Preferences(tokens, target)
+	for _, h := range a.hosts {
+		each(h)
 	}
-	return enforce.Preferences{}
+	if a.otherHost != nil {
+		each(a.otherHost)
+	}
 }
 
 // purposeRefusable reports whether an AI usage preference can refuse a
@@ -434,26 +820,36 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// originForm returns the path and query of an absolute-form request target
-// ("http://host/a?b", sent to proxies), as the robots handler judges it;
-// other targets are returned as they are.
-func originForm(uri string) string {
-	if len(uri) > 0 && uri[0] != '/' {
-		if i := strings.Index(uri, "://"); i >= 0 {
-			rest := uri[i+3:]
-			if j := strings.IndexByte(rest, '/'); j >= 0 {
-				return rest[j:]
-			}
-			return "/"
-		}
+// unsafeString is b as a string without a copy: only for strings that do
+// not outlive the line.
+func unsafeString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
+// methodString is the method as a string, without an allocation for the
+// usual ones; "" (HTTP/0.9) is GET.
+func methodString(b []byte) string {
+	switch string(b) {
+	case "GET", "":
+		return "GET"
+	case "HEAD":
+		return "HEAD"
+	case "POST":
+		return "POST"
+	case "OPTIONS":
+		return "OPTIONS"
+	case "PUT":
+		return "PUT"
 	}
-	return uri
+	return string(b)
 }
 
-// isRobotsTxt reports whether target's path is /robots.txt.
-func isRobotsTxt(target string) bool {
-	const p = "/robots.txt"
-	return strings.HasPrefix(target, p) && (len(target) == len(p) || target[len(p)] == '?')
+func formatLabel(f Format) string {
+	switch f {
+	case FormatCombined:
+		return "Combined Log Format"
+	case FormatCommon:
+		return "Common Log Format"
+	}
+	return "log line"
 }
 
 // grid is the time axis of the series: seriesBuckets buckets of a width
@@ -513,95 +909,6 @@ func floorTo(ns, w int64) int64 {
 
 // Stats returns the counts so far, for a progress display: lines read and
 // crawler requests among them.
-func (a *Auditor) Stats() (lines, bots int64) { return a.lines + a.bad + a.notAccess, a.bots }
-
-// Report returns the report of everything added so far.
-func (a *Auditor) Report() *Report {
-	r := &Report{
-		Lines: a.lines, Unreadable: a.bad, NotAccess: a.notAccess,
-		Browsers: a.browsers, Crawlers: a.bots,
-		First: a.first, Last: a.last,
-		Preview:     a.cfg.RobotsNew != nil,
-		Preferences: a.prefs, PreferencesNew: a.prefsNew,
-	}
-	if a.grid.width > 0 {
-		r.SeriesStart = time.Unix(0, a.grid.start).UTC()
-		r.SeriesStep = time.Duration(a.grid.width)
-	}
-	list := append([]*crawler(nil), a.crawlers...)
-	sort.SliceStable(list, func(i, j int) bool {
-		if list[i].requests != list[j].requests {
-			return list[i].requests > list[j].requests
-		}
-		return list[i].name < list[j].name
-	})
-	if a.other != nil {
-		list = append(list, a.other)
-	}
-	for _, c := range list {
-		cr := CrawlerReport{
-			Name: c.name, Operator: c.agent.Operator, Category: string(c.agent.Category), Purpose: string(c.agent.Purpose),
-			Known:    c.agent.Known,
-			Tokens:   c.agent.Tokens,
-			Requests: c.requests, Disallowed: c.disallowed, CrawlDelayViolations: c.delayViolations,
-			PreferenceConflicts:      c.conflicts,
-			PreferenceRefusals:       refusalCounts(c.refusals),
-			NewlyConflicting:         c.newlyConflicting,
-			NewlyConflictingRefusals: refusalCounts(c.newRefusals),
-			Interval:                 Seconds(c.interval),
-			IgnoresCrawlDelay:        c.agent.Profile.CrawlDelay == agents.SupportNo && c.name != OtherName,
-			Spoofed:                  c.spoofed,
-			FetchedRobotsTxt:         c.robotsFetches > 0,
-			RobotsTxtFetches:         c.robotsFetches,
-			First:                    c.first,
-			Last:                     c.last,
-			NewlyRefused:             c.newlyRefused,
-			NewlyAllowed:             c.newlyAllowed,
-			NewlyRefusedSample:       c.samples,
-			SeriesRequests:           c.reqSeries,
-			SeriesViolations:         c.violSeries,
-		}
-		if cr.Tokens == nil {
-			cr.Tokens = []string{}
-		}
-		for ru, n := range c.rules {
-			cr.Rules = append(cr.Rules, RuleCount{Rule: ru.String(), Line: ru.Line, Requests: n})
-		}
-		sort.Slice(cr.Rules, func(i, j int) bool {
-			if cr.Rules[i].Requests != cr.Rules[j].Requests {
-				return cr.Rules[i].Requests > cr.Rules[j].Requests
-			}
-			return cr.Rules[i].Line < cr.Rules[j].Line
-		})
-		if len(cr.Rules) > 5 {
-			cr.Rules = cr.Rules[:5]
-		}
-		r.Crawler = append(r.Crawler, cr)
-	}
-	return r
-}
-
-// refusalCounts lists the refusals of m, the most frequent first (then by
-// line), at most five.
-func refusalCounts(m map[enforce.Refusal]int64) []RefusalCount {
-	var out []RefusalCount
-	for ref, n := range m {
-		out = append(out, RefusalCount{
-			Refusal: ref.String(), Purpose: ref.Purpose, Scheme: ref.By.Scheme.String(), Label: ref.By.Label,
-			Value: ref.By.Value, Line: ref.By.Line, Requests: n,
-		})
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Requests != out[j].Requests {
-			return out[i].Requests > out[j].Requests
-		}
-		if out[i].Line != out[j].Line {
-			return out[i].Line < out[j].Line
-		}
-		return out[i].Refusal < out[j].Refusal
-	})
-	if len(out) > 5 {
-		out = out[:5]
-	}
-	return out
+func (a *Auditor) Stats() (lines, bots int64) {
+	return a.lines + a.bad + a.notAccess + a.skipped, a.bots
 }

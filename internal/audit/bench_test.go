@@ -79,7 +79,7 @@ func benchAudit(b *testing.B, robotsTxt string) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := a.Feed(&cycleReader{pool: pool, n: lines}, nil); err != nil {
+		if err := a.Feed("bench", &cycleReader{pool: pool, n: lines}, nil); err != nil {
 			b.Fatal(err)
 		}
 		if r := a.Report(); r.Lines != lines {

@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/caddyrobots/caddy-robots/internal/policy"
 )
 
 // chartCrawlers is how many crawlers get a chart in the HTML report.
@@ -19,6 +21,10 @@ func (r *Report) WriteHTML(w io.Writer) error {
 		C   CrawlerReport
 		SVG template.HTML
 	}
+	type site struct {
+		H        HostReport
+		Crawlers []CrawlerReport
+	}
 	var charts []chart
 	for _, c := range r.Crawler {
 		if len(charts) == chartCrawlers {
@@ -29,18 +35,28 @@ func (r *Report) WriteHTML(w io.Writer) error {
 		}
 		charts = append(charts, chart{C: c, SVG: template.HTML(r.svg(c))})
 	}
-	var disallowed, delay, spoofed, newly, conflicts int64
+	var sites []site
+	for _, h := range r.Hosts {
+		sites = append(sites, site{H: h, Crawlers: r.crawlersOf(h.Host)})
+	}
+	if len(sites) == 0 {
+		sites = []site{{}}
+	}
+	var byRule, throttled, banned, spoofed, newly, conflicts int64
 	for _, c := range r.Crawler {
-		disallowed += c.Disallowed
-		delay += c.CrawlDelayViolations
+		byRule += c.RefusedRule
+		throttled += c.Throttled
+		banned += c.Banned
 		spoofed += c.Spoofed
 		newly += c.NewlyRefused
 		conflicts += c.PreferenceConflicts
 	}
 	data := map[string]any{
-		"R": r, "Charts": charts,
-		"Disallowed": disallowed, "Delay": delay, "Spoofed": spoofed, "Newly": newly, "Conflicts": conflicts,
-		"NewPrefs": r.Preview && r.PreferencesNew, "Step": fmtStep(r.SeriesStep),
+		"R": r, "Charts": charts, "Sites": sites, "Split": r.Split(),
+		"ByRule": byRule, "Throttled": throttled, "Banned": banned, "Spoofed": spoofed, "Newly": newly, "Conflicts": conflicts,
+		"PrefsEnforced": r.Options.Preferences == "enforce",
+		"NewPrefs":      r.Preview && r.PreferencesNew, "Step": fmtStep(r.SeriesStep),
+		"Others": otherReasons,
 	}
 	if err := htmlPage.Execute(w, data); err != nil {
 		return fmt.Errorf("writing HTML report: %w", err)
@@ -60,7 +76,7 @@ func fmtStep(d time.Duration) string {
 	return fmt.Sprintf("%d min", d/time.Minute)
 }
 
-// svg draws the requests (grey-blue) and violations (red) of c over time
+// svg draws the requests (grey-blue) and refusals (red) of c over time
 // as bars, one per series bucket that holds data.
 func (r *Report) svg(c CrawlerReport) string {
 	const w, h, top, bottom = 320.0, 110.0, 14.0, 18.0
@@ -80,7 +96,7 @@ func (r *Report) svg(c CrawlerReport) string {
 	}
 	lo, hi = max(lo, 0), min(hi, n-1)
 	var b strings.Builder
-	fmt.Fprintf(&b, `<svg viewBox="0 0 %g %g" role="img" aria-label="requests and violations of %s over time">`, w, h, template.HTMLEscapeString(c.Name))
+	fmt.Fprintf(&b, `<svg viewBox="0 0 %g %g" role="img" aria-label="requests and refusals of %s over time">`, w, h, template.HTMLEscapeString(c.Name))
 	if hi < lo || peak == 0 {
 		b.WriteString(`<text x="4" y="60" class="ax">no timestamps</text></svg>`)
 		return b.String()
@@ -97,9 +113,9 @@ func (r *Report) svg(c CrawlerReport) string {
 			fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" class="req"><title>%d requests</title></rect>`,
 				x+gap/2, h-bottom-bh, bw-gap, bh, v)
 		}
-		if v := c.SeriesViolations[i]; v > 0 {
+		if v := c.SeriesRefused[i]; v > 0 {
 			bh := max(1, plot*float64(v)/float64(peak))
-			fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" class="viol"><title>%d violations</title></rect>`,
+			fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" class="viol"><title>%d refused</title></rect>`,
 				x+gap/2, h-bottom-bh, bw-gap, bh, v)
 		}
 	}
@@ -113,7 +129,14 @@ func (r *Report) svg(c CrawlerReport) string {
 }
 
 var htmlPage = template.Must(template.New("report").Funcs(template.FuncMap{
-	"t": fmtTime,
+	"t":         fmtTime,
+	"host":      HostLabel,
+	"plural":    plural,
+	"times":     times,
+	"throttled": func(c CrawlerReport) string { return throttledCell(&c) },
+	"other": func(c CrawlerReport, r policy.Reason) int64 {
+		return c.RefusedOther[r.String()]
+	},
 	"pct": func(a, b int64) string {
 		if b == 0 {
 			return "0%"
@@ -163,8 +186,8 @@ ul { padding-left:20px; }
 li { margin:4px 0; word-break:break-word; }
 code { font-size:.85rem; background:var(--card); padding:1px 4px; border-radius:4px; }
 @media (min-width:700px) {
-  .cards { grid-template-columns:repeat(4,1fr); }
-  .cards.five { grid-template-columns:repeat(5,1fr); }
+  .cards { grid-template-columns:repeat(5,1fr); }
+  .cards.six { grid-template-columns:repeat(3,1fr); }
   .charts { grid-template-columns:repeat(2,1fr); }
 }
 </style>
@@ -173,40 +196,50 @@ code { font-size:.85rem; background:var(--card); padding:1px 4px; border-radius:
 <main>
 <h1>robots.txt audit</h1>
 <p class="meta">Rules: <code>{{.R.Robots}}</code>{{if .R.RobotsNew}} · preview: <code>{{.R.RobotsNew}}</code>{{end}}</p>
-<p class="meta">Period: {{t .R.First}} to {{t .R.Last}} UTC · {{.R.Lines}} requests in {{len .R.Logs}} log file(s)</p>
-
-<div class="cards{{if .R.Preferences}} five{{end}}">
+<p class="meta">Period: {{t .R.First}} to {{t .R.Last}} UTC · {{.R.Lines}} requests in {{len .R.Logs}} log file(s){{range $f, $n := .R.Formats}} · {{$f}} {{$n}}{{end}}</p>
+<p class="meta">Options: {{.R.Options}}</p>
+{{if .R.Own}}<p class="meta">This plugin's own requests: {{.R.Own}} (its robots.txt loader and command line; not crawlers)</p>
+{{end}}{{if eq .R.Options.Mode "log"}}<p class="meta">Mode log: the handler refuses nothing; the counts say what mode enforce would have refused.</p>
+{{end}}
+<div class="cards{{if .R.Preferences}} six{{end}}">
 <div class="card"><b>{{.R.Crawlers}}</b><span>crawler requests ({{pct .R.Crawlers .R.Lines}} of all)</span></div>
-<div class="card{{if .Disallowed}} bad{{end}}"><b>{{.Disallowed}}</b><span>requests robots.txt disallows</span></div>
-<div class="card{{if .Delay}} bad{{end}}"><b>{{.Delay}}</b><span>Crawl-delay violations</span></div>
+<div class="card{{if .ByRule}} bad{{end}}"><b>{{.ByRule}}</b><span>refused by a rule</span></div>
+<div class="card{{if .Throttled}} bad{{end}}"><b>{{.Throttled}}</b><span>throttled (Crawl-delay)</span></div>
+<div class="card{{if .Banned}} bad{{end}}"><b>{{.Banned}}</b><span>refused while banned</span></div>
 <div class="card{{if .Spoofed}} bad{{end}}"><b>{{.Spoofed}}</b><span>spoofed claims</span></div>
-{{if .R.Preferences}}<div class="card{{if .Conflicts}} warn{{end}}"><b>{{.Conflicts}}</b><span>conflicts with AI usage preferences</span></div>
+{{if .R.Preferences}}<div class="card{{if .Conflicts}} warn{{end}}"><b>{{.Conflicts}}</b><span>{{if .PrefsEnforced}}refused by AI usage preferences{{else}}conflicts with AI usage preferences{{end}}</span></div>
 {{end}}</div>
-
-<h2>Crawlers</h2>
+{{range .Sites}}
+<h2>{{if $.Split}}{{host .H.Host}}: {{.H.Requests}} requests{{else}}Crawlers{{end}}</h2>
 <div class="scroll">
 <table>
-<thead><tr><th>Crawler</th><th>Requests</th><th>Disallowed</th>{{if .R.Preferences}}<th>Pref. conflicts</th>{{end}}<th>Crawl-delay</th><th>Spoofed</th><th>robots.txt</th>{{if .R.Preview}}<th>Newly refused</th>{{end}}{{if .NewPrefs}}<th>Newly conflicting</th>{{end}}<th>First seen</th><th>Last seen</th></tr></thead>
+<thead><tr><th>Crawler</th><th>Requests</th><th>By rule</th>{{if $.R.Preferences}}<th>{{if $.PrefsEnforced}}By preference{{else}}Pref. conflicts{{end}}</th>{{end}}<th>Throttled</th><th>Banned</th><th>Strikes</th><th>Spoofed</th><th>robots.txt</th>{{if $.R.Preview}}<th>Newly refused</th>{{end}}{{if $.NewPrefs}}<th>Newly conflicting</th>{{end}}<th>First seen</th><th>Last seen</th></tr></thead>
 <tbody>
-{{range .R.Crawler}}<tr><td>{{.Name}}</td><td>{{.Requests}}</td><td{{if .Disallowed}} class="bad"{{end}}>{{.Disallowed}}</td>{{if $.R.Preferences}}<td{{if .PreferenceConflicts}} class="warn"{{end}}>{{.PreferenceConflicts}}</td>{{end}}<td{{if .CrawlDelayViolations}} class="bad"{{end}}>{{if .Interval}}{{.CrawlDelayViolations}}{{if .IgnoresCrawlDelay}}*{{end}}{{else}}–{{end}}</td><td{{if .Spoofed}} class="bad"{{end}}>{{.Spoofed}}</td><td>{{if .FetchedRobotsTxt}}yes ({{.RobotsTxtFetches}}){{else}}no{{end}}</td>{{if $.R.Preview}}<td{{if .NewlyRefused}} class="bad"{{end}}>{{.NewlyRefused}}</td>{{end}}{{if $.NewPrefs}}<td{{if .NewlyConflicting}} class="warn"{{end}}>{{.NewlyConflicting}}</td>{{end}}<td>{{t .First}}</td><td>{{t .Last}}</td></tr>
+{{range .Crawlers}}<tr><td>{{.Name}}</td><td>{{.Requests}}</td><td{{if .RefusedRule}} class="bad"{{end}}>{{.RefusedRule}}</td>{{if $.R.Preferences}}<td{{if .PreferenceConflicts}} class="warn"{{end}}>{{if $.PrefsEnforced}}{{.RefusedPreference}}{{else}}{{.PreferenceConflicts}}{{end}}</td>{{end}}<td{{if .Throttled}} class="bad"{{end}}>{{throttled .}}</td><td{{if .Banned}} class="bad"{{end}}>{{.Banned}}</td><td{{if .Strikes}} class="bad"{{end}}>{{.Strikes}}</td><td{{if .Spoofed}} class="bad"{{end}}>{{.Spoofed}}</td><td>{{if .FetchedRobotsTxt}}yes ({{.RobotsTxtFetches}}){{else}}no{{end}}</td>{{if $.R.Preview}}<td{{if .NewlyRefused}} class="bad"{{end}}>{{.NewlyRefused}}</td>{{end}}{{if $.NewPrefs}}<td{{if .NewlyConflicting}} class="warn"{{end}}>{{.NewlyConflicting}}</td>{{end}}<td>{{t .First}}</td><td>{{t .Last}}</td></tr>
 {{end}}</tbody>
 </table>
 </div>
-<p class="meta">* documented to ignore Crawl-delay. – : no Crawl-delay or Request-rate applies.{{if or .R.Preferences .NewPrefs}} Conflicts: allowed requests for which the AI usage preference (Content-Usage, Content-Signal) refuses the crawler's documented purpose.{{end}}</p>
+{{end}}<p class="meta">Throttled: 503 for coming faster than the Crawl-delay allows (crawl_burst {{.R.Options.CrawlBurst}}); off: its group's Crawl-delay is not enforced on it (* documented to ignore Crawl-delay); – : none applies. Banned: refused after repeated strikes (strikes {{.R.Options.Strikes}}).{{if and .R.Preferences (not .PrefsEnforced)}} Conflicts: requests the rules allow for which the AI usage preference (Content-Usage, Content-Signal) refuses the crawler's documented purpose: preferences enforce would refuse them.{{end}}</p>
 
 <h2>Over time</h2>
-<p class="legend"><i style="background:var(--req)"></i>requests<i style="background:var(--viol)"></i>violations (disallowed or too soon) · one bar per {{.Step}}</p>
+<p class="legend"><i style="background:var(--req)"></i>requests<i style="background:var(--viol)"></i>refused (any reason) · one bar per {{.Step}}</p>
 <div class="charts">
-{{range .Charts}}<div class="chart"><h3>{{.C.Name}}</h3><p>{{.C.Requests}} requests · {{.C.Disallowed}} disallowed · {{.C.CrawlDelayViolations}} too soon{{if .C.Operator}} · {{.C.Operator}}{{end}}</p>{{.SVG}}</div>
+{{range .Charts}}<div class="chart"><h3>{{.C.Name}}{{if $.Split}} · {{host .C.Host}}{{end}}</h3><p>{{.C.Requests}} requests · {{.C.RefusedRule}} by rule · {{.C.Throttled}} throttled · {{.C.Banned}} banned{{if .C.Operator}} · {{.C.Operator}}{{end}}</p>{{.SVG}}</div>
 {{end}}</div>
 
 {{$rules := false}}{{range .R.Crawler}}{{if .Rules}}{{$rules = true}}{{end}}{{end}}
 {{if $rules}}<h2>Rules broken</h2>
 <ul>
-{{range .R.Crawler}}{{$c := .}}{{range .Rules}}<li><b>{{$c.Name}}</b>: {{.Requests}} × <code>{{.Rule}}</code></li>
+{{range .R.Crawler}}{{$c := .}}{{range .Rules}}<li><b>{{$c.Name}}</b>{{if $.Split}} ({{host $c.Host}}){{end}}: {{.Requests}} × <code>{{.Rule}}</code></li>
 {{end}}{{end}}</ul>{{end}}
 
-{{$prefs := false}}{{range .R.Crawler}}{{if .PreferenceRefusals}}{{$prefs = true}}{{end}}{{end}}{{if $prefs}}<h2>AI usage preferences refused</h2>
+{{$other := false}}{{range .R.Crawler}}{{if or .RefusedOther .Bans .Banned}}{{$other = true}}{{end}}{{end}}{{if $other}}<h2>Other refusals</h2>
+<ul>
+{{range .R.Crawler}}{{$c := .}}{{range $.Others}}{{$n := other $c .Reason}}{{if $n}}<li><b>{{$c.Name}}</b>: {{$n}} × {{.Text}}</li>
+{{end}}{{end}}{{if or .Bans .Banned}}<li><b>{{.Name}}</b>: banned {{times .Bans}} after {{plural .Strikes "strike"}}; {{plural .Banned "request"}} refused while banned</li>
+{{end}}{{end}}</ul>
+{{end}}
+{{$prefs := false}}{{range .R.Crawler}}{{if .PreferenceRefusals}}{{$prefs = true}}{{end}}{{end}}{{if $prefs}}<h2>AI usage preferences {{if .PrefsEnforced}}that refused{{else}}that would refuse{{end}}</h2>
 <ul>
 {{range .R.Crawler}}{{$c := .}}{{range .PreferenceRefusals}}<li><b>{{$c.Name}}</b>{{if $c.Purpose}} ({{$c.Purpose}}){{end}}: {{.Requests}} × <code>{{.Refusal}}</code></li>
 {{end}}{{end}}</ul>

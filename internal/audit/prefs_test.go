@@ -113,10 +113,10 @@ func TestAuditorPreferenceConflicts(t *testing.T) {
 		"AhrefsBot": {"seo", 1, 0, 0, "", 0, 0, ""},
 	} {
 		c := crawlerReport(t, r, name)
-		if c.Purpose != w.purpose || c.Requests != w.requests || c.Disallowed != w.disallowed || c.PreferenceConflicts != w.conflicts ||
+		if c.Purpose != w.purpose || c.Requests != w.requests || c.RefusedRule != w.disallowed || c.PreferenceConflicts != w.conflicts ||
 			c.NewlyRefused != w.newlyRefused || c.NewlyConflicting != w.newlyConflicting {
 			t.Errorf("%s: purpose %s, %d requests, %d disallowed, %d conflicts, %d newly refused, %d newly conflicting; want %+v",
-				name, c.Purpose, c.Requests, c.Disallowed, c.PreferenceConflicts, c.NewlyRefused, c.NewlyConflicting, w)
+				name, c.Purpose, c.Requests, c.RefusedRule, c.PreferenceConflicts, c.NewlyRefused, c.NewlyConflicting, w)
 		}
 		checkRefusals(t, name, c.PreferenceRefusals, w.refusal, w.conflicts)
 		checkRefusals(t, name+" (new)", c.NewlyConflictingRefusals, w.newRefusal, w.newlyConflicting)
@@ -171,8 +171,8 @@ func TestAuditorPreferencesNoGroup(t *testing.T) {
 	r := auditPrefs(t, "Content-Signal: ai-train=no\nUser-agent: Googlebot\nDisallow: /search\n", "")
 	c := crawlerReport(t, r, "GPTBot")
 	checkRefusals(t, "GPTBot", c.PreferenceRefusals, "ai-training refused by Content-Signal ai-train=no (line 1)", 5)
-	if g := crawlerReport(t, r, "Googlebot"); g.PreferenceConflicts != 0 || g.Disallowed != 1 {
-		t.Errorf("Googlebot: %d conflicts, %d disallowed; want 0, 1", g.PreferenceConflicts, g.Disallowed)
+	if g := crawlerReport(t, r, "Googlebot"); g.PreferenceConflicts != 0 || g.RefusedRule != 1 {
+		t.Errorf("Googlebot: %d conflicts, %d disallowed; want 0, 1", g.PreferenceConflicts, g.RefusedRule)
 	}
 }
 

@@ -84,9 +84,12 @@ func (c countReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// Feed reads r line by line into the Auditor. tick, when not nil, is
-// called every 16384 lines (for a progress display).
-func (a *Auditor) Feed(r io.Reader, tick func()) error {
+// Feed reads the log named name (for messages) from r, line by line, into
+// the Auditor. tick, when not nil, is called every 16384 lines (for a
+// progress display). It stops at the first error: reading the log, or one
+// Line returns, which names the log and the line.
+func (a *Auditor) Feed(name string, r io.Reader, tick func()) error {
+	a.log, a.lineNo = name, 0
 	br := bufio.NewReaderSize(r, 256<<10)
 	var long []byte
 	tooLong := false
@@ -101,7 +104,8 @@ func (a *Auditor) Feed(r io.Reader, tick func()) error {
 			}
 			continue
 		}
-		if len(long) > 0 || tooLong {
+		raw, hadLong := line, len(long) > 0 || tooLong
+		if hadLong {
 			if tooLong || len(long)+len(line) > maxLine {
 				a.bad++
 				line = nil
@@ -117,7 +121,11 @@ func (a *Auditor) Feed(r io.Reader, tick func()) error {
 			line = line[:len(line)-1]
 		}
 		if len(line) > 0 {
-			a.Line(line)
+			if lerr := a.Line(line); lerr != nil {
+				return fmt.Errorf("%s:%d: %w", name, a.lineNo, lerr)
+			}
+		} else if len(raw) > 0 || hadLong {
+			a.lineNo++ // an empty line, or one too long to read
 		}
 		long, tooLong = long[:0], false
 		if n++; n&16383 == 0 && tick != nil {
@@ -127,7 +135,7 @@ func (a *Auditor) Feed(r io.Reader, tick func()) error {
 			if errors.Is(err, io.EOF) {
 				return nil
 			}
-			return fmt.Errorf("reading access log: %w", err)
+			return fmt.Errorf("reading access log %s: %w", name, err)
 		}
 	}
 }

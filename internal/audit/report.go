@@ -2,73 +2,164 @@ package audit
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"sort"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/caddyrobots/caddy-robots/agents"
+	"github.com/caddyrobots/caddy-robots/enforce"
+	"github.com/caddyrobots/caddy-robots/internal/policy"
 )
 
 // Report is the outcome of an audit. Its JSON form is the --format json
 // output of caddy robots audit.
 type Report struct {
-	Robots      string        `json:"robots"`               // the robots.txt judged against
-	RobotsNew   string        `json:"robots_new,omitempty"` // the changed robots.txt previewed
-	Logs        []string      `json:"logs"`                 // the access logs read
-	Lines       int64         `json:"lines"`                // access-log lines read
-	Unreadable  int64         `json:"unreadable"`           // lines that are not JSON objects
-	NotAccess   int64         `json:"not_access"`           // JSON lines without request.uri
-	Browsers    int64         `json:"browser_requests"`     // requests by people's browsers
-	Crawlers    int64         `json:"crawler_requests"`     // requests by automated clients
-	First       time.Time     `json:"first"`                // earliest "ts"
-	Last        time.Time     `json:"last"`                 // latest "ts"
-	SeriesStart time.Time     `json:"series_start"`         // start of the first series bucket
-	SeriesStep  time.Duration `json:"series_step_ns"`       // width of a series bucket
-	Preview     bool          `json:"preview"`              // RobotsNew was given
+	Robots    string   `json:"robots"`               // the robots.txt judged against
+	RobotsNew string   `json:"robots_new,omitempty"` // the changed robots.txt previewed
+	Logs      []string `json:"logs"`                 // the access logs read
+	// Options are the handler's options the requests were judged with.
+	Options Options `json:"options"`
+	// Formats counts the lines read per format: caddy-json, combined,
+	// common.
+	Formats    map[string]int64 `json:"formats"`
+	Lines      int64            `json:"lines"`                 // access-log lines read (those --host kept)
+	Unreadable int64            `json:"unreadable"`            // lines of no format the audit reads
+	NotAccess  int64            `json:"not_access"`            // lines of a known format that are no request (Caddy's runtime log; a CLF line with request "-")
+	OtherHosts int64            `json:"other_hosts,omitempty"` // lines for hosts --host left out
+	// OtherHostNames are a few of the hosts --host left out.
+	OtherHostNames []string `json:"other_host_names,omitempty"`
+	Browsers       int64    `json:"browser_requests"` // requests by people's browsers
+	Crawlers       int64    `json:"crawler_requests"` // requests by automated clients, judged
+	// Own counts this plugin's own requests (its robots.txt loader, its
+	// command line), which are not crawlers.
+	Own int64 `json:"own_requests"`
+	// NotJudged counts the requests of HTTP libraries under libraries
+	// ignore.
+	NotJudged int64 `json:"not_judged,omitempty"`
+	// NoUserAgent counts the lines of a format that records no User-Agent
+	// (Common Log Format): they cannot be told to be a person's or a
+	// crawler's, and are not judged.
+	NoUserAgent int64 `json:"no_user_agent"`
+	// OutOfOrder counts the lines more than a minute older than a line read
+	// before them: the state is replayed in the order read.
+	OutOfOrder int64 `json:"out_of_order,omitempty"`
+	// FirstUnreadable is the first line that is no access-log line.
+	FirstUnreadable *Unreadable   `json:"first_unreadable,omitempty"`
+	First           time.Time     `json:"first"`          // earliest time
+	Last            time.Time     `json:"last"`           // latest time
+	SeriesStart     time.Time     `json:"series_start"`   // start of the first series bucket
+	SeriesStep      time.Duration `json:"series_step_ns"` // width of a series bucket
+	Preview         bool          `json:"preview"`        // RobotsNew was given
 	// Preferences: the robots.txt states AI usage preferences
 	// (Content-Usage, Content-Signal); PreferencesNew: the previewed one does.
-	Preferences    bool            `json:"preferences"`
-	PreferencesNew bool            `json:"preferences_new,omitempty"`
-	Crawler        []CrawlerReport `json:"crawlers"`        // by requests, most first; the "other" bucket last
-	Notes          []string        `json:"notes,omitempty"` // caveats, for people
+	Preferences    bool `json:"preferences"`
+	PreferencesNew bool `json:"preferences_new,omitempty"`
+	// Hosts are the sites of the log, the busiest first; OtherHosts last.
+	Hosts []HostReport `json:"hosts"`
+	// Crawler lists the crawlers per site (Hosts' order), by requests,
+	// most first, each site's "other" bucket last.
+	Crawler []CrawlerReport `json:"crawlers"`
+	Notes   []string        `json:"notes,omitempty"` // caveats, for people
 }
 
-// CrawlerReport is the behaviour of one crawler.
+// Options are the handler's options that bear on the decision, as the
+// audit applied them.
+type Options struct {
+	Mode        string `json:"mode"`        // enforce or log
+	Preferences string `json:"preferences"` // enforce, or "not enforced" (expose, header)
+	CrawlDelay  string `json:"crawl_delay"` // on, off or all
+	CrawlBurst  int    `json:"crawl_burst"`
+	Strikes     string `json:"strikes"` // off, or "<count> <window> <ban>"
+	Spoofed     string `json:"spoofed"` // block or wildcard
+	Libraries   string `json:"libraries"`
+	Unavailable string `json:"unavailable"`
+	Exempt      int    `json:"exempt_networks,omitempty"`
+}
+
+// String is the options on one line.
+func (o Options) String() string {
+	s := fmt.Sprintf("mode %s, preferences %s, crawl_delay %s, crawl_burst %d, strikes %s, spoofed %s, libraries %s, unavailable %s",
+		o.Mode, o.Preferences, o.CrawlDelay, o.CrawlBurst, o.Strikes, o.Spoofed, o.Libraries, o.Unavailable)
+	if o.Exempt > 0 {
+		s += fmt.Sprintf(", %d exempt networks", o.Exempt)
+	}
+	return s
+}
+
+// HostReport is what one site of the log received.
+type HostReport struct {
+	Host        string `json:"host"` // "" for lines without a Host (CLF)
+	Requests    int64  `json:"requests"`
+	Browsers    int64  `json:"browser_requests"`
+	Crawlers    int64  `json:"crawler_requests"`
+	Own         int64  `json:"own_requests"`
+	NotJudged   int64  `json:"not_judged,omitempty"`
+	NoUserAgent int64  `json:"no_user_agent,omitempty"`
+}
+
+// CrawlerReport is the behaviour of one crawler on one site, and what the
+// handler decided on its requests.
 type CrawlerReport struct {
-	Name       string      `json:"name"`
-	Operator   string      `json:"operator,omitempty"`
-	Category   string      `json:"category,omitempty"`
-	Purpose    string      `json:"purpose,omitempty"` // documented purpose: search, ai-training, ai-answers, seo...
-	Known      bool        `json:"known"`
-	Tokens     []string    `json:"tokens"`
-	Requests   int64       `json:"requests"`
-	Disallowed int64       `json:"disallowed"`      // requests the rules refuse
-	Rules      []RuleCount `json:"rules,omitempty"` // the rules that refused most
-	// PreferenceConflicts counts the allowed requests (other than
-	// /robots.txt) for which the AI usage preference that applies to the
-	// path refuses the crawler's documented purpose; PreferenceRefusals
-	// says which labels refused, the most frequent first.
-	PreferenceConflicts  int64          `json:"preference_conflicts"`
-	PreferenceRefusals   []RefusalCount `json:"preference_refusals,omitempty"`
-	CrawlDelayViolations int64          `json:"crawl_delay_violations"` // gaps below the group's interval
-	Interval             Seconds        `json:"interval_seconds"`       // the group's Crawl-delay / Request-rate interval
-	IgnoresCrawlDelay    bool           `json:"ignores_crawl_delay"`    // documented to ignore Crawl-delay
-	Spoofed              int64          `json:"spoofed"`                // requests from addresses outside the operator's lists
-	FetchedRobotsTxt     bool           `json:"fetched_robots_txt"`
-	RobotsTxtFetches     int64          `json:"robots_txt_fetches"`
-	First                time.Time      `json:"first_seen"`
-	Last                 time.Time      `json:"last_seen"`
-	NewlyRefused         int64          `json:"newly_refused,omitempty"`        // with --robots-new
-	NewlyAllowed         int64          `json:"newly_allowed,omitempty"`        // with --robots-new
-	NewlyRefusedSample   []string       `json:"newly_refused_sample,omitempty"` // a few paths
+	Host     string   `json:"host"`
+	Name     string   `json:"name"`
+	Operator string   `json:"operator,omitempty"`
+	Category string   `json:"category,omitempty"`
+	Purpose  string   `json:"purpose,omitempty"` // documented purpose: search, ai-training, ai-answers, seo...
+	Known    bool     `json:"known"`
+	Tokens   []string `json:"tokens"`
+	Requests int64    `json:"requests"`
+	// Refused counts the requests refused for any reason (in mode log:
+	// that enforce mode would refuse).
+	Refused     int64       `json:"refused"`
+	RefusedRule int64       `json:"refused_rule"`    // refused by a robots.txt rule
+	Rules       []RuleCount `json:"rules,omitempty"` // the rules that refused most
+	// RefusedPreference counts the requests refused by an AI usage
+	// preference (preferences enforce).
+	RefusedPreference int64 `json:"refused_preference"`
+	// PreferenceConflicts counts the requests the rules allow for which
+	// the AI usage preference of the path refuses the crawler's documented
+	// purpose: those refused by preference, or that preferences enforce
+	// would refuse; PreferenceRefusals says which labels refused, the most
+	// frequent first.
+	PreferenceConflicts int64          `json:"preference_conflicts"`
+	PreferenceRefusals  []RefusalCount `json:"preference_refusals,omitempty"`
+	Throttled           int64          `json:"throttled"` // 503: faster than its Crawl-delay allows
+	Banned              int64          `json:"banned"`    // refused while banned
+	// RefusedOther counts the other refusals by reason: spoofed,
+	// unverified, target, length, unavailable.
+	RefusedOther map[string]int64 `json:"refused_other,omitempty"`
+	Strikes      int64            `json:"strikes"` // refusals that counted as strikes
+	Bans         int64            `json:"bans"`    // bans the strikes started
+	Spoofed      int64            `json:"spoofed"` // requests from addresses outside the operator's lists
+	Exempt       int64            `json:"exempt,omitempty"`
+	// Interval is the Crawl-delay / Request-rate interval enforced on it
+	// (0: none); CrawlDelay the one its group states, enforced or not.
+	Interval          Seconds `json:"interval_seconds"`
+	CrawlDelay        Seconds `json:"crawl_delay_seconds"`
+	IgnoresCrawlDelay bool    `json:"ignores_crawl_delay"` // documented to ignore Crawl-delay
+	// NotThrottled counts the requests that passed every rule while their
+	// group states a Crawl-delay that is not enforced on this crawler
+	// (crawl_delay on and documented to ignore it, or crawl_delay off).
+	NotThrottled       int64     `json:"crawl_delay_not_enforced,omitempty"`
+	FetchedRobotsTxt   bool      `json:"fetched_robots_txt"`
+	RobotsTxtFetches   int64     `json:"robots_txt_fetches"`
+	First              time.Time `json:"first_seen"`
+	Last               time.Time `json:"last_seen"`
+	NewlyRefused       int64     `json:"newly_refused,omitempty"`        // with --robots-new
+	NewlyAllowed       int64     `json:"newly_allowed,omitempty"`        // with --robots-new
+	NewlyRefusedSample []string  `json:"newly_refused_sample,omitempty"` // a few targets
 	// NewlyConflicting counts, with --robots-new, the requests both files
 	// allow that conflict with the new file's preferences and not with the
 	// current one's; NewlyConflictingRefusals says which labels refuse.
 	NewlyConflicting         int64          `json:"newly_conflicting,omitempty"`
 	NewlyConflictingRefusals []RefusalCount `json:"newly_conflicting_refusals,omitempty"`
 	SeriesRequests           []int64        `json:"series_requests"`
-	SeriesViolations         []int64        `json:"series_violations"`
+	SeriesRefused            []int64        `json:"series_refused"`
 }
 
 // RuleCount is how many requests one rule refused.
@@ -98,6 +189,260 @@ func (s Seconds) MarshalJSON() ([]byte, error) {
 	return strconv.AppendFloat(nil, time.Duration(s).Seconds(), 'f', -1, 64), nil
 }
 
+// otherReason is a refusal reason reported in RefusedOther, with what it
+// means for people.
+type otherReason struct {
+	Reason policy.Reason
+	Text   string
+}
+
+// otherReasons are the refusal reasons reported together in RefusedOther,
+// with what they mean for people.
+var otherReasons = []otherReason{
+	{policy.Spoofed, "a spoofed claim (spoofed block)"},
+	{policy.Unverified, `a claim not verified from the IP lists, which only "*" refuses (503)`},
+	{policy.BadTarget, "a target that is no path nor absolute URL (400)"},
+	{policy.TooLong, "a target too long (414)"},
+	{policy.Unavailable, "robots.txt unavailable (503)"},
+}
+
+// Report returns the report of everything read so far.
+func (a *Auditor) Report() *Report {
+	r := &Report{
+		Options: a.options(),
+		Formats: map[string]int64{},
+		Lines:   a.lines, Unreadable: a.bad, NotAccess: a.notAccess, OtherHosts: a.skipped, OtherHostNames: a.skippedHosts,
+		Browsers: a.browsers, Crawlers: a.bots, Own: a.own, NotJudged: a.ignored, NoUserAgent: a.noUA,
+		OutOfOrder: a.outOfOrder, FirstUnreadable: a.firstBad,
+		First: a.first, Last: a.last,
+		Preview:     a.cfg.RobotsNew != nil,
+		Preferences: a.prefs, PreferencesNew: a.prefsNew,
+		Hosts:   []HostReport{},
+		Crawler: []CrawlerReport{},
+	}
+	for f := FormatCaddyJSON; f < formats; f++ {
+		if n := a.formats[f]; n > 0 {
+			r.Formats[f.String()] = n
+		}
+	}
+	if a.grid.width > 0 {
+		r.SeriesStart = time.Unix(0, a.grid.start).UTC()
+		r.SeriesStep = time.Duration(a.grid.width)
+	}
+	hosts := append([]*hostAgg(nil), a.hosts...)
+	sort.SliceStable(hosts, func(i, j int) bool {
+		if hosts[i].lines != hosts[j].lines {
+			return hosts[i].lines > hosts[j].lines
+		}
+		return hosts[i].name < hosts[j].name
+	})
+	if a.otherHost != nil {
+		hosts = append(hosts, a.otherHost)
+	}
+	r.Notes = a.notes()
+	for _, h := range hosts {
+		r.Hosts = append(r.Hosts, HostReport{Host: h.name, Requests: h.lines, Browsers: h.browsers, Crawlers: h.bots,
+			Own: h.own, NotJudged: h.ignored, NoUserAgent: h.noUA})
+		list := append([]*crawler(nil), h.crawlers...)
+		sort.SliceStable(list, func(i, j int) bool {
+			if list[i].requests != list[j].requests {
+				return list[i].requests > list[j].requests
+			}
+			return list[i].name < list[j].name
+		})
+		if h.other != nil {
+			list = append(list, h.other)
+		}
+		for _, c := range list {
+			r.Crawler = append(r.Crawler, c.report())
+		}
+	}
+	return r
+}
+
+// notes are the caveats of what was read.
+func (a *Auditor) notes() []string {
+	var n []string
+	if a.noUA > 0 {
+		n = append(n, fmt.Sprintf("%d lines are in the Common Log Format, which records no User-Agent: they cannot be told to be a person's or a crawler's and are not judged; log in the Combined Log Format (nginx's default, Apache's \"combined\") or Caddy's JSON", a.noUA))
+	}
+	if a.outOfOrder > 0 {
+		n = append(n, fmt.Sprintf("%d lines were more than a minute older than a line read before them: throttles, strikes and bans are replayed in the order the lines are read, so give the logs oldest first (access.log.2, access.log.1, access.log)", a.outOfOrder))
+	}
+	if b := a.firstBad; b != nil && a.bad > 0 && !b.JSON {
+		n = append(n, fmt.Sprintf("the first unreadable line, %s:%d: %s", b.Log, b.Line, b.Sample))
+	}
+	return n
+}
+
+// options describes the options the Auditor applies.
+func (a *Auditor) options() Options {
+	o := Options{Mode: "enforce", Preferences: "not enforced", CrawlDelay: "on", CrawlBurst: a.opts.Burst,
+		Strikes: "off", Spoofed: "wildcard", Libraries: "crawler", Unavailable: "allow", Exempt: len(a.cfg.Exempt)}
+	if a.cfg.LogMode {
+		o.Mode = "log"
+	}
+	if a.opts.Preferences {
+		o.Preferences = "enforce"
+	}
+	switch a.opts.CrawlDelay {
+	case policy.CrawlDelayOff:
+		o.CrawlDelay = "off"
+	case policy.CrawlDelayAll:
+		o.CrawlDelay = "all"
+	}
+	if s := a.strikes; s.Enabled() {
+		o.Strikes = fmt.Sprintf("%d %s %s", s.Strikes, shortDuration(s.Window), shortDuration(s.Ban))
+	}
+	if a.opts.SpoofedBlock {
+		o.Spoofed = "block"
+	}
+	if a.cfg.IgnoreLibraries {
+		o.Libraries = "ignore"
+	}
+	if a.opts.UnavailableDisallow {
+		o.Unavailable = "disallow"
+	}
+	return o
+}
+
+// report renders the aggregate.
+func (c *crawler) report() CrawlerReport {
+	cr := CrawlerReport{
+		Host: c.host.name, Name: c.name, Operator: c.agent.Operator, Category: string(c.agent.Category),
+		Purpose: string(c.agent.Purpose), Known: c.agent.Known, Tokens: c.agent.Tokens,
+		Requests: c.requests, Refused: c.refused,
+		RefusedRule:              c.reasons[policy.Rule],
+		RefusedPreference:        c.reasons[policy.Preference],
+		PreferenceConflicts:      c.conflicts,
+		PreferenceRefusals:       refusalCounts(c.refusals),
+		Throttled:                c.reasons[policy.Rate],
+		Banned:                   c.reasons[policy.Banned],
+		Strikes:                  c.strikes,
+		Bans:                     c.bans,
+		Spoofed:                  c.spoofed,
+		Exempt:                   c.exempt,
+		Interval:                 Seconds(c.interval),
+		CrawlDelay:               Seconds(c.groupInterval),
+		NotThrottled:             c.unpaced,
+		IgnoresCrawlDelay:        c.agent.Profile.CrawlDelay == agents.SupportNo && c.name != OtherName,
+		FetchedRobotsTxt:         c.fetches > 0,
+		RobotsTxtFetches:         c.fetches,
+		First:                    c.first,
+		Last:                     c.last,
+		NewlyRefused:             c.newlyRefused,
+		NewlyAllowed:             c.newlyAllowed,
+		NewlyRefusedSample:       c.samples,
+		NewlyConflicting:         c.newlyConflicting,
+		NewlyConflictingRefusals: refusalCounts(c.newRefusals),
+		SeriesRequests:           c.reqSeries,
+		SeriesRefused:            c.refSeries,
+	}
+	if cr.Tokens == nil {
+		cr.Tokens = []string{}
+	}
+	for _, o := range otherReasons {
+		if n := c.reasons[o.Reason]; n > 0 {
+			if cr.RefusedOther == nil {
+				cr.RefusedOther = map[string]int64{}
+			}
+			cr.RefusedOther[o.Reason.String()] = n
+		}
+	}
+	for ru, n := range c.rules {
+		cr.Rules = append(cr.Rules, RuleCount{Rule: ru.String(), Line: ru.Line, Requests: n})
+	}
+	sort.Slice(cr.Rules, func(i, j int) bool {
+		if cr.Rules[i].Requests != cr.Rules[j].Requests {
+			return cr.Rules[i].Requests > cr.Rules[j].Requests
+		}
+		return cr.Rules[i].Line < cr.Rules[j].Line
+	})
+	if len(cr.Rules) > 5 {
+		cr.Rules = cr.Rules[:5]
+	}
+	return cr
+}
+
+// refusalCounts lists the refusals of m, the most frequent first (then by
+// line), at most five.
+func refusalCounts(m map[enforce.Refusal]int64) []RefusalCount {
+	var out []RefusalCount
+	for ref, n := range m {
+		out = append(out, RefusalCount{
+			Refusal: ref.String(), Purpose: ref.Purpose, Scheme: ref.By.Scheme.String(), Label: ref.By.Label,
+			Value: ref.By.Value, Line: ref.By.Line, Requests: n,
+		})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Requests != out[j].Requests {
+			return out[i].Requests > out[j].Requests
+		}
+		if out[i].Line != out[j].Line {
+			return out[i].Line < out[j].Line
+		}
+		return out[i].Refusal < out[j].Refusal
+	})
+	if len(out) > 5 {
+		out = out[:5]
+	}
+	return out
+}
+
+// shortDuration writes a duration as people write it: 10m, 1h, 90s.
+func shortDuration(d time.Duration) string {
+	switch {
+	case d == 0:
+		return "0"
+	case d%time.Hour == 0:
+		return strconv.FormatInt(int64(d/time.Hour), 10) + "h"
+	case d%time.Minute == 0:
+		return strconv.FormatInt(int64(d/time.Minute), 10) + "m"
+	}
+	return d.String()
+}
+
+// Expected describes the formats the audit reads, for people.
+const Expected = `Caddy's JSON access log (one object per line with request.uri, as the log directive writes it), ` +
+	`or the Combined or Common Log Format of nginx and Apache ` +
+	`(203.0.113.9 - - [11/May/2026:11:46:40 +0000] "GET /path HTTP/1.1" 200 512 "-" "Mozilla/5.0 ...")`
+
+// Readable returns nil when the audit read at least one request, and
+// otherwise an error that says why nothing was: no line of a format it
+// reads (with the first such line, truncated), only Caddy runtime-log
+// lines, only lines for other hosts than those asked for, or no line at
+// all.
+func (r *Report) Readable() error {
+	if r.Lines > 0 {
+		return nil
+	}
+	logs := strings.Join(r.Logs, ", ")
+	if r.OtherHosts > 0 {
+		return fmt.Errorf("no request in %s is for the hosts asked for (%d lines are for other hosts, such as %s)",
+			logs, r.OtherHosts, strings.Join(r.OtherHostNames, ", "))
+	}
+	total := r.Unreadable + r.NotAccess
+	if total == 0 {
+		return fmt.Errorf("%s: no lines to read", logs)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "nothing readable in %s: %d lines, none a request in the formats expected: %s", logs, total, Expected)
+	if n := r.Formats[FormatCaddyJSON.String()]; n > 0 {
+		fmt.Fprintf(&b, "; %d are JSON lines without request.uri: Caddy's runtime log, not an access log (add the log directive to the site block)", n)
+	}
+	if n := r.Formats[FormatCombined.String()] + r.Formats[FormatCommon.String()]; n > 0 {
+		fmt.Fprintf(&b, "; %d are Common or Combined Log Format lines whose request is not one (\"-\", or bytes that are no HTTP request)", n)
+	}
+	if u := r.FirstUnreadable; u != nil {
+		what := "the first unreadable line"
+		if u.JSON {
+			what = "the first line"
+		}
+		fmt.Fprintf(&b, "; %s, %s:%d: %s", what, u.Log, u.Line, u.Sample)
+	}
+	return errors.New(b.String())
+}
+
 // WriteJSON writes the report as indented JSON.
 func (r *Report) WriteJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
@@ -122,6 +467,45 @@ func yesNo(b bool) string {
 	return "no"
 }
 
+// HostLabel names a site for people: its host, or what stands for it.
+func HostLabel(h string) string {
+	if h == "" {
+		return "(no Host in the log)"
+	}
+	return h
+}
+
+// Split reports whether the report shows each site apart: the log has
+// several.
+func (r *Report) Split() bool { return len(r.Hosts) > 1 }
+
+// crawlersOf returns the crawlers of one site.
+func (r *Report) crawlersOf(host string) []CrawlerReport {
+	var out []CrawlerReport
+	for _, c := range r.Crawler {
+		if c.Host == host {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// throttledCell is the THROTTLED column: "-" when its group states no
+// Crawl-delay; "off" when it does but it was not enforced on the
+// crawler's requests ("off*": documented to ignore Crawl-delay); else
+// the requests throttled.
+func throttledCell(c *CrawlerReport) string {
+	switch {
+	case c.CrawlDelay == 0 && c.Throttled == 0:
+		return "-"
+	case c.NotThrottled > 0 && c.Interval == 0 && c.IgnoresCrawlDelay:
+		return "off*"
+	case c.NotThrottled > 0 && c.Interval == 0:
+		return "off"
+	}
+	return strconv.FormatInt(c.Throttled, 10)
+}
+
 // WriteTable writes the report as aligned text for a terminal.
 func (r *Report) WriteTable(w io.Writer) error {
 	var b strings.Builder
@@ -130,18 +514,120 @@ func (r *Report) WriteTable(w io.Writer) error {
 		fmt.Fprintf(&b, "preview of   %s\n", r.RobotsNew)
 	}
 	fmt.Fprintf(&b, "logs         %s\n", strings.Join(r.Logs, ", "))
+	fmt.Fprintf(&b, "options      %s\n", r.Options)
 	fmt.Fprintf(&b, "period       %s to %s\n", fmtTime(r.First), fmtTime(r.Last))
-	fmt.Fprintf(&b, "lines        %d requests (%d by browsers, %d by crawlers); %d unreadable, %d not access logs\n\n",
-		r.Lines, r.Browsers, r.Crawlers, r.Unreadable, r.NotAccess)
+	fmt.Fprintf(&b, "lines        %s\n", r.linesText())
+	if len(r.Formats) > 0 {
+		fmt.Fprintf(&b, "formats      %s\n", r.formatsText())
+	}
+	if r.Own > 0 {
+		fmt.Fprintf(&b, "this plugin's own requests: %d (its robots.txt loader and command line; not crawlers)\n", r.Own)
+	}
+	if r.Options.Mode == "log" {
+		b.WriteString("mode log: the handler refuses nothing; the counts say what mode enforce would have refused\n")
+	}
+	if !r.Split() {
+		if len(r.Hosts) == 1 {
+			fmt.Fprintf(&b, "host         %s\n", HostLabel(r.Hosts[0].Host))
+		}
+		b.WriteString("\n")
+		if err := r.writeCrawlers(&b, r.Crawler); err != nil {
+			return err
+		}
+	}
+	if r.Split() {
+		for _, h := range r.Hosts {
+			fmt.Fprintf(&b, "\n== %s: %s\n\n", HostLabel(h.Host), hostText(h))
+			if err := r.writeCrawlers(&b, r.crawlersOf(h.Host)); err != nil {
+				return err
+			}
+		}
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(&b, "\nnote: %s\n", n)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
 
-	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+// linesText summarises the lines read.
+func (r *Report) linesText() string {
+	s := fmt.Sprintf("%d requests (%d by browsers, %d by crawlers", r.Lines, r.Browsers, r.Crawlers)
+	if r.Own > 0 {
+		s += fmt.Sprintf(", %d by this plugin", r.Own)
+	}
+	if r.NotJudged > 0 {
+		s += fmt.Sprintf(", %d by HTTP libraries not judged", r.NotJudged)
+	}
+	if r.NoUserAgent > 0 {
+		s += fmt.Sprintf(", %d without a User-Agent", r.NoUserAgent)
+	}
+	s += fmt.Sprintf("); %d unreadable, %d not access logs", r.Unreadable, r.NotAccess)
+	if r.OtherHosts > 0 {
+		s += fmt.Sprintf(", %d for other hosts", r.OtherHosts)
+	}
+	return s
+}
+
+func (r *Report) formatsText() string {
+	var parts []string
+	for f := FormatCaddyJSON; f < formats; f++ {
+		if n := r.Formats[f.String()]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", f, n))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func hostText(h HostReport) string {
+	s := fmt.Sprintf("%d requests (%d by browsers, %d by crawlers", h.Requests, h.Browsers, h.Crawlers)
+	if h.Own > 0 {
+		s += fmt.Sprintf(", %d by this plugin", h.Own)
+	}
+	if h.NoUserAgent > 0 {
+		s += fmt.Sprintf(", %d without a User-Agent", h.NoUserAgent)
+	}
+	return s + ")"
+}
+
+// plural writes n and the noun, in the plural unless n is 1.
+func plural(n int64, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.FormatInt(n, 10) + " " + noun + "s"
+}
+
+// times writes n as "once", "twice" or "n times".
+func times(n int64) string {
+	switch n {
+	case 1:
+		return "once"
+	case 2:
+		return "twice"
+	}
+	return strconv.FormatInt(n, 10) + " times"
+}
+
+// writeCrawlers writes the table of crawlers and what explains it.
+func (r *Report) writeCrawlers(b *strings.Builder, list []CrawlerReport) error {
+	if len(list) == 0 {
+		b.WriteString("no crawler's request was judged\n")
+		return nil
+	}
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
 	// The preference columns show only when a file states preferences.
 	newPrefs := r.Preview && r.PreferencesNew
-	head := "CRAWLER\tREQUESTS\tDISALLOWED"
+	prefsEnforced := r.Options.Preferences == "enforce"
+	head := "CRAWLER\tREQUESTS\tBY RULE"
 	if r.Preferences {
-		head += "\tPREF. CONFLICTS"
+		if prefsEnforced {
+			head += "\tBY PREFERENCE"
+		} else {
+			head += "\tPREF. CONFLICTS"
+		}
 	}
-	head += "\tCRAWL-DELAY\tSPOOFED\tROBOTS.TXT\tFIRST SEEN\tLAST SEEN"
+	head += "\tTHROTTLED\tBANNED\tSTRIKES\tSPOOFED\tROBOTS.TXT\tFIRST SEEN\tLAST SEEN"
 	if r.Preview {
 		head += "\tNEWLY REFUSED"
 	}
@@ -149,23 +635,25 @@ func (r *Report) WriteTable(w io.Writer) error {
 		head += "\tNEWLY CONFLICTING"
 	}
 	fmt.Fprintln(tw, head)
-	for _, c := range r.Crawler {
-		delay := strconv.FormatInt(c.CrawlDelayViolations, 10)
-		switch {
-		case c.Interval == 0:
-			delay = "-"
-		case c.IgnoresCrawlDelay:
-			delay += "*"
-		}
+	off, ignores := false, false
+	for i := range list {
+		c := &list[i]
 		robots := yesNo(c.FetchedRobotsTxt)
 		if c.RobotsTxtFetches > 1 {
 			robots += " (" + strconv.FormatInt(c.RobotsTxtFetches, 10) + ")"
 		}
-		row := fmt.Sprintf("%s\t%d\t%d", c.Name, c.Requests, c.Disallowed)
+		row := fmt.Sprintf("%s\t%d\t%d", c.Name, c.Requests, c.RefusedRule)
 		if r.Preferences {
-			row += "\t" + strconv.FormatInt(c.PreferenceConflicts, 10)
+			if prefsEnforced {
+				row += "\t" + strconv.FormatInt(c.RefusedPreference, 10)
+			} else {
+				row += "\t" + strconv.FormatInt(c.PreferenceConflicts, 10)
+			}
 		}
-		row += fmt.Sprintf("\t%s\t%d\t%s\t%s\t%s", delay, c.Spoofed, robots, fmtTime(c.First), fmtTime(c.Last))
+		thr := throttledCell(c)
+		off = off || strings.HasPrefix(thr, "off")
+		ignores = ignores || thr == "off*"
+		row += fmt.Sprintf("\t%s\t%d\t%d\t%d\t%s\t%s\t%s", thr, c.Banned, c.Strikes, c.Spoofed, robots, fmtTime(c.First), fmtTime(c.Last))
 		if r.Preview {
 			row += "\t" + strconv.FormatInt(c.NewlyRefused, 10)
 		}
@@ -175,44 +663,55 @@ func (r *Report) WriteTable(w io.Writer) error {
 		fmt.Fprintln(tw, row)
 	}
 	if err := tw.Flush(); err != nil {
-		return err
+		return fmt.Errorf("writing the table: %w", err)
 	}
-	ignores := false
-	for _, c := range r.Crawler {
-		ignores = ignores || (c.IgnoresCrawlDelay && c.Interval > 0)
+	if off {
+		b.WriteString("off: its group's Crawl-delay is not enforced on it (crawl_delay " + r.Options.CrawlDelay + ")")
+		if ignores {
+			b.WriteString("; * documented to ignore Crawl-delay")
+		}
+		b.WriteString("\n")
 	}
-	if ignores {
-		b.WriteString("* documented to ignore Crawl-delay: the robots handler does not throttle it unless told to\n")
-	}
-	if r.Preferences || newPrefs {
-		b.WriteString("conflicts: allowed requests for which the AI usage preference (Content-Usage, Content-Signal) refuses the crawler's documented purpose\n")
+	if r.Preferences && !prefsEnforced || newPrefs {
+		b.WriteString("conflicts: requests the rules allow for which the AI usage preference (Content-Usage, Content-Signal) refuses the crawler's documented purpose: preferences enforce would refuse them\n")
 	}
 	first := true
-	for _, c := range r.Crawler {
-		if len(c.Rules) == 0 && len(c.NewlyRefusedSample) == 0 && len(c.PreferenceRefusals) == 0 && len(c.NewlyConflictingRefusals) == 0 {
-			continue
-		}
+	line := func(format string, args ...any) {
 		if first {
 			b.WriteString("\n")
 			first = false
 		}
+		fmt.Fprintf(b, format, args...)
+	}
+	for _, c := range list {
 		for _, ru := range c.Rules {
-			fmt.Fprintf(&b, "%s: %d refused by %s\n", c.Name, ru.Requests, ru.Rule)
+			line("%s: %d refused by %s\n", c.Name, ru.Requests, ru.Rule)
 		}
 		for _, rc := range c.PreferenceRefusals {
-			fmt.Fprintf(&b, "%s: %d allowed, but %s\n", c.Name, rc.Requests, rc.Refusal)
+			if prefsEnforced {
+				line("%s: %d refused: %s\n", c.Name, rc.Requests, rc.Refusal)
+			} else {
+				line("%s: %d allowed, but %s\n", c.Name, rc.Requests, rc.Refusal)
+			}
+		}
+		for _, o := range otherReasons {
+			if n := c.RefusedOther[o.Reason.String()]; n > 0 {
+				line("%s: %d refused: %s\n", c.Name, n, o.Text)
+			}
+		}
+		if c.Bans > 0 || c.Banned > 0 {
+			line("%s: banned %s after %s (strikes %s); %s refused while banned\n", c.Name, times(c.Bans), plural(c.Strikes, "strike"),
+				r.Options.Strikes, plural(c.Banned, "request"))
+		}
+		if c.Exempt > 0 {
+			line("%s: %s from exempt networks, not judged\n", c.Name, plural(c.Exempt, "request"))
 		}
 		if len(c.NewlyRefusedSample) > 0 {
-			fmt.Fprintf(&b, "%s: the new robots.txt would refuse %d more, e.g. %s\n", c.Name, c.NewlyRefused,
-				strings.Join(c.NewlyRefusedSample, " "))
+			line("%s: the new robots.txt would refuse %d more, e.g. %s\n", c.Name, c.NewlyRefused, strings.Join(c.NewlyRefusedSample, " "))
 		}
 		for _, rc := range c.NewlyConflictingRefusals {
-			fmt.Fprintf(&b, "%s: with the new robots.txt, %d more allowed, but %s\n", c.Name, rc.Requests, rc.Refusal)
+			line("%s: with the new robots.txt, %d more allowed, but %s\n", c.Name, rc.Requests, rc.Refusal)
 		}
 	}
-	for _, n := range r.Notes {
-		fmt.Fprintf(&b, "\nnote: %s\n", n)
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
+	return nil
 }

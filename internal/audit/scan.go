@@ -7,9 +7,35 @@ import (
 	"unicode/utf8"
 )
 
-// Entry holds the fields of one Caddy access-log line that the audit uses.
-// The byte slices point into the line or into the Scanner's buffers: they
-// are valid until the next call of Scanner.Parse.
+// Format is the format of an access-log line.
+type Format uint8
+
+// The formats the audit reads.
+const (
+	// FormatNone: the line was not read (unreadable).
+	FormatNone Format = iota
+	// FormatCaddyJSON is Caddy's JSON access log.
+	FormatCaddyJSON
+	// FormatCombined is the Combined Log Format (nginx's "combined",
+	// Apache's "combined"): the Common Log Format with the Referer and the
+	// User-Agent.
+	FormatCombined
+	// FormatCommon is the Common Log Format (Apache's "common"): no
+	// User-Agent, no host.
+	FormatCommon
+	formats
+)
+
+var formatNames = [...]string{"unreadable", "caddy-json", "combined", "common"}
+
+// String is the format's name as the report shows it: caddy-json,
+// combined or common.
+func (f Format) String() string { return formatNames[f] }
+
+// Entry holds the fields of one access-log line that the audit uses.
+// The byte slices point into the line or into the parser's buffers: they
+// are valid until the next call of Scanner.Parse (or of the Common Log
+// Format parser).
 //
 // The field names are those Caddy v2 writes (modules/caddyhttp/server.go,
 // LoggableHTTPRequest in marshalers.go): "ts", "status", and inside
@@ -22,13 +48,24 @@ type Entry struct {
 	Host      []byte    // request.host
 	URI       []byte    // request.uri: the request target as received
 	UserAgent []byte    // request.headers.User-Agent[0]
-	RemoteIP  []byte    // request.remote_ip
-	ClientIP  []byte    // request.client_ip (set when trusted proxies are configured)
-	HasURI    bool      // the line has a request.uri: it is an access-log line
+	// UserAgents is the raw JSON array of the User-Agent values when the
+	// request sent more than one (the handler judges it by the first
+	// that is a bot's); nil otherwise.
+	UserAgents []byte
+	RemoteIP   []byte // request.remote_ip
+	ClientIP   []byte // request.client_ip (set when trusted proxies are configured)
+	// Rewrites are the values of the rewrite headers the request carried
+	// (policy.RewriteHeaders: X-Original-Url, X-Rewrite-Url,
+	// X-Forwarded-Prefix), nil where absent.
+	Rewrites [3][]byte
+	HasURI   bool   // the line has a request.uri: it is an access-log line
+	HasUA    bool   // the format records the User-Agent (Common does not)
+	HasHost  bool   // the format records the Host (CLF does not)
+	Format   Format // the line's format
 }
 
 // Addr returns the client's address as logged: client_ip when present,
-// else remote_ip.
+// else remote_ip (in the Common and Combined Log Formats, the first field).
 func (e *Entry) Addr() []byte {
 	if len(e.ClientIP) > 0 {
 		return e.ClientIP
@@ -42,7 +79,7 @@ func (e *Entry) Addr() []byte {
 // walks but is not a full JSON validator. A Scanner is not safe for
 // concurrent use; the zero value is ready.
 type Scanner struct {
-	bufs [7][]byte // unescape buffers, one per string field
+	bufs [10][]byte // unescape buffers, one per string field
 }
 
 const (
@@ -53,7 +90,12 @@ const (
 	fRemote
 	fClient
 	fTS
+	fRewrite // three buffers: one per rewrite header
 )
+
+// rewriteHeaders are policy.RewriteHeaders, as Caddy logs them (header
+// names canonical; compared without regard to case).
+var rewriteHeaders = [3][]byte{[]byte("X-Original-Url"), []byte("X-Rewrite-Url"), []byte("X-Forwarded-Prefix")}
 
 // Parse fills e from line, a JSON object, and reports whether the line was
 // well formed as far as it was read.
@@ -68,7 +110,11 @@ func (s *Scanner) Parse(line []byte, e *Entry) bool {
 		return false
 	}
 	i = skipWS(line, i)
-	return i == len(line)
+	if i != len(line) {
+		return false
+	}
+	e.Format, e.HasUA, e.HasHost = FormatCaddyJSON, true, true
+	return true
 }
 
 // object walks the object starting at line[i] == '{' at nesting level lvl
@@ -142,23 +188,44 @@ func (s *Scanner) object(line []byte, i int, e *Entry, lvl int) (int, bool) {
 				}
 			}
 		case 2:
-			if len(key) == len("User-Agent") && bytes.EqualFold(key, []byte("User-Agent")) && line[i] == '[' {
-				j := skipWS(line, i+1)
-				if j < len(line) && line[j] == '"' {
-					v, after, copied, ok := readString(line, j, s.bufs[fUA][:0])
-					if !ok {
-						return 0, false
+			if line[i] != '[' {
+				break
+			}
+			buf, dst := -1, (*[]byte)(nil)
+			switch {
+			case len(key) == len("User-Agent") && bytes.EqualFold(key, []byte("User-Agent")):
+				buf, dst = fUA, &e.UserAgent
+			case len(key) >= len("X-Rewrite-Url") && (key[0] == 'X' || key[0] == 'x'):
+				for k, name := range rewriteHeaders {
+					if bytes.EqualFold(key, name) {
+						buf, dst = fRewrite+k, &e.Rewrites[k]
 					}
-					if copied {
-						s.bufs[fUA] = v[:0]
-					}
-					e.UserAgent = v
-					// skip the rest of the array
-					if i, ok = skipValueFrom(line, i, after); !ok {
-						return 0, false
-					}
-					goto next
 				}
+			}
+			if dst == nil {
+				break
+			}
+			j := skipWS(line, i+1)
+			if j < len(line) && line[j] == '"' {
+				v, after, copied, ok := readString(line, j, s.bufs[buf][:0])
+				if !ok {
+					return 0, false
+				}
+				if copied {
+					s.bufs[buf] = v[:0]
+				}
+				*dst = v
+				// skip the rest of the array
+				start := i
+				if i, ok = skipValueFrom(line, i, after); !ok {
+					return 0, false
+				}
+				if buf == fUA {
+					if k := skipWS(line, after); k < len(line) && line[k] == ',' {
+						e.UserAgents = line[start:i]
+					}
+				}
+				goto next
 			}
 		}
 		if field >= 0 && line[i] == '"' {

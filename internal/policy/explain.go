@@ -9,6 +9,7 @@ import (
 
 	"github.com/caddyrobots/caddy-robots/agents"
 	"github.com/caddyrobots/caddy-robots/enforce"
+	"github.com/caddyrobots/caddy-robots/enforce/state"
 )
 
 // Explain renders the plain-text explanation a refused crawler receives:
@@ -75,7 +76,7 @@ func banText(a *Assessment, f *Facts) string {
 	}
 	if f.Who.Rotating && !f.Who.Verified {
 		fmt.Fprintf(&b, "This address presented more than %d crawler names within %s: the names it had not used before are judged as one crawler.\n",
-			RotationResidents, RotationWindow)
+			state.RotationResidents, state.RotationWindow)
 	}
 	return b.String()
 }

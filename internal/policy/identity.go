@@ -2,7 +2,6 @@ package policy
 
 import (
 	"net/netip"
-	"time"
 
 	"github.com/caddyrobots/caddy-robots/enforce/state"
 )
@@ -28,15 +27,6 @@ import (
 // RotationName is the name of the identity every non-resident name of a
 // rotating address is judged as.
 const RotationName = "*"
-
-// Rotation: an address's first RotationResidents distinct names within
-// RotationWindow are its residents; a further name marks it rotating (the
-// caller detects it; see Who.Rotating).
-const (
-	RotationResidents = 4
-	RotationWindow    = 10 * time.Minute
-	RotationHold      = time.Hour
-)
 
 // FetchIdentity is the key under which a crawler's fetches of /robots.txt
 // for host are remembered for the grace rule.

@@ -5,6 +5,10 @@
 // skipped while CI=true: in CI an integration test that skips (no
 // redis-server, no Chromium, -short) would hide a missing install step.
 //
+// A test's log line tagged "[report]" (t.Logf("[report] ...")) is a figure
+// the run should show whether the test passes or fails: the differential
+// test's count, for one. Those lines are printed with the summary.
+//
 // It prints a line per package when the package finishes and, while a
 // package runs for long (the integration tests run for minutes), a progress
 // line for it at most every 25 seconds: how many of its tests are done,
@@ -28,6 +32,9 @@ const progressEvery = 25 * time.Second
 
 // slowest is how many of the slowest tests the summary lists.
 const slowest = 10
+
+// reportTag marks a test's log line that the summary prints.
+const reportTag = "[report] "
 
 func main() {
 	os.Exit(run(os.Stdin, os.Stdout, os.Getenv("CI") == "true", progressEvery))
@@ -71,6 +78,7 @@ type summary struct {
 	pkgs       map[string]*pkgRun
 	order      []string // packages in the order they started
 	timings    []timing
+	reports    []string // the tests' [report] lines, in order
 }
 
 func newSummary(out io.Writer, every time.Duration) *summary {
@@ -137,6 +145,9 @@ func (s *summary) event(e event, now time.Time) {
 	p := s.pkg(e.Package, now)
 	switch e.Action {
 	case "output":
+		if i := strings.Index(e.Output, reportTag); i >= 0 {
+			s.reports = append(s.reports, strings.TrimSpace(e.Output[i+len(reportTag):]))
+		}
 		b := s.output[k]
 		if b == nil {
 			b = &strings.Builder{}
@@ -268,6 +279,12 @@ func (s *summary) finish(ci bool) int {
 		fmt.Fprintf(s.out, "SKIP %s %s: %s\n", k.pkg, k.test, msg)
 	}
 	s.printSlowest()
+	if len(s.reports) > 0 {
+		fmt.Fprintln(s.out, "\nReported by the tests:")
+		for _, r := range s.reports {
+			fmt.Fprintln(s.out, "  "+r)
+		}
+	}
 	fmt.Fprintf(s.out, "\n%d passed, %d failed, %d skipped\n", len(s.passed), len(s.failed), len(s.skipped))
 	if len(s.failed) > 0 || len(s.failedPkgs) > 0 {
 		return 1

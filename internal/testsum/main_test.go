@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -161,5 +162,23 @@ func TestRun(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
+	}
+}
+
+// TestReportLines: a test's [report] lines are printed with the summary,
+// passing or not.
+func TestReportLines(t *testing.T) {
+	in := strings.Join([]string{
+		`{"Action":"run","Package":"p","Test":"TestD"}`,
+		`{"Action":"output","Package":"p","Test":"TestD","Output":"    d_test.go:9: [report] differential: 2150 requests; 0 disagreements\n"}`,
+		`{"Action":"pass","Package":"p","Test":"TestD","Elapsed":1}`,
+		`{"Action":"pass","Package":"p","Elapsed":1}`,
+	}, "\n")
+	var out bytes.Buffer
+	if code := run(strings.NewReader(in), &out, false, time.Hour); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, out.String())
+	}
+	if !strings.Contains(out.String(), "Reported by the tests:\n  differential: 2150 requests; 0 disagreements\n") {
+		t.Errorf("no report line:\n%s", out.String())
 	}
 }

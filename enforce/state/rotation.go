@@ -1,0 +1,145 @@
+package state
+
+import (
+	"hash/maphash"
+	"net/netip"
+	"sync"
+	"time"
+)
+
+// Token rotation. A bot judged by the "*" group chooses its product token
+// freely, so state kept per token would let a rogue buy a fresh budget and a
+// fresh strike count with every new token. But state kept per address makes
+// neighbours pay: two compliant crawlers behind one NAT, a university's
+// proxy or a shared IPv6 /64 would be throttled and banned for a rogue's
+// requests. So callers keep state per (name, address) and recognise
+// rotation with Rotations:
+//
+//   - an address (IPv6: its /64) may present up to RotationResidents
+//     distinct names within RotationWindow: those are its residents, each
+//     judged on its own state;
+//   - a further name within the window marks the address as rotating, until
+//     RotationHold after its last new name: every name that is not a
+//     resident is then judged as one identity, the address's, with one
+//     budget and one strike count;
+//   - residents keep their own state while the address rotates: a compliant
+//     crawler that was there first never pays for the rogue beside it. A
+//     crawler that arrives on an address while it rotates is judged with
+//     the rotation until the rotation ends.
+//
+// A rogue that rotates tokens thus gets at most RotationResidents+1 strike
+// budgets before every new token from its address is banned together. The
+// numbers: a NAT rarely carries more than a few distinct crawlers that
+// visit one site within ten minutes, while a rotating rogue shows a new
+// name on almost every request and is caught within five; the hold
+// outlasts the default strike window (10 minutes), so a rogue that pauses
+// does not start fresh.
+const (
+	RotationResidents = 4
+	RotationWindow    = 10 * time.Minute
+	RotationHold      = time.Hour
+	// DefaultRotationEntries bounds the addresses a Rotations remembers.
+	DefaultRotationEntries = 65536
+)
+
+// Rotations remembers, per scope and address, the names the address
+// presented. It is bounded: when full, an arbitrary entry of a shard is
+// dropped, which only forgets a rotation, never invents one. Safe for
+// concurrent use. Detection is per process: instances behind a load
+// balancer each learn it.
+type Rotations struct {
+	seed     maphash.Seed
+	perShard int
+	shards   [16]struct {
+		sync.Mutex
+		m map[rotationKey]*rotationEntry
+	}
+}
+
+type rotationKey struct {
+	scope  string
+	prefix netip.Prefix
+}
+
+type rotationEntry struct {
+	residents [RotationResidents]uint64 // hashes of the resident names
+	n         int
+	since     int64 // when the first resident came (Unix seconds)
+	lastNew   int64 // when the last non-resident came
+	rotating  bool
+}
+
+// NewRotations returns a Rotations remembering at most max addresses
+// (DefaultRotationEntries when max <= 0).
+func NewRotations(max int) *Rotations {
+	if max <= 0 {
+		max = DefaultRotationEntries
+	}
+	r := &Rotations{seed: maphash.MakeSeed(), perShard: max/16 + 1}
+	for i := range r.shards {
+		r.shards[i].m = map[rotationKey]*rotationEntry{}
+	}
+	return r
+}
+
+// Note records that name came from addr in scope at now and reports whether
+// the address rotates with name as a non-resident: the request is then
+// judged as the address's identity. With peek set nothing is recorded (a
+// preview that must not change the state). An invalid address never
+// rotates.
+func (r *Rotations) Note(scope string, addr netip.Addr, name string, now time.Time, peek bool) bool {
+	if !addr.IsValid() {
+		return false
+	}
+	addr = addr.Unmap().WithZone("")
+	bits := 32
+	if addr.Is6() {
+		bits = 64
+	}
+	p, _ := addr.Prefix(bits)
+	k := rotationKey{scope: scope, prefix: p}
+	h := maphash.String(r.seed, name) | 1
+	s := &r.shards[maphash.Comparable(r.seed, k)%uint64(len(r.shards))]
+	t := now.Unix()
+	s.Lock()
+	defer s.Unlock()
+	e := s.m[k]
+	if e == nil {
+		if peek {
+			return false
+		}
+		if len(s.m) >= r.perShard {
+			for old := range s.m {
+				delete(s.m, old)
+				break
+			}
+		}
+		e = &rotationEntry{}
+		s.m[k] = e
+	}
+	if e.n > 0 && ((e.rotating && t-e.lastNew > int64(RotationHold/time.Second)) || (!e.rotating && t-e.since > int64(RotationWindow/time.Second))) {
+		if peek {
+			return false
+		}
+		*e = rotationEntry{}
+	}
+	for i := 0; i < e.n; i++ {
+		if e.residents[i] == h {
+			return false
+		}
+	}
+	if e.n < RotationResidents {
+		if !peek {
+			if e.n == 0 {
+				e.since = t
+			}
+			e.residents[e.n] = h
+			e.n++
+		}
+		return false
+	}
+	if !peek {
+		e.rotating, e.lastNew = true, t
+	}
+	return true
+}

@@ -1,0 +1,58 @@
+package policy
+
+import (
+	"net/netip"
+	"testing"
+)
+
+func TestStateIdentities(t *testing.T) {
+	v4 := netip.MustParseAddr("203.0.113.7")
+	v4b := netip.MustParseAddr("203.0.113.99")
+	v6 := netip.MustParseAddr("2001:db8:1:2:3::7")
+	verified := &Who{Name: "GPTBot", Verified: true}
+	unverified := &Who{Name: "ExampleCrawler"}
+	rotating := &Who{Name: "RandBot7", Rotating: true}
+	rotatingVerified := &Who{Name: "GPTBot", Verified: true, Rotating: true}
+
+	for _, c := range []struct {
+		name string
+		got  string
+		want string
+	}{
+		// A verified crawler spends one budget across its addresses.
+		{"throttle verified", ThrottleIdentity("example.com", verified, v4).String(), "v:example.com|GPTBot"},
+		{"throttle verified, even on a rotating address", ThrottleIdentity("example.com", rotatingVerified, v4).String(), "v:example.com|GPTBot"},
+		// Any other bot: the pair (name, address), whatever group judges
+		// it; a non-resident name of a rotating address: the address's.
+		{"throttle unverified", ThrottleIdentity("example.com", unverified, v4).String(), "u:example.com|ExampleCrawler@203.0.113.7/32"},
+		{"throttle rotating", ThrottleIdentity("example.com", rotating, v4).String(), "u:example.com|*@203.0.113.7/32"},
+		{"throttle IPv6 /64", ThrottleIdentity("log|example.com", unverified, v6).String(), "u:log%7Cexample.com|ExampleCrawler@2001:db8:1:2::/64"},
+		// Strikes: an unverified bot's (name, address), the address's for a
+		// rotating one; a verified crawler's /24 or /48.
+		{"strike unverified", StrikeIdentity("example.com", unverified, v4).String(), "u:example.com|ExampleCrawler@203.0.113.7/32"},
+		{"strike rotating", StrikeIdentity("example.com", rotating, v4).String(), "u:example.com|*@203.0.113.7/32"},
+		{"strike verified v4", StrikeIdentity("example.com", verified, v4).String(), "v:example.com|GPTBot@203.0.113.0/24"},
+		{"strike verified v6", StrikeIdentity("example.com", verified, v6).String(), "v:example.com|GPTBot@2001:db8:1::/48"},
+		{"strike verified, no address", StrikeIdentity("example.com", verified, netip.Addr{}).String(), "v:example.com|GPTBot"},
+		// Fetches: per host and crawler, per address unless verified.
+		{"fetch verified", FetchIdentity("example.com", verified, v4).String(), "v:example.com|GPTBot"},
+		{"fetch unverified", FetchIdentity("example.com", unverified, v4).String(), "u:example.com|ExampleCrawler@203.0.113.7/32"},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s: %s, want %s", c.name, c.got, c.want)
+		}
+	}
+	// Two addresses of one verified /24 share strikes; of an unverified
+	// client they do not.
+	if StrikeIdentity("s", verified, v4) != StrikeIdentity("s", verified, v4b) {
+		t.Error("a verified crawler's strikes are split within one /24")
+	}
+	if StrikeIdentity("s", unverified, v4) == StrikeIdentity("s", unverified, v4b) {
+		t.Error("two unverified addresses share strikes")
+	}
+	// A mapped IPv4 address is the IPv4 address.
+	mapped := netip.MustParseAddr("::ffff:203.0.113.7")
+	if StrikeIdentity("s", verified, mapped) != StrikeIdentity("s", verified, v4) {
+		t.Error("an IPv4-mapped address gets another strike identity")
+	}
+}
