@@ -26,6 +26,9 @@ func init() {
 //	                                request would get now, without counting it
 //	GET    /robots/bans             the bans in force
 //	DELETE /robots/bans/<identity>  lift one ban (identity path-escaped, as listed)
+//	DELETE /robots/bans?address=<ip|cidr> | ?crawler=<name> | ?all=true
+//	                                lift every ban of an address or network,
+//	                                of a crawler, or all of them
 //	POST   /robots/reload           load every site's robots.txt now
 //
 // For example:
@@ -98,8 +101,11 @@ func (a *adminAPI) serve(w http.ResponseWriter, r *http.Request) error {
 		}
 		return a.serveCheck(w, r)
 	case path == "/robots/bans":
-		if err := allowMethods(w, r, http.MethodGet); err != nil {
+		if err := allowMethods(w, r, http.MethodGet, http.MethodDelete); err != nil {
 			return err
+		}
+		if r.Method == http.MethodDelete {
+			return a.serveUnbanWhere(w, r)
 		}
 		return a.serveBans(w, r)
 	case strings.HasPrefix(path, "/robots/bans/"):

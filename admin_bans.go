@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"time"
@@ -28,14 +29,30 @@ type banEntry struct {
 	// patterns, or "*" for a catch-all; Listen its server's addresses.
 	// The ban holds for that site block whatever Host the client sends,
 	// and for no other.
-	Site     string    `json:"site,omitempty"`
-	Listen   string    `json:"listen,omitempty"`
-	Network  string    `json:"network,omitempty"`
-	Verified bool      `json:"verified,omitempty"`
-	Until    time.Time `json:"until"`
-	Reason   string    `json:"reason"`
+	Site   string `json:"site,omitempty"`
+	Listen string `json:"listen,omitempty"`
+	// Token is the robots.txt token the crawler was judged by ("*" for the
+	// wildcard group); EarnedBy the crawler that earned the ban, when it
+	// is not Crawler (a rotating address's new names).
+	Token    string `json:"token,omitempty"`
+	EarnedBy string `json:"earned_by,omitempty"`
+	// Since is when the ban started; Strikes the refusals that earned it
+	// (the last few): the rule's line, the robots.txt version and when.
+	Since    *time.Time  `json:"since,omitempty"`
+	Strikes  []banStrike `json:"strikes,omitempty"`
+	Network  string      `json:"network,omitempty"`
+	Verified bool        `json:"verified,omitempty"`
+	Until    time.Time   `json:"until"`
+	Reason   string      `json:"reason"`
 	// Store is the type of the store holding the ban.
 	Store string `json:"store"`
+}
+
+// banStrike is one strike that earned a ban.
+type banStrike struct {
+	Line    int       `json:"line"`
+	Version string    `json:"version,omitempty"`
+	At      time.Time `json:"at"`
 }
 
 // bansReport is the answer of GET /robots/bans.
@@ -106,6 +123,21 @@ func listBans(ctx context.Context, hs []*Handler, now time.Time, scans banScans)
 			}
 			if sc := scopes[strings.TrimPrefix(b.Identity.Site, "log|")]; sc != nil {
 				e.Site, e.Listen = sc.site, sc.listen
+			} else if b.Info.Scope != "" {
+				e.Site = b.Info.Scope // a handler no longer running (or another instance's)
+			}
+			if info := b.Info; !info.IsZero() {
+				e.Token = info.Token
+				if info.Crawler != "" && info.Crawler != e.Crawler {
+					e.EarnedBy = info.Crawler
+				}
+				if !info.Since.IsZero() {
+					since := info.Since.UTC()
+					e.Since = &since
+				}
+				for _, s := range info.Strikes {
+					e.Strikes = append(e.Strikes, banStrike{Line: s.Line, Version: s.Version, At: s.At.UTC()})
+				}
 			}
 			if b.Identity.Prefix.IsValid() {
 				e.Network = b.Identity.Prefix.String()
@@ -158,6 +190,100 @@ func unban(ctx context.Context, hs []*Handler, key string, now time.Time) (bool,
 		}
 	}
 	return found, errors.Join(errs...)
+}
+
+// serveUnbanWhere lifts every ban that a query selects: ?address=<ip or
+// CIDR> (bans of that address or of a network containing it, or within
+// that network), ?crawler=<name> (bans kept under that name, or earned by
+// it), ?all=true. It answers with the bans lifted.
+func (a *adminAPI) serveUnbanWhere(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	match, err := banMatcher(q.Get("address"), q.Get("crawler"), q.Get("all"))
+	if err != nil {
+		return caddy.APIError{HTTPStatus: http.StatusBadRequest, Err: err}
+	}
+	lifted, err := unbanWhere(r.Context(), handlers(), match, time.Now())
+	out := map[string]any{"lifted": lifted}
+	if err != nil {
+		if len(lifted) == 0 {
+			return caddy.APIError{HTTPStatus: http.StatusBadGateway, Err: fmt.Errorf("robots: unban: %w", err)}
+		}
+		out["warning"] = err.Error()
+	}
+	return writeJSON(w, out)
+}
+
+// banMatcher builds the selection of DELETE /robots/bans: exactly one of
+// address, crawler and all=true.
+func banMatcher(address, crawler, all string) (func(state.Ban) bool, error) {
+	given := 0
+	for _, v := range []string{address, crawler, all} {
+		if v != "" {
+			given++
+		}
+	}
+	if given != 1 {
+		return nil, errors.New("robots: unban: give exactly one of ?address=<ip or CIDR>, ?crawler=<name>, ?all=true (or DELETE /robots/bans/<identity>)")
+	}
+	switch {
+	case all != "":
+		if all != "true" {
+			return nil, fmt.Errorf("robots: unban: all=%q, want all=true", all)
+		}
+		return func(state.Ban) bool { return true }, nil
+	case crawler != "":
+		return func(b state.Ban) bool {
+			return strings.EqualFold(b.Identity.Name, crawler) || strings.EqualFold(b.Info.Crawler, crawler)
+		}, nil
+	}
+	var p netip.Prefix
+	if strings.Contains(address, "/") {
+		pp, err := netip.ParsePrefix(address)
+		if err != nil {
+			return nil, fmt.Errorf("robots: unban: address %q: %w", address, err)
+		}
+		p = pp.Masked()
+	} else {
+		ip, err := netip.ParseAddr(address)
+		if err != nil {
+			return nil, fmt.Errorf("robots: unban: address %q: %w", address, err)
+		}
+		ip = ip.Unmap()
+		p = netip.PrefixFrom(ip, ip.BitLen())
+	}
+	return func(b state.Ban) bool {
+		bp := b.Identity.Prefix
+		return bp.IsValid() && bp.Addr().BitLen() == p.Addr().BitLen() && (bp.Contains(p.Addr()) || p.Contains(bp.Addr()))
+	}, nil
+}
+
+// unbanWhere lifts the bans match selects in every store of hs.
+func unbanWhere(ctx context.Context, hs []*Handler, match func(state.Ban) bool, now time.Time) ([]banLifted, error) {
+	out := []banLifted{}
+	var errs []error
+	for _, h := range distinctStores(hs) {
+		l, ok := h.store.(state.BanLister)
+		if !ok {
+			continue
+		}
+		uctx, cancel := context.WithTimeout(ctx, adminStoreWait)
+		lifted, err := l.UnbanWhere(uctx, match, now)
+		cancel()
+		for _, b := range lifted {
+			out = append(out, banLifted{Identity: b.Key, Crawler: b.Identity.Name, Store: h.storeType()})
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// banLifted is one ban DELETE /robots/bans lifted.
+type banLifted struct {
+	Identity string `json:"identity"`
+	Crawler  string `json:"crawler"`
+	Store    string `json:"store"`
 }
 
 // scopesOf maps the scope keys of hs to their scopes, for naming the site

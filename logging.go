@@ -218,6 +218,26 @@ func (h *Handler) logRefusal(r *http.Request, o *outcome) {
 	if o.retryAfter > 0 {
 		fields = append(fields, zap.String("retry_after", policy.RetryAfterSeconds(o.retryAfter)))
 	}
+	if o.action == policy.Ban {
+		// Who earned the ban, where, and by which rules.
+		info := o.ban.Info
+		if info.Scope != "" {
+			fields = append(fields, zap.String("ban_site", info.Scope))
+		}
+		if info.Crawler != "" && info.Crawler != a.Name {
+			fields = append(fields, zap.String("earned_by", info.Crawler))
+		}
+		if len(info.Strikes) > 0 {
+			lines := make([]int, len(info.Strikes))
+			for i, s := range info.Strikes {
+				lines[i] = s.Line
+			}
+			fields = append(fields, zap.Ints("strike_lines", lines), zap.String("strike_version", info.Strikes[len(info.Strikes)-1].Version))
+		}
+		if o.who.Rotating {
+			fields = append(fields, zap.Bool("rotating_address", true))
+		}
+	}
 	if suppressed > 0 {
 		fields = append(fields, zap.Int("suppressed", suppressed))
 	}
