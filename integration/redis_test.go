@@ -280,3 +280,48 @@ func metricValue(t *testing.T, url, series string) float64 {
 	}
 	return 0
 }
+
+// TestRedisDownFairness: while Redis is unreachable, decisions come from
+// the local store (fail open), and a crawler seen for the first time is
+// judged on its own: it never gets someone else's ban. A ban earned during
+// the outage stays in force when Redis is back, and Redis learns it.
+func TestRedisDownFairness(t *testing.T) {
+	r := needRedis(t)
+	c := newClient(t, globals+siteURL("redisdown.localhost")+` {
+	robots {
+		source inline "User-agent: *\nDisallow: /private/\n"
+		strikes 2 10m 1h
+		crawl_delay off
+		store redis `+r.url()+` {
+			prefix redisdown
+			timeout 50ms
+		}
+	}
+	respond "ok"
+}
+`)
+	u := siteURL("redisdown.localhost")
+	const rogue, newcomer = "OutageRogue/1.0 (+https://rogue.example/bot)", "FirstTimer/1.0 (+https://first.example/bot)"
+	c.expect(u+"/", rogue, 200)
+	r.stop()
+	defer func() {
+		if !r.ping() {
+			r.restart(t) // for the tests after this one
+		}
+	}()
+	for i := range 2 {
+		c.get(u+"/private/"+string(rune('a'+i)), rogue)
+	}
+	c.expect(u+"/", rogue, 403, "banned")
+	// Seen for the first time, from the same address, during the outage.
+	c.expect(u+"/", newcomer, 200, "ok")
+	r.restart(t)
+	// Redis is back: the ban earned during the outage holds, and Redis
+	// has it (a second, fresh handler state would read it there).
+	eventually(t, 10*time.Second, "the outage ban to reach Redis", func() bool {
+		out, err := exec.Command("redis-cli", "-p", strconv.Itoa(r.port), "--scan", "--pattern", "redisdown*:ban").Output()
+		return err == nil && strings.Contains(string(out), "OutageRogue")
+	})
+	c.expect(u+"/", rogue, 403, "banned")
+	c.expect(u+"/", newcomer, 200, "ok")
+}
