@@ -1,18 +1,23 @@
 #!/usr/bin/env bash
-# Makes sure the real crawlers of integration/crawlers_test.go (wget, wget2,
-# httrack) are on PATH. Installs the missing ones with apt-get when running
-# as root; otherwise says exactly what to install.
+# Makes sure the real crawlers of the integration tests are on PATH: wget,
+# wget2 and httrack (integration/crawlers_test.go), and Scrapy
+# (integration/crawlers_rogue_test.go, Debian's python3-scrapy, whose command
+# is scrapy). Installs the missing ones with apt-get when running as root;
+# otherwise says exactly what to install.
 set -euo pipefail
+# command:package
+crawlers=(wget:wget wget2:wget2 httrack:httrack scrapy:python3-scrapy)
 missing=()
-for bin in wget wget2 httrack; do
-  command -v "$bin" >/dev/null 2>&1 || missing+=("$bin")
+packages=()
+for c in "${crawlers[@]}"; do
+  bin=${c%%:*}
+  command -v "$bin" >/dev/null 2>&1 || { missing+=("$bin"); packages+=("${c#*:}"); }
 done
 if [ ${#missing[@]} -eq 0 ]; then exit 0; fi
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-  echo "crawlers missing (${missing[*]}): installing them with apt-get" >&2
+  echo "crawlers missing (${missing[*]}): installing ${packages[*]} with apt-get" >&2
   apt-get update -qq >/dev/null
-  # The Debian package names are the binary names.
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${packages[@]}" >/dev/null
   still=()
   for bin in "${missing[@]}"; do
     command -v "$bin" >/dev/null 2>&1 || still+=("$bin")
@@ -20,5 +25,5 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
   [ ${#still[@]} -eq 0 ] && exit 0
   missing=("${still[@]}")
 fi
-echo "the real-crawler tests need: ${missing[*]} (Debian/Ubuntu: apt-get install ${missing[*]}; macOS: brew install ${missing[*]})" >&2
+echo "the real-crawler tests need: ${missing[*]} (Debian/Ubuntu: apt-get install ${packages[*]}; macOS: brew install wget wget2 httrack, pip install scrapy)" >&2
 exit 1
