@@ -27,8 +27,15 @@ func TestDemo(t *testing.T) {
 		t.Fatal("Caddyfile.example has no global options block")
 	}
 	cfg = globals + cfg[end+3:]
-	cfg = strings.Replace(cfg, ":8080 {", siteURL("localhost")+" {", 1)
-	cfg = strings.Replace(cfg, "root * examples/site", "root * "+repoPath("examples/site"), 1)
+	for from, to := range map[string]string{
+		":{$PORT:8080} {":      siteURL("localhost") + " {",
+		"root * examples/site": "root * " + repoPath("examples/site"),
+	} {
+		if !strings.Contains(cfg, from) {
+			t.Fatalf("Caddyfile.example no longer contains %q", from)
+		}
+		cfg = strings.Replace(cfg, from, to, 1)
+	}
 	c := newClient(t, cfg)
 
 	base := siteURL("localhost")
@@ -445,8 +452,11 @@ func TestJSONExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := strings.NewReplacer(`"localhost:2019"`, `"`+hostPort("localhost", adminPort)+`"`, `":8080"`, `":`+strconv.Itoa(httpPort)+`"`,
-		`"examples/site"`, `"`+repoPath("examples/site")+`"`).Replace(string(raw))
+	// The listen addresses are {env.CADDY_ADMIN} and :{env.PORT},
+	// replaced when the config loads.
+	t.Setenv("CADDY_ADMIN", hostPort("localhost", adminPort))
+	t.Setenv("PORT", strconv.Itoa(httpPort))
+	cfg := strings.Replace(string(raw), `"examples/site"`, `"`+repoPath("examples/site")+`"`, 1)
 	tc := newJSONClient(t, cfg)
 	tc.expect(siteURL("localhost")+"/", gptbotUA, 403, "Disallow: /")
 	tc.expect(siteURL("localhost")+"/private/", chromeUA, 200, "Private")
