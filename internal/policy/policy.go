@@ -102,6 +102,9 @@ type Options struct {
 	// Strikes counts refusals that break the rules under every reading as
 	// strikes (strikes are on).
 	Strikes bool
+	// BriefFor is how long a version must have been current to earn grace
+	// for every crawler; 0 means the default, BriefFor.
+	BriefFor time.Duration
 }
 
 // Version is one robots.txt version as a site served it. Immutable.
@@ -339,7 +342,7 @@ func Assess(f *Facts, o *Options) Assessment {
 	var g0 *enforce.Group
 	for i, v := range site.Versions {
 		if i > 0 {
-			hold, older := mayHold(site, v, grace, f.Now)
+			hold, older := mayHold(site, v, grace, o.BriefFor, f.Now)
 			if !older {
 				break
 			}
@@ -453,11 +456,14 @@ func (a *Assessment) Refused() bool { return a.Action != Allow }
 // was current. older reports whether an older version may still be held at
 // all: versions are newest first, so once one is past the grace window or
 // was replaced before the crawler's last fetch, so are all older ones.
-func mayHold(site *Site, v *Version, grace time.Duration, now time.Time) (hold, older bool) {
+func mayHold(site *Site, v *Version, grace, brief time.Duration, now time.Time) (hold, older bool) {
 	if now.Sub(v.Until) > grace || !v.Until.After(site.FetchedAt) {
 		return false, false
 	}
-	if v.Until.Sub(v.From) < BriefFor {
+	if brief == 0 {
+		brief = BriefFor
+	}
+	if v.Until.Sub(v.From) < brief {
 		return !site.FetchedAt.Before(v.From), true
 	}
 	return true, true
