@@ -522,8 +522,9 @@ func (s *ruleSource) publish(hr *hostRules, body []byte) error {
 		return errRuleMemory
 	}
 	nv := &version{Version: policy.Version{Robots: pv.robots, ID: id, From: now}, pv: pv}
-	warnSuspicious(s.h, hr, body, pv.robots)         // loadwarn.go: too large, or no readable line
-	s.h.checkTrapVersion(hr.key.host, id, pv.robots) // trap.go: does robots.txt disallow the trap?
+	warnSuspicious(s.h, hr, body, pv.robots) // loadwarn.go: too large, or no readable line
+	// trap.go: does robots.txt disallow the trap?
+	s.h.checkTrapVersion(hr.key.host, id, pv.robots)
 	vs := []*version{nv}
 	var dropped []*version
 	horizon := now.Add(-MaxGrace)

@@ -239,10 +239,13 @@ type Handler struct {
 	grace           time.Duration // *Grace
 	burst           int           // CrawlBurst with its default
 	enforce         bool
-	debug           bool      // logger has debug enabled: one decision line per bot request
-	prefsHeader     bool      // Preferences is "header" or "enforce"
-	ignoreLibraries bool      // Libraries == "ignore"
-	disguise        *disguise // undeclared crawlers (disguised.go); nil when every signal is off
+	debug           bool // logger has debug enabled: one decision line per bot request
+	prefsHeader     bool // Preferences is "header" or "enforce"
+	ignoreLibraries bool // Libraries == "ignore"
+
+	// disguise: undeclared crawlers (disguised.go); nil when every
+	// signal is off.
+	disguise *disguise
 
 	logger        *zap.Logger
 	storeKey      string
