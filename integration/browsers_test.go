@@ -257,12 +257,29 @@ https://127.0.0.1:%d {
 	}
 	reverse_proxy %s
 }
-`, httpsPort, ca.certFile, ca.keyFile, ln.Addr().String()))
+http://localhost:%d {
+	robots {
+		source inline "User-agent: *\nDisallow: /\n"
+		disguised {
+			fetch_metadata_safari enforce
+		}
+		trap /no-robots/
+		crawl_delay off
+	}
+	reverse_proxy %s
+}
+`, httpsPort, ca.certFile, ca.keyFile, ln.Addr().String(), crawlPort, ln.Addr().String()))
 	display := startXvfb(t)
-	url := "https://" + hostPort("127.0.0.1", httpsPort) + "/"
+	// HTTPS, and plain HTTP to localhost: a secure context too, where the
+	// browsers send the same headers and are held to them.
+	urls := []struct{ name, url string }{
+		{"https", "https://" + hostPort("127.0.0.1", httpsPort) + "/"},
+		{"http-localhost", "http://" + hostPort("localhost", crawlPort) + "/"},
+	}
 	shots := os.Getenv("CADDY_ROBOTS_SCREENSHOTS")
-	for _, br := range realBrowsers {
-		t.Run(br.name, func(t *testing.T) {
+	for _, run := range browserURLs(realBrowsers, urls) {
+		br, url, name := run.br, run.url, run.br.name+"-"+run.scheme
+		t.Run(name, func(t *testing.T) {
 			backend.mu.Lock()
 			backend.seen, backend.done, backend.once = nil, make(chan struct{}), sync.Once{}
 			done := backend.done
@@ -293,7 +310,7 @@ https://127.0.0.1:%d {
 			shot := filepath.Join(home, "screenshot.png")
 			if shots != "" {
 				_ = os.MkdirAll(shots, 0o755)
-				shot = filepath.Join(shots, br.name+".png")
+				shot = filepath.Join(shots, name+".png")
 			}
 			if out, err := exec.Command(need(t, "import"), "-display", display, "-window", "root", shot).CombinedOutput(); err != nil {
 				t.Errorf("screenshot: %v\n%s", err, out)
@@ -326,6 +343,9 @@ https://127.0.0.1:%d {
 				}
 			}
 			for _, r := range reqs {
+				if strings.HasPrefix(r, "GET / ") && !strings.Contains(r, "/navigate/document") {
+					t.Errorf("%s: the navigation came without Fetch Metadata: %s", name, r)
+				}
 				if strings.Contains(r, "/no-robots/") {
 					t.Errorf("%s followed the hidden trap link: %s", br.name, r)
 				}
@@ -339,4 +359,20 @@ https://127.0.0.1:%d {
 			t.Logf("%s: %v requests judged by a signal in log mode (client_hints), none refused", br.name, logged()-loggedBefore)
 		})
 	}
+}
+
+type browserURL struct {
+	br          browserRun
+	scheme, url string
+}
+
+// browserURLs pairs every browser with every URL.
+func browserURLs(brs []browserRun, urls []struct{ name, url string }) []browserURL {
+	var out []browserURL
+	for _, br := range brs {
+		for _, u := range urls {
+			out = append(out, browserURL{br: br, scheme: u.name, url: u.url})
+		}
+	}
+	return out
 }
