@@ -321,10 +321,10 @@ func undeclaredWhy(r *http.Request, s signal) string {
 		return "This client asked for a path that robots.txt disallows for every crawler and that no person sees (a trap), so it is judged as a crawler: by the \"*\" group of robots.txt."
 	case signalClientHints:
 		c := sharedBrowserClaims().Lookup(userAgent(r)).Claim
-		return "Your User-Agent claims " + c.Name + ", which always sends Sec-CH-UA over HTTPS; this request carries none, so it is judged as an undeclared crawler: by the \"*\" group of robots.txt."
+		return "Your User-Agent claims " + c.Name + ", which always sends Sec-CH-UA over HTTPS and to localhost; this request carries none, so it is judged as an undeclared crawler: by the \"*\" group of robots.txt."
 	}
 	c := sharedBrowserClaims().Lookup(userAgent(r)).Claim
-	return "Your User-Agent claims " + c.Name + ", which always sends Sec-Fetch-Site, Sec-Fetch-Mode and Sec-Fetch-Dest over HTTPS; this request carries none of them, so it is judged as an undeclared crawler: by the \"*\" group of robots.txt. A crawler should name itself in its User-Agent."
+	return "Your User-Agent claims " + c.Name + ", which always sends Sec-Fetch-Site, Sec-Fetch-Mode and Sec-Fetch-Dest over HTTPS and to localhost; this request carries none of them, so it is judged as an undeclared crawler: by the \"*\" group of robots.txt. A crawler should name itself in its User-Agent."
 }
 
 // logUndeclared writes an INFO line when a client is first judged as an

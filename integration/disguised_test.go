@@ -22,6 +22,11 @@ import (
 
 const firefoxUA = "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0"
 
+// browserNav are the headers Chromium sends with a navigation to a secure
+// context (integration/browsers_test.go records them), for tests that act
+// as a person's browser over HTTPS or to localhost.
+var browserNav = []string{"Sec-Fetch-Site: none", "Sec-Fetch-Mode: navigate", "Sec-Fetch-Dest: document", "Sec-Fetch-User: ?1", `Sec-CH-UA: "Chromium";v="131"`}
+
 // disguisedConfig serves the same small site over HTTPS on 127.0.0.1 (a
 // certificate from a throwaway CA) and over plain HTTP to any Host.
 func disguisedConfig(t *testing.T, extra string) string {
