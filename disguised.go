@@ -176,8 +176,24 @@ func sharedBrowserClaims() *agents.BrowserClaims {
 // over HTTPS, one or two header lookups, and a cached claim lookup only when
 // a header is missing.
 func (h *Handler) undeclared(r *http.Request) *outcome {
+	// The common case, inlined into classify: a person over plain HTTP to
+	// a host that cannot be loopback, with no trap and no trusted proxy.
 	d := h.disguise
-	if d == nil || isSubrequest(r) {
+	if d == nil || d.trap == nil && r.TLS == nil && d.proxied.Load() == 1 && !maybeLoopback(r.Host) {
+		return nil
+	}
+	return h.checkUndeclared(r, d)
+}
+
+// maybeLoopback reports whether host may name a loopback host
+// (agents.IsSecureHost decides): localhost, 127.x.x.x or [::1].
+func maybeLoopback(host string) bool {
+	return host != "" && (host[0] == 'l' || host[0] == 'L' || host[0] == '1' || host[0] == '[')
+}
+
+// checkUndeclared is undeclared past its first test.
+func (h *Handler) checkUndeclared(r *http.Request, d *disguise) *outcome {
+	if isSubrequest(r) {
 		return nil
 	}
 	if t := d.trap; t != nil {

@@ -413,11 +413,22 @@ func BenchmarkServeHTTPBrowserHTTPS(b *testing.B) {
 	}
 }
 
-// BenchmarkServeHTTPBrowserTrap is BenchmarkServeHTTPBrowser with a trap
-// configured and nobody marked.
+// BenchmarkServeHTTPBrowserTrap is a person's request with a trap
+// configured and nobody marked, each request prepared anew (the trap's
+// placeholders are added to each request's replacer): subtract
+// BenchmarkServeHTTPBrowserFresh.
 func BenchmarkServeHTTPBrowserTrap(b *testing.B) {
 	h, done := newTestHandler(b, &Handler{Trap: "/no-robots/"})
 	defer done()
 	h.logger, h.debug = zap.NewNop(), false
-	benchServe(b, h, "/private/index.html", benchBrowserUA, "203.0.113.1:5000", false)
+	benchServe(b, h, "/private/index.html", benchBrowserUA, "203.0.113.1:5000", true)
+}
+
+// BenchmarkServeHTTPBrowserFresh is BenchmarkServeHTTPBrowser with each
+// request prepared anew, the baseline of BenchmarkServeHTTPBrowserTrap.
+func BenchmarkServeHTTPBrowserFresh(b *testing.B) {
+	h, done := newTestHandler(b, &Handler{})
+	defer done()
+	h.logger, h.debug = zap.NewNop(), false
+	benchServe(b, h, "/private/index.html", benchBrowserUA, "203.0.113.1:5000", true)
 }
