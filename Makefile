@@ -18,11 +18,13 @@ test: deps vet staticcheck unit
 # deps installs what the tests run for real: redis-server (state and
 # integration tests, on loopback), wget, wget2 and httrack (real crawlers
 # against a real Caddy) and chromium (the HTML report and the status page,
-# rendered headless).
+# rendered headless); need-browsers.sh what the disguised-crawler tests
+# run: headed Chromium and Firefox under Xvfb, lynx, python requests, Scrapy.
 deps:
 	@./scripts/need-redis.sh
 	@./scripts/need-crawlers.sh
 	@./scripts/need-chromium.sh
+	@./scripts/need-browsers.sh
 
 vet:
 	$(GO) vet ./...

@@ -62,6 +62,13 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //		robots_txt    serve | pass           # source file/inline: who answers /robots.txt; default serve
 //		max_rule_memory <size>               # default 64MiB: parsed robots.txt versions kept
 //		use_error_routes                     # refusals go to handle_errors
+//		disguised [off | log | enforce] {    # undeclared crawlers; default: per signal
+//			fetch_metadata        off | log | enforce   # default enforce
+//			fetch_metadata_safari off | log | enforce   # default log
+//			client_hints          off | log | enforce   # default log
+//			trap                  off | log | enforce   # default enforce
+//		}
+//		trap <path> [<hold>]                 # e.g. trap /no-robots/ 24h; hold 1m..7d, default 24h
 //	}
 //
 // A bare `robots` uses every default: the site's own /robots.txt.
@@ -156,6 +163,10 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Errf("robots: max_rule_memory takes one size")
 			}
 			h.MaxRuleMemory = int64(n)
+		case "disguised":
+			err = h.parseDisguised(d) // disguised_caddyfile.go
+		case "trap":
+			err = h.parseTrap(d)
 		case "use_error_routes":
 			if d.NextArg() {
 				return d.Errf("robots: use_error_routes takes no argument")

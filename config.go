@@ -232,6 +232,10 @@ func (h *Handler) applyDefaults() {
 		g := caddy.Duration(DefaultGrace)
 		h.Grace = &g
 	}
+	// disguised: empty means each signal's own default (disguised.go).
+	if h.Trap != "" && h.TrapHold == 0 {
+		h.TrapHold = caddy.Duration(DefaultTrapHold)
+	}
 }
 
 // strikePolicy is the strike policy the config asks for.

@@ -64,7 +64,9 @@ func (h *Handler) classify(r *http.Request) *outcome {
 	}
 	a := h.identifyRequest(r)
 	if a == nil {
-		return nil
+		// A browser's claim is checked against its own signals, and the
+		// trap catches whoever follows it (disguised.go, trap.go).
+		return h.undeclared(r)
 	}
 	// Our own loader only asks for /robots.txt and the targets of its
 	// redirects; checked here, after the cheap tests, so browsers never pay

@@ -105,7 +105,7 @@ func newRuleSource(h *Handler, ctx caddy.Context) (*ruleSource, error) {
 	key := "site"
 	switch h.Source {
 	case "file":
-		key = "file:" + h.File
+		key = "file:" + h.File + trapKeySuffix(h)
 	case "inline":
 		sum := sha256.Sum256([]byte(h.Inline))
 		key = "inline:" + hex.EncodeToString(sum[:8])
@@ -523,6 +523,8 @@ func (s *ruleSource) publish(hr *hostRules, body []byte) error {
 	}
 	nv := &version{Version: policy.Version{Robots: pv.robots, ID: id, From: now}, pv: pv}
 	warnSuspicious(s.h, hr, body, pv.robots) // loadwarn.go: too large, or no readable line
+	// trap.go: does robots.txt disallow the trap?
+	s.h.checkTrapVersion(hr.key.host, id, pv.robots)
 	vs := []*version{nv}
 	var dropped []*version
 	horizon := now.Add(-MaxGrace)
@@ -716,6 +718,7 @@ func (s *ruleSource) loadFile(hr *hostRules) error {
 		s.failed(hr, err)
 		return err
 	}
+	body = s.h.trapRules(body) // trap.go: the trap's Disallow line in every group
 	if err := s.publish(hr, body); err != nil {
 		s.failed(hr, err)
 		return fmt.Errorf("reading robots.txt file: %w", err)

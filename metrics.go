@@ -72,7 +72,8 @@ func registerMetrics(reg prometheus.Registerer) error {
 	initMetrics()
 	return registerCollectors(reg, metrics.decisions, metrics.fetches, metrics.stateErrors,
 		metrics.ruleMemory, metrics.ruleMemoryRefused, metrics.tableFull, metrics.rulesAge,
-		retryCounter(), purposeCollectorOnce(), bansCollectorOnce())
+		retryCounter(), purposeCollectorOnce(), bansCollectorOnce(),
+		disguisedCounter()) // disguised.go
 }
 
 // registerCollectors registers cs in reg, accepting collectors a previous
@@ -239,7 +240,7 @@ var (
 		agents.CategorySearch, agents.CategoryAITraining, agents.CategoryAISearch,
 		agents.CategoryAIAssistant, agents.CategorySEO, agents.CategoryArchive,
 		agents.CategorySocialPreview, agents.CategoryMonitoring, agents.CategoryFeedReader,
-		agents.CategoryHTTPLibrary, agents.CategoryOther,
+		agents.CategoryHTTPLibrary, agents.CategoryUndeclared, agents.CategoryOther,
 	}
 )
 
@@ -277,6 +278,8 @@ func categoryIndex(cat agents.Category) int {
 		return 8
 	case agents.CategoryHTTPLibrary:
 		return 9
+	case agents.CategoryUndeclared:
+		return 10
 	}
 	return len(categoryNames) - 1
 }

@@ -183,6 +183,38 @@ type Handler struct {
 	// its last good copy.
 	MaxRuleMemory int64 `json:"max_rule_memory,omitempty"`
 
+	// Disguised says what happens to undeclared crawlers: clients whose
+	// User-Agent claims a person's browser while the request shows a
+	// program (see the README's "Disguised crawlers"). "off", "log" or
+	// "enforce" sets every signal at once; empty (the default) gives each
+	// signal its own default: enforce for fetch_metadata and trap, which
+	// real Chromium and Firefox were proven to pass, log for
+	// fetch_metadata_safari and client_hints. An undeclared crawler is
+	// judged like any unnamed bot, by the "*" group, with strikes and
+	// Crawl-delay, in the agent category "undeclared"; log judges, counts
+	// and logs it as mode log does and never refuses it.
+	Disguised string `json:"disguised,omitempty"`
+	// DisguisedSignals sets the mode (off, log, enforce) of single signals,
+	// over Disguised: fetch_metadata (a Chromium 80+ or Firefox 90+ claim
+	// over HTTPS or to a loopback host without any Sec-Fetch-Site, -Mode or
+	// -Dest header), fetch_metadata_safari (the same for Safari 16.4+ and
+	// every browser on iOS 16.4+), client_hints (a Chrome, Edge or Opera
+	// 89+ claim without Sec-CH-UA) and trap.
+	DisguisedSignals map[string]string `json:"disguised_signals,omitempty"`
+	// Trap is a path (a prefix, as robots.txt reads it, e.g. /no-robots/)
+	// that robots.txt disallows for every crawler and that no person sees:
+	// link it hidden in your pages, or with the {http.robots.trap_link}
+	// placeholder ({http.robots.trap} is the path). A client that asks for
+	// it is answered 403 and judged as an undeclared crawler for TrapHold
+	// (see trap.go for who is marked, and the text-browser rule). With
+	// source file and inline the served robots.txt carries the trap's
+	// Disallow line in every group; with source site the site's own file
+	// must disallow it for "*" (the handler warns when it does not).
+	Trap string `json:"trap,omitempty"`
+	// TrapHold is how long a client that took the trap is judged as a
+	// crawler: 1m..7d, default 24h.
+	TrapHold caddy.Duration `json:"trap_hold,omitempty"`
+
 	// UseErrorRoutes makes refusals return errors (403, 503) to Caddy so
 	// that handle_errors can answer them; Retry-After is still set. By
 	// default the handler writes a short plain-text explanation itself, so
@@ -211,6 +243,10 @@ type Handler struct {
 	debug           bool // logger has debug enabled: one decision line per bot request
 	prefsHeader     bool // Preferences is "header" or "enforce"
 	ignoreLibraries bool // Libraries == "ignore"
+
+	// disguise: undeclared crawlers (disguised.go); nil when every
+	// signal is off.
+	disguise *disguise
 
 	logger        *zap.Logger
 	storeKey      string
@@ -413,6 +449,10 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		return err
 	}
 
+	// Before the rule source: the trap adds its line to inline rules.
+	if err := h.provisionDisguised(); err != nil {
+		return err
+	}
 	src, err := newRuleSource(h, ctx)
 	if err != nil {
 		return err
@@ -502,6 +542,7 @@ func (h *Handler) Validate() error {
 			errs = append(errs, errors.New("store: max_entries must not be negative"))
 		}
 	}
+	errs = append(errs, h.checkDisguised()...) // disguised.go
 	if len(errs) > 0 {
 		return fmt.Errorf("robots: %w", errors.Join(errs...))
 	}

@@ -39,7 +39,12 @@ func TestDemo(t *testing.T) {
 	c := newClient(t, cfg)
 
 	base := siteURL("localhost")
-	c.expect(base+"/private/", chromeUA, 200, "Private")
+	// A person's browser sends Fetch Metadata to localhost (a secure
+	// context); a script that only says Chrome is an undeclared crawler.
+	if res := c.get(base+"/private/", chromeUA, browserNav...); res.status != 200 || !strings.Contains(res.body, "Private") {
+		t.Errorf("a person on /private/: %d %q", res.status, res.body)
+	}
+	c.expect(base+"/private/", chromeUA, 403, "Your User-Agent claims Chrome")
 	c.expect(base+"/", gptbotUA, 403, "GPTBot", "Disallow: /", "/robots.txt")
 	c.expect(base+"/robots.txt", gptbotUA, 200, "User-agent: GPTBot")
 
@@ -58,7 +63,9 @@ func TestDemo(t *testing.T) {
 	c.expect(base+"/private/", exampleUA, 403, "Disallow: /private/", "line 2")
 	// People are never judged, whatever the path.
 	for i := 0; i < 5; i++ {
-		c.expect(base+"/private/", chromeUA, 200)
+		if res := c.get(base+"/private/", chromeUA, browserNav...); res.status != 200 {
+			t.Errorf("a person on /private/: %d", res.status)
+		}
 	}
 }
 
@@ -466,6 +473,8 @@ func TestJSONExample(t *testing.T) {
 	cfg := strings.Replace(string(raw), `"examples/site"`, `"`+repoPath("examples/site")+`"`, 1)
 	tc := newJSONClient(t, cfg)
 	tc.expect(siteURL("localhost")+"/", gptbotUA, 403, "Disallow: /")
-	tc.expect(siteURL("localhost")+"/private/", chromeUA, 200, "Private")
+	if res := tc.get(siteURL("localhost")+"/private/", chromeUA, browserNav...); res.status != 200 || !strings.Contains(res.body, "Private") {
+		t.Errorf("a person on /private/: %d %q", res.status, res.body)
+	}
 	tc.expect(siteURL("localhost")+"/robots.txt", gptbotUA, 200, "User-agent: GPTBot")
 }

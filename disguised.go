@@ -1,0 +1,457 @@
+package caddyrobots
+
+// Undeclared crawlers: scripts that wear a browser's User-Agent.
+//
+// robots.txt is not for people, but a script is not a person because it
+// says Mozilla/5.0. A browser's User-Agent is a claim, checked here against
+// what that browser always does, without a challenge, a cookie or
+// JavaScript:
+//
+//   - the headers a browser sends on every request to a secure context
+//     (agents.BrowserClaim): a request that claims Chrome 131 over HTTPS and
+//     carries no Sec-Fetch-* header was not sent by Chrome;
+//   - the trap (trap.go): a path robots.txt disallows for every crawler,
+//     linked where no person sees it; whoever asks for it read a link that
+//     robots.txt forbids.
+//
+// A client caught by either is an undeclared crawler: it is judged like any
+// unnamed bot, by the "*" group, with strikes and Crawl-delay, under the
+// agent category "undeclared" (agents.CategoryUndeclared), so that the
+// decision counters, the log lines, the status page and the audit show it
+// apart from the crawlers that name themselves. Each signal is off, log
+// (judged, counted and logged as mode log does, never refused) or enforce.
+// The default is what real browsers were proven to pass: see the README's
+// "Disguised crawlers".
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/caddyrobots/caddy-robots/agents"
+	"github.com/caddyrobots/caddy-robots/internal/policy"
+)
+
+// signal is one way an undeclared crawler shows itself.
+type signal uint8
+
+// The signals, in the order they are checked.
+const (
+	// signalFetchMetadata: a Chromium (80+) or Firefox (90+) claim over a
+	// secure context without any Sec-Fetch-Site, -Mode or -Dest header.
+	signalFetchMetadata signal = iota
+	// signalFetchMetadataSafari: the same for a Safari 16.4+ claim (every
+	// browser on iOS included). Not proven on a real Safari here.
+	signalFetchMetadataSafari
+	// signalClientHints: a Chromium 89+ claim (Chrome, Edge, Opera) over a
+	// secure context without Sec-CH-UA.
+	signalClientHints
+	// signalTrap: the client asked for the trap path.
+	signalTrap
+	numSignals
+)
+
+// signalNames are the signals' names in the config, the metric labels and
+// the log lines.
+var signalNames = [numSignals]string{"fetch_metadata", "fetch_metadata_safari", "client_hints", "trap"}
+
+// defaultSignalModes are the modes of the signals when `disguised` is not
+// set: enforce for the signals that real, headed Chromium and Firefox
+// passed with no false positive (integration/browsers_test.go); log for
+// the others: no Safari runs here, and a Firefox or Safari whose
+// User-Agent was switched to Chrome's (a common extension) sends Fetch
+// Metadata but no Sec-CH-UA.
+var defaultSignalModes = [numSignals]string{"enforce", "log", "log", "enforce"}
+
+// signalMode is what happens when a signal fires.
+type signalMode uint8
+
+const (
+	modeOff signalMode = iota
+	modeLog
+	modeEnforce
+)
+
+func parseSignalMode(s string) signalMode {
+	switch s {
+	case "log":
+		return modeLog
+	case "enforce":
+		return modeEnforce
+	}
+	return modeOff
+}
+
+func (m signalMode) String() string {
+	return [...]string{"off", "log", "enforce"}[m]
+}
+
+// disguise is a handler's state for undeclared crawlers; nil when every
+// signal is off.
+type disguise struct {
+	modes [numSignals]signalMode
+	// headers is set when a header signal is on; hints when client_hints is.
+	headers, hints bool
+	claims         *agents.BrowserClaims
+	trap           *trapConfig // nil without a trap
+	// proxied: 0 not known yet, 1 the server trusts no proxy, 2 it does
+	// (then X-Forwarded-Proto from a trusted proxy says the client used
+	// HTTPS).
+	proxied atomic.Int32
+	// twin is the handler in mode log that judges what a signal in log
+	// mode catches (made on first use: it copies the provisioned handler).
+	twinOnce sync.Once
+	twin     *Handler
+}
+
+// provisionDisguised reads the disguised, disguised_signals, trap and
+// trap_hold options (with their defaults, see applyDefaults) into h.disguise.
+func (h *Handler) provisionDisguised() error {
+	d := &disguise{}
+	on := false
+	for i := range d.modes {
+		mode := h.Disguised
+		if v, ok := h.DisguisedSignals[signalNames[i]]; ok {
+			mode = v
+		} else if mode == "" {
+			mode = defaultSignalModes[i]
+		}
+		d.modes[i] = parseSignalMode(mode)
+		if signal(i) == signalTrap && h.Trap == "" {
+			d.modes[i] = modeOff
+		}
+		on = on || d.modes[i] != modeOff
+	}
+	if !on {
+		h.disguise = nil
+		return nil
+	}
+	d.headers = d.modes[signalFetchMetadata] != modeOff || d.modes[signalFetchMetadataSafari] != modeOff || d.modes[signalClientHints] != modeOff
+	d.hints = d.modes[signalClientHints] != modeOff
+	if d.headers {
+		d.claims = sharedBrowserClaims()
+	}
+	if h.Trap != "" && d.modes[signalTrap] != modeOff {
+		d.trap = newTrapConfig(h)
+		if h.Source == "inline" {
+			// The served and enforced text carry the trap's Disallow line;
+			// source file adds it on every read (loader.go, loadFile).
+			h.Inline = withTrapRules(h.Inline, h.Trap)
+		}
+		if h.Source != "site" && h.RobotsTxt == "pass" {
+			h.logger.Warn("robots: trap with robots_txt pass: the site's own /robots.txt must disallow the trap for every crawler, or compliant crawlers that follow the link are judged",
+				zap.String("trap", h.Trap))
+		}
+	}
+	h.disguise = d
+	return nil
+}
+
+var (
+	claimsOnce sync.Once
+	claimsInst *agents.BrowserClaims
+)
+
+// sharedBrowserClaims is the process's cache of browser claims, shared by
+// every handler and kept across reloads.
+func sharedBrowserClaims() *agents.BrowserClaims {
+	claimsOnce.Do(func() { claimsInst = agents.NewBrowserClaims(0) })
+	return claimsInst
+}
+
+// undeclared is called by classify for a request Identify took for a
+// person's (or for an HTTP library under libraries ignore). It returns nil
+// when the request passes as before, and otherwise what judging it as an
+// undeclared crawler decided (nil when that allows it, or in log mode).
+//
+// A person's request over plain HTTP costs a few loads and compares here;
+// over HTTPS, one or two header lookups, and a cached claim lookup only when
+// a header is missing.
+func (h *Handler) undeclared(r *http.Request) *outcome {
+	// The common case, inlined into classify: a person over plain HTTP to
+	// a host that cannot be loopback, with no trap and no trusted proxy.
+	d := h.disguise
+	if d == nil || d.trap == nil && r.TLS == nil && d.proxied.Load() == 1 && !maybeLoopback(r.Host) {
+		return nil
+	}
+	return h.checkUndeclared(r, d)
+}
+
+// maybeLoopback reports whether host may name a loopback host
+// (agents.IsSecureHost decides): localhost, 127.x.x.x or [::1].
+func maybeLoopback(host string) bool {
+	return host != "" && (host[0] == 'l' || host[0] == 'L' || host[0] == '1' || host[0] == '[')
+}
+
+// checkUndeclared is undeclared past its first test.
+func (h *Handler) checkUndeclared(r *http.Request, d *disguise) *outcome {
+	if isSubrequest(r) {
+		return nil
+	}
+	if t := d.trap; t != nil {
+		t.offer(r)
+		if t.isTrap(r.URL.Path) {
+			return h.takeTrap(r, t)
+		}
+		if t.live() {
+			if mode, ok := h.trapMarked(r, t); ok {
+				return h.judgeUndeclared(r, sharedBrowserClaims().Lookup(userAgent(r)).Undeclared, signalTrap, mode)
+			}
+		}
+	}
+	if !d.headers || !d.secure(r) {
+		return nil
+	}
+	// A real browser's request carries the headers: decided without
+	// looking the User-Agent up.
+	fetch := hasFetchMetadata(r.Header)
+	if fetch && !d.hints {
+		return nil
+	}
+	if fetch {
+		if _, ok := r.Header["Sec-Ch-Ua"]; ok {
+			return nil
+		}
+	}
+	e := d.claims.Lookup(userAgent(r))
+	missing := e.Claim.Missing(r.Header, true)
+	if missing == 0 {
+		return nil
+	}
+	s, mode := d.strongest(&e.Claim, missing)
+	if mode == modeOff {
+		return nil
+	}
+	return h.judgeUndeclared(r, e.Undeclared, s, mode)
+}
+
+// hasFetchMetadata reports whether h carries a Fetch Metadata header.
+func hasFetchMetadata(h http.Header) bool {
+	if _, ok := h["Sec-Fetch-Site"]; ok {
+		return true
+	}
+	if _, ok := h["Sec-Fetch-Mode"]; ok {
+		return true
+	}
+	_, ok := h["Sec-Fetch-Dest"]
+	return ok
+}
+
+// strongest returns the signal among missing with the strictest mode.
+func (d *disguise) strongest(c *agents.BrowserClaim, missing agents.Signals) (signal, signalMode) {
+	best, mode := signalFetchMetadata, modeOff
+	consider := func(s signal) {
+		if d.modes[s] > mode {
+			best, mode = s, d.modes[s]
+		}
+	}
+	if missing&agents.FetchMetadata != 0 {
+		if c.Engine == agents.EngineWebKit {
+			consider(signalFetchMetadataSafari)
+		} else {
+			consider(signalFetchMetadata)
+		}
+	}
+	if missing&agents.ClientHints != 0 {
+		consider(signalClientHints)
+	}
+	return best, mode
+}
+
+// secure reports whether the client reached the site in a secure context,
+// where browsers send the headers: over TLS, to a loopback host, or over
+// HTTPS to a proxy this server trusts (X-Forwarded-Proto https).
+func (d *disguise) secure(r *http.Request) bool {
+	if r.TLS != nil || agents.IsSecureHost(r.Host) {
+		return true
+	}
+	p := d.proxied.Load()
+	if p == 0 {
+		p = 1
+		if srv, _ := r.Context().Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server); srv != nil && len(srv.TrustedProxiesRaw) > 0 {
+			p = 2
+		}
+		d.proxied.Store(p)
+	}
+	if p == 1 {
+		return false
+	}
+	if _, ok := r.Header["X-Forwarded-Proto"]; !ok {
+		return false
+	}
+	return requestIsHTTPS(r)
+}
+
+// judgeUndeclared judges r as a's, an undeclared crawler's, caught by
+// signal s: like any unnamed bot, by the "*" group, with strikes and
+// Crawl-delay. In log mode (the signal's or the handler's), the handler's
+// log twin judges it: counted and logged as mode log, with its own state,
+// never refused.
+func (h *Handler) judgeUndeclared(r *http.Request, a *agents.Shared, s signal, mode signalMode) *outcome {
+	hh := h
+	if mode != modeEnforce && h.enforce {
+		hh = h.disguise.logTwin(h)
+	}
+	vars, _ := r.Context().Value(caddyhttp.VarsCtxKey).(map[string]any)
+	addr := clientAddr{r: r, vars: vars}
+	if len(hh.exempt) > 0 && hh.exempted(addr.get()) {
+		return nil
+	}
+	o := outcome{published: published{agent: a}}
+	if !o.read(r) {
+		return robotsTxtOutcome
+	}
+	hh.decide(r, &o, &addr, "", false)
+	refused := hh.publishOutcome(r, vars, &o)
+	countDisguised(s, o.action, !hh.enforce)
+	h.logUndeclared(r, s, &o, hh.Mode)
+	if refused != nil {
+		refused.text = undeclaredWhy(r, s) + "\n\n" + refused.message()
+	}
+	return refused
+}
+
+// logTwin returns h in mode log, made once.
+func (d *disguise) logTwin(h *Handler) *Handler {
+	d.twinOnce.Do(func() {
+		t := *h
+		t.Mode, t.enforce = "log", false
+		d.twin = &t
+	})
+	return d.twin
+}
+
+// undeclaredWhy is the first paragraph of the refusal of an undeclared
+// crawler: what gave it away.
+func undeclaredWhy(r *http.Request, s signal) string {
+	switch s {
+	case signalTrap:
+		return "This client asked for a path that robots.txt disallows for every crawler and that no person sees (a trap), so it is judged as a crawler: by the \"*\" group of robots.txt."
+	case signalClientHints:
+		c := sharedBrowserClaims().Lookup(userAgent(r)).Claim
+		return "Your User-Agent claims " + c.Name + ", which always sends Sec-CH-UA over HTTPS and to localhost; this request carries none, so it is judged as an undeclared crawler: by the \"*\" group of robots.txt."
+	}
+	c := sharedBrowserClaims().Lookup(userAgent(r)).Claim
+	return "Your User-Agent claims " + c.Name + ", which always sends Sec-Fetch-Site, Sec-Fetch-Mode and Sec-Fetch-Dest over HTTPS and to localhost; this request carries none of them, so it is judged as an undeclared crawler: by the \"*\" group of robots.txt. A crawler should name itself in its User-Agent."
+}
+
+// logUndeclared writes an INFO line when a client is first judged as an
+// undeclared crawler by a signal (then at most every 10 minutes per signal,
+// address and agent), so that the log shows why before any refusal.
+func (h *Handler) logUndeclared(r *http.Request, s signal, o *outcome, mode string) {
+	if h.logger == nil || !h.logger.Core().Enabled(zapcore.InfoLevel) {
+		return
+	}
+	ip := o.client.Addr
+	if !ip.IsValid() {
+		ip = clientIP(nil, r)
+	}
+	key := "undeclared\x00" + mode + "\x00" + signalNames[s] + "\x00" + ip.String() + "\x00" + o.agent.Name
+	if ok, suppressed, _ := refusals.allow(key, h.now(), 10*time.Minute); ok {
+		if c := h.logger.Check(zapcore.InfoLevel, "robots: undeclared crawler"); c != nil {
+			c.Write(zap.String("signal", signalNames[s]), zap.String("crawler", o.agent.Name),
+				zap.String("remote_ip", ip.String()), zap.String("host", o.host),
+				zap.String("user_agent", truncateUTF8(userAgent(r), maxLoggedUA)),
+				zap.String("target", truncateUTF8(o.target.Raw, maxLoggedTarget)),
+				zap.String("decision", o.action.String()), zap.String("mode", mode),
+				zap.Int("suppressed", suppressed))
+		}
+	}
+}
+
+// The counter family caddy_robots_disguised_total.
+var disguisedMetric struct {
+	once    sync.Once
+	counter *prometheus.CounterVec
+	// byKind holds the counters, resolved once: [signal][action or trap][mode].
+	byKind [numSignals][policy.Actions + 1][2]prometheus.Counter
+}
+
+// actionTrap is the action label of a trap request itself.
+const actionTrap = policy.Actions
+
+func disguisedCounter() *prometheus.CounterVec {
+	disguisedMetric.once.Do(func() {
+		c := prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "caddy", Subsystem: "robots", Name: "disguised_total",
+			Help: "Requests judged as an undeclared crawler's, by the signal that gave it away (fetch_metadata, fetch_metadata_safari, client_hints, trap), the decision (allow, block, throttle, ban; trap for the trap request itself) and mode (enforce, log).",
+		}, []string{"signal", "action", "mode"})
+		for s := range numSignals {
+			for a := 0; a <= policy.Actions; a++ {
+				act := "trap"
+				if a < policy.Actions {
+					act = policy.Action(a).String()
+				}
+				for m, mode := range [...]string{"enforce", "log"} {
+					disguisedMetric.byKind[s][a][m] = c.WithLabelValues(signalNames[s], act, mode)
+				}
+			}
+		}
+		disguisedMetric.counter = c
+	})
+	return disguisedMetric.counter
+}
+
+// countDisguised counts one request of an undeclared crawler.
+func countDisguised(s signal, a policy.Action, logMode bool) {
+	countDisguisedKind(s, int(a), logMode)
+}
+
+func countDisguisedKind(s signal, a int, logMode bool) {
+	disguisedCounter()
+	m := 0
+	if logMode {
+		m = 1
+	}
+	disguisedMetric.byKind[s][a][m].Inc()
+}
+
+// validDisguisedMode reports whether v is a mode of disguised.
+func validDisguisedMode(v string) bool {
+	return v == "off" || v == "log" || v == "enforce"
+}
+
+// checkDisguised validates the disguised, disguised_signals, trap and
+// trap_hold options.
+func (h *Handler) checkDisguised() []error {
+	var errs []error
+	if h.Disguised != "" && !validDisguisedMode(h.Disguised) {
+		errs = append(errs, fmt.Errorf("disguised: unknown value %q (want off, log or enforce)", h.Disguised))
+	}
+	for k, v := range h.DisguisedSignals {
+		if !isSignalName(k) {
+			errs = append(errs, fmt.Errorf("disguised: unknown signal %q (want %s)", k, strings.Join(signalNames[:], ", ")))
+		}
+		if !validDisguisedMode(v) {
+			errs = append(errs, fmt.Errorf("disguised %s: unknown value %q (want off, log or enforce)", k, v))
+		}
+	}
+	if h.Trap != "" {
+		if err := checkTrapPath(h.Trap); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if d := time.Duration(h.TrapHold); d != 0 {
+		if err := checkDuration("trap hold", d, MinTrapHold, MaxTrapHold); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs
+}
+
+func isSignalName(s string) bool {
+	for _, n := range signalNames {
+		if n == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,434 @@
+package caddyrobots
+
+import (
+	"crypto/tls"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	dto "github.com/prometheus/client_model/go"
+	"go.uber.org/zap"
+
+	"github.com/caddyrobots/caddy-robots/internal/policy"
+)
+
+const (
+	firefoxUA = "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0"
+	safariUA  = "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.1 Safari/605.1.15"
+	lynxUA    = "Lynx/2.9.0dev.12 libwww-FM/2.14 SSL-MM/1.4.1 GNUTLS/3.7.9"
+	oldUA     = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/70.0.3538.102 Safari/537.36"
+)
+
+// chromeHeaders and firefoxHeaders are what the browsers send on a
+// navigation over HTTPS.
+var (
+	chromeHeaders  = []string{"Sec-Fetch-Site: none", "Sec-Fetch-Mode: navigate", "Sec-Fetch-Dest: document", "Sec-Fetch-User: ?1", `Sec-CH-UA: "Chromium";v="131", "Not_A Brand";v="24"`}
+	firefoxHeaders = []string{"Sec-Fetch-Site: none", "Sec-Fetch-Mode: navigate", "Sec-Fetch-Dest: document", "Sec-Fetch-User: ?1"}
+)
+
+// serveAs sends one request through h: over TLS when https is set, with the
+// Host header host (example.com when empty), and returns the status and
+// body.
+func serveAs(t testing.TB, h *Handler, https bool, host, target, ua, remote string, headers ...string) (int, string) {
+	t.Helper()
+	req, w := prepared("GET", target, ua, remote)
+	if https {
+		req.TLS = &tls.ConnectionState{}
+	}
+	if host != "" {
+		req.Host = host
+	}
+	for _, hd := range headers {
+		k, v, _ := strings.Cut(hd, ":")
+		req.Header.Set(k, strings.TrimSpace(v))
+	}
+	if err := h.ServeHTTP(w, req, okNext); err != nil {
+		t.Fatalf("%s %s: %v", ua, target, err)
+	}
+	return w.Code, w.Body.String()
+}
+
+func disguisedCount(signal, action, mode string) float64 {
+	var m dto.Metric
+	if err := disguisedCounter().WithLabelValues(signal, action, mode).Write(&m); err != nil {
+		panic(err)
+	}
+	return m.GetCounter().GetValue()
+}
+
+func TestDisguisedHeaders(t *testing.T) {
+	h, done := newTestHandler(t, &Handler{CrawlDelay: "off"})
+	defer done()
+	h.logger = zap.NewNop()
+	cases := []struct {
+		name    string
+		https   bool
+		host    string
+		ua      string
+		target  string
+		headers []string
+		status  int
+		body    string
+	}{
+		{"chrome over https with its headers", true, "", benchBrowserUA, "/private/", chromeHeaders, 200, ""},
+		{"chrome claim over https without any", true, "", benchBrowserUA, "/private/", nil, 403, "Your User-Agent claims Chrome, which always sends Sec-Fetch-Site"},
+		{"the refusal names the rule of \"*\"", true, "", benchBrowserUA, "/private/x", nil, 403, "Disallow: /private/"},
+		{"an allowed path is served to an undeclared crawler", true, "", benchBrowserUA, "/", nil, 200, ""},
+		{"one Fetch Metadata header is enough", true, "", benchBrowserUA, "/private/", []string{"Sec-Fetch-Dest: image", "Sec-CH-UA: x"}, 200, ""},
+		{"no Sec-CH-UA: log by default", true, "", benchBrowserUA, "/private/", chromeHeaders[:3], 200, ""},
+		{"plain HTTP is never judged by headers", false, "", benchBrowserUA, "/private/", nil, 200, ""},
+		{"plain HTTP to localhost is a secure context", false, "localhost:8080", benchBrowserUA, "/private/", nil, 403, "Sec-Fetch-Site"},
+		{"plain HTTP to 127.0.0.1", false, "127.0.0.1:8080", benchBrowserUA, "/private/", nil, 403, "undeclared crawler"},
+		{"plain HTTP to a .localhost name is not", false, "a.localhost:8080", benchBrowserUA, "/private/", nil, 200, ""},
+		{"firefox with its headers", true, "", firefoxUA, "/private/", firefoxHeaders, 200, ""},
+		{"firefox claim without", true, "", firefoxUA, "/private/", nil, 403, "Your User-Agent claims Firefox"},
+		{"safari claim without: log by default", true, "", safariUA, "/private/", nil, 200, ""},
+		{"chrome 70 is older than the cut-off", true, "", oldUA, "/private/", nil, 200, ""},
+		{"lynx sends none and is not judged by headers", true, "", lynxUA, "/private/", nil, 200, ""},
+	}
+	for _, c := range cases {
+		status, body := serveAs(t, h, c.https, c.host, c.target, c.ua, "203.0.113.50:4000", c.headers...)
+		if status != c.status || !strings.Contains(body, c.body) {
+			t.Errorf("%s: %d %q, want %d containing %q", c.name, status, body, c.status, c.body)
+		}
+	}
+}
+
+func TestDisguisedCountsAndCategory(t *testing.T) {
+	h, done := newTestHandler(t, &Handler{CrawlDelay: "off"})
+	defer done()
+	h.logger = zap.NewNop()
+	blocked := disguisedCount("fetch_metadata", "block", "enforce")
+	logged := disguisedCount("client_hints", "block", "log")
+	cat := botCount(int(kindIndex[policy.Block][policy.Rule]), categoryIndex("undeclared"), purposeIndex("other"), 0)
+
+	serveAs(t, h, true, "", "/private/", benchBrowserUA, "203.0.113.51:1")
+	if d := disguisedCount("fetch_metadata", "block", "enforce") - blocked; d != 1 {
+		t.Errorf("fetch_metadata block enforce counted %v, want 1", d)
+	}
+	if d := botCount(int(kindIndex[policy.Block][policy.Rule]), categoryIndex("undeclared"), purposeIndex("other"), 0) - cat; d != 1 {
+		t.Errorf("decisions of category undeclared: %v, want 1", d)
+	}
+	// Sec-CH-UA missing, Fetch Metadata present: judged in log mode, served.
+	if s, _ := serveAs(t, h, true, "", "/private/", benchBrowserUA, "203.0.113.51:1", chromeHeaders[:3]...); s != 200 {
+		t.Errorf("client_hints in log mode refused: %d", s)
+	}
+	if d := disguisedCount("client_hints", "block", "log") - logged; d != 1 {
+		t.Errorf("client_hints block log counted %v, want 1", d)
+	}
+}
+
+func TestDisguisedModes(t *testing.T) {
+	for _, c := range []struct {
+		cfg    Handler
+		ua     string
+		hdrs   []string
+		status int
+	}{
+		{Handler{Disguised: "off"}, benchBrowserUA, nil, 200},
+		{Handler{Disguised: "log"}, benchBrowserUA, nil, 200},
+		{Handler{Disguised: "enforce"}, benchBrowserUA, chromeHeaders[:3], 403}, // client hints enforced too
+		{Handler{Disguised: "enforce"}, firefoxUA, firefoxHeaders, 200},
+		{Handler{DisguisedSignals: map[string]string{"fetch_metadata": "log"}}, benchBrowserUA, nil, 200},
+		{Handler{DisguisedSignals: map[string]string{"fetch_metadata_safari": "enforce"}}, safariUA, nil, 403},
+		{Handler{Mode: "log"}, benchBrowserUA, nil, 200},
+	} {
+		cfg := c.cfg
+		cfg.CrawlDelay = "off"
+		h, done := newTestHandler(t, &cfg)
+		h.logger = zap.NewNop()
+		if s, _ := serveAs(t, h, true, "", "/private/", c.ua, "203.0.113.52:1", c.hdrs...); s != c.status {
+			t.Errorf("disguised %q %v, %s: %d, want %d", c.cfg.Disguised, c.cfg.DisguisedSignals, c.ua, s, c.status)
+		}
+		done()
+	}
+}
+
+// TestDisguisedDeclaredUnchanged: crawlers that name themselves are judged
+// as before, whatever headers they send.
+func TestDisguisedDeclaredUnchanged(t *testing.T) {
+	h, done := newTestHandler(t, &Handler{CrawlDelay: "off", Trap: "/trap/"})
+	defer done()
+	h.logger = zap.NewNop()
+	if s, body := serveAs(t, h, true, "", "/private/", benchBotUA, "203.0.113.53:1", chromeHeaders...); s != 403 || strings.Contains(body, "undeclared") {
+		t.Errorf("declared crawler: %d %q", s, body)
+	}
+	if s, _ := serveAs(t, h, true, "", "/about", "GPTBot/1.2", "203.0.113.53:1"); s != 403 {
+		t.Errorf("GPTBot: %d", s)
+	}
+	// Its trap request is refused by the rule the trap added, as a strike,
+	// not as a trap.
+	before := disguisedCount("trap", "trap", "enforce")
+	if s, body := serveAs(t, h, false, "", "/trap/", benchBotUA, "203.0.113.53:1"); s != 403 || !strings.Contains(body, "Disallow: /trap/") {
+		t.Errorf("declared crawler on the trap: %d %q", s, body)
+	}
+	if d := disguisedCount("trap", "trap", "enforce") - before; d != 0 {
+		t.Errorf("a declared crawler's trap request counted as a trap: %v", d)
+	}
+}
+
+func TestTrap(t *testing.T) {
+	h, done := newTestHandler(t, &Handler{CrawlDelay: "off", Trap: "/trap/", Source: "inline",
+		Inline: "User-agent: GPTBot\nUser-agent: CCBot\nDisallow: /\n\nUser-agent: Googlebot\nAllow: /\n\nUser-agent: *\nDisallow: /private/\n"})
+	defer done()
+	h.logger = zap.NewNop()
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	h.now = func() time.Time { return now }
+
+	// The served robots.txt disallows the trap in every group.
+	_, txt := serveAs(t, h, false, "", "/robots.txt", benchBrowserUA, "198.51.100.1:1")
+	if n := strings.Count(txt, "Disallow: /trap/"); n != 3 {
+		t.Errorf("robots.txt has %d trap lines, want 3 (one per group):\n%s", n, txt)
+	}
+
+	const addr = "198.51.100.2:1"
+	// A browser's full header set, over HTTPS, that takes the trap.
+	if s, body := serveAs(t, h, true, "", "/trap/", benchBrowserUA, addr, chromeHeaders...); s != 403 || !strings.Contains(body, "judged by the \"*\" group") {
+		t.Fatalf("trap: %d %q", s, body)
+	}
+	// From its next request it is a crawler judged by "*".
+	if s, body := serveAs(t, h, true, "", "/private/a", benchBrowserUA, addr, chromeHeaders...); s != 403 || !strings.Contains(body, "trap") {
+		t.Errorf("after the trap, /private/a: %d %q", s, body)
+	}
+	if s, _ := serveAs(t, h, true, "", "/public", benchBrowserUA, addr, chromeHeaders...); s != 200 {
+		t.Errorf("after the trap, an allowed page: %d", s)
+	}
+	if s, _ := serveAs(t, h, true, "", "/robots.txt", benchBrowserUA, addr, chromeHeaders...); s != 200 {
+		t.Errorf("after the trap, /robots.txt: %d", s)
+	}
+	// Another browser on the same address, and the same browser elsewhere,
+	// are not affected.
+	if s, _ := serveAs(t, h, true, "", "/private/a", firefoxUA, addr, firefoxHeaders...); s != 200 {
+		t.Errorf("another browser on the address: %d", s)
+	}
+	if s, _ := serveAs(t, h, true, "", "/private/a", benchBrowserUA, "198.51.100.3:1", chromeHeaders...); s != 200 {
+		t.Errorf("the same User-Agent from another address: %d", s)
+	}
+	// The mark ends after the hold.
+	now = now.Add(DefaultTrapHold + time.Minute)
+	if s, _ := serveAs(t, h, true, "", "/private/a", benchBrowserUA, addr, chromeHeaders...); s != 200 {
+		t.Errorf("after the hold: %d", s)
+	}
+}
+
+// TestTrapTextBrowser: a person in Lynx who follows the trap once by hand
+// gets its 403 and nothing more at a person's pace; a crawler's pace or a
+// second trap request confirms a crawler.
+func TestTrapTextBrowser(t *testing.T) {
+	h, done := newTestHandler(t, &Handler{CrawlDelay: "off", Trap: "/trap/"})
+	defer done()
+	h.logger = zap.NewNop()
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	h.now = func() time.Time { return now }
+
+	const person = "192.0.2.10:1"
+	if s, body := serveAs(t, h, false, "", "/trap/", lynxUA, person); s != 403 || !strings.Contains(body, "by hand in a text browser") {
+		t.Fatalf("trap: %d %q", s, body)
+	}
+	for i := range 5 {
+		now = now.Add(1500 * time.Millisecond)
+		if s, body := serveAs(t, h, false, "", "/private/p"+string(rune('a'+i)), lynxUA, person); s != 200 {
+			t.Errorf("person at a person's pace, request %d: %d %q", i, s, body)
+		}
+	}
+
+	const crawler = "192.0.2.11:1"
+	serveAs(t, h, false, "", "/trap/", lynxUA, crawler)
+	now = now.Add(30 * time.Millisecond)
+	if s, _ := serveAs(t, h, false, "", "/private/a", lynxUA, crawler); s != 403 {
+		t.Errorf("lynx at a crawler's pace after the trap: %d, want 403", s)
+	}
+	now = now.Add(10 * time.Second)
+	if s, _ := serveAs(t, h, false, "", "/private/b", lynxUA, crawler); s != 403 {
+		t.Errorf("a confirmed crawler that slowed down: %d, want 403", s)
+	}
+
+	const twice = "192.0.2.12:1"
+	serveAs(t, h, false, "", "/trap/", lynxUA, twice)
+	now = now.Add(5 * time.Second)
+	serveAs(t, h, false, "", "/trap/other", lynxUA, twice)
+	now = now.Add(5 * time.Second)
+	if s, _ := serveAs(t, h, false, "", "/private/a", lynxUA, twice); s != 403 {
+		t.Errorf("a text browser that took the trap twice: %d, want 403", s)
+	}
+}
+
+func TestTrapLogMode(t *testing.T) {
+	h, done := newTestHandler(t, &Handler{CrawlDelay: "off", Trap: "/trap/", Disguised: "log"})
+	defer done()
+	h.logger = zap.NewNop()
+	before := disguisedCount("trap", "block", "log")
+	if s, _ := serveAs(t, h, false, "", "/trap/", benchBrowserUA, "192.0.2.20:1"); s != 200 {
+		t.Errorf("trap in log mode: %d, want it served", s)
+	}
+	if s, _ := serveAs(t, h, false, "", "/private/", benchBrowserUA, "192.0.2.20:1"); s != 200 {
+		t.Errorf("after the trap in log mode: %d", s)
+	}
+	if d := disguisedCount("trap", "block", "log") - before; d != 1 {
+		t.Errorf("log mode counted %v would-be blocks, want 1", d)
+	}
+}
+
+// TestTrapSiteWithoutDisallow: a trap the site's robots.txt does not
+// disallow marks nobody.
+func TestTrapSiteWithoutDisallow(t *testing.T) {
+	h, done := newTestHandler(t, &Handler{CrawlDelay: "off", Trap: "/trap/", Source: "inline", Inline: "User-agent: *\nDisallow: /private/\n"})
+	defer done()
+	h.logger = zap.NewNop()
+	// Inline gets the line added; simulate a site whose file lacks it.
+	if err := h.rules.publish(h.rules.fixed, []byte("User-agent: *\nDisallow: /private/\n")); err != nil {
+		t.Fatal(err)
+	}
+	if s, _ := serveAs(t, h, false, "", "/trap/", benchBrowserUA, "192.0.2.30:1"); s != 200 {
+		t.Errorf("a trap robots.txt allows: %d, want it served", s)
+	}
+	if s, _ := serveAs(t, h, false, "", "/private/", benchBrowserUA, "192.0.2.30:1"); s != 200 {
+		t.Errorf("after a trap robots.txt allows: %d", s)
+	}
+}
+
+func TestWithTrapRules(t *testing.T) {
+	for in, want := range map[string]string{
+		"User-agent: *\nDisallow: /a/\n":           "User-agent: *\nDisallow: /t/\nDisallow: /a/\n",
+		"User-agent: A\nUser-agent: B\nAllow: /\n": "User-agent: A\nUser-agent: B\nDisallow: /t/\nAllow: /\n\nUser-agent: *\nDisallow: /t/\n",
+		"":                                       "\nUser-agent: *\nDisallow: /t/\n",
+		"Sitemap: /s.xml\nuser-agent: * # all\n": "Sitemap: /s.xml\nuser-agent: * # all\nDisallow: /t/\n",
+		"User-agent: *\n\nUser-agent: X\nDisallow: /x\n#end": "User-agent: *\nDisallow: /t/\n\nUser-agent: X\nDisallow: /t/\nDisallow: /x\n#end\n",
+	} {
+		if got := withTrapRules(in, "/t/"); got != want {
+			t.Errorf("withTrapRules(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestDisguisedCaddyfile(t *testing.T) {
+	ok := map[string]func(h *Handler) bool{
+		"robots {\n disguised off\n}":                          func(h *Handler) bool { return h.Disguised == "off" },
+		"robots {\n disguised {\n client_hints enforce\n }\n}": func(h *Handler) bool { return h.DisguisedSignals["client_hints"] == "enforce" },
+		"robots {\n disguised log {\n trap enforce\n }\n}": func(h *Handler) bool {
+			return h.Disguised == "log" && h.DisguisedSignals["trap"] == "enforce"
+		},
+		"robots {\n trap /no-robots/\n}":    func(h *Handler) bool { return h.Trap == "/no-robots/" && h.TrapHold == 0 },
+		"robots {\n trap /no-robots/ 2h\n}": func(h *Handler) bool { return time.Duration(h.TrapHold) == 2*time.Hour },
+		"robots {\n trap /hidden-link\n}":   func(h *Handler) bool { return h.Trap == "/hidden-link" },
+	}
+	for src, check := range ok {
+		h := &Handler{}
+		if err := h.UnmarshalCaddyfile(caddyfile.NewTestDispenser(src)); err != nil {
+			t.Errorf("%q: %v", src, err)
+			continue
+		}
+		if !check(h) {
+			t.Errorf("%q: parsed as %+v", src, h)
+		}
+	}
+	for src, want := range map[string]string{
+		"robots {\n disguised\n}":                         "needs a mode",
+		"robots {\n disguised sometimes\n}":               "unknown value",
+		"robots {\n disguised {\n headers enforce\n }\n}": "unknown signal",
+		"robots {\n disguised {\n trap maybe\n }\n}":      "unknown value",
+		"robots {\n trap\n}":                              "needs a path",
+		"robots {\n trap no-slash\n}":                     "not a path",
+		"robots {\n trap /robots.txt\n}":                  "always served",
+		"robots {\n trap /a*b\n}":                         "plain path",
+		"robots {\n trap /t/ 10s\n}":                      "outside",
+		"robots {\n trap /t/ 1h extra\n}":                 "needs a path",
+	} {
+		err := (&Handler{}).UnmarshalCaddyfile(caddyfile.NewTestDispenser(src))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: error %v, want one containing %q", src, err, want)
+		}
+	}
+}
+
+func TestDisguisedValidate(t *testing.T) {
+	for _, c := range []struct {
+		h    Handler
+		want string
+	}{
+		{Handler{Disguised: "maybe"}, "disguised: unknown value"},
+		{Handler{DisguisedSignals: map[string]string{"headers": "log"}}, "unknown signal"},
+		{Handler{DisguisedSignals: map[string]string{"trap": "on"}}, "unknown value"},
+		{Handler{Trap: "x"}, "not a path"},
+		{Handler{Trap: "/t/", TrapHold: 1}, "outside"},
+	} {
+		h := c.h
+		h.applyDefaults()
+		err := h.Validate()
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: %v, want an error containing %q", c.h, err, c.want)
+		}
+	}
+}
+
+// TestDisguisedAllocations: a person's request allocates nothing, over
+// HTTPS with the headers checked, and with a trap configured.
+func TestDisguisedAllocations(t *testing.T) {
+	h, done := newTestHandler(t, &Handler{CrawlDelay: "off"})
+	defer done()
+	h.logger, h.debug = zap.NewNop(), false
+	req, w := prepared("GET", "/private/index.html", benchBrowserUA, "203.0.113.1:5000")
+	req.TLS = &tls.ConnectionState{}
+	for _, hd := range chromeHeaders {
+		k, v, _ := strings.Cut(hd, ":")
+		req.Header.Set(k, strings.TrimSpace(v))
+	}
+	if n := testing.AllocsPerRun(200, func() { _ = h.ServeHTTP(w, req, nopNext) }); n != 0 {
+		t.Errorf("browser over HTTPS: %v allocations, want 0", n)
+	}
+	// Firefox sends no Sec-CH-UA: its claim is looked up (cached).
+	req.Header.Del("Sec-Ch-Ua")
+	req.Header.Set("User-Agent", firefoxUA)
+	if n := testing.AllocsPerRun(200, func() { _ = h.ServeHTTP(w, req, nopNext) }); n != 0 {
+		t.Errorf("Firefox over HTTPS: %v allocations, want 0", n)
+	}
+	// A trap configured, nobody marked, plain HTTP.
+	ht, done2 := newTestHandler(t, &Handler{CrawlDelay: "off", Trap: "/no-robots/"})
+	defer done2()
+	ht.logger, ht.debug = zap.NewNop(), false
+	req2, w2 := prepared("GET", "/private/index.html", benchBrowserUA, "203.0.113.1:5000")
+	if n := testing.AllocsPerRun(200, func() { _ = ht.ServeHTTP(w2, req2, nopNext) }); n != 0 {
+		t.Errorf("browser with a trap configured: %v allocations, want 0", n)
+	}
+}
+
+// BenchmarkServeHTTPBrowserHTTPS is BenchmarkServeHTTPBrowser over TLS
+// with Chrome's headers: the headers are checked.
+func BenchmarkServeHTTPBrowserHTTPS(b *testing.B) {
+	h, done := newTestHandler(b, &Handler{})
+	defer done()
+	h.logger, h.debug = zap.NewNop(), false
+	req, w := prepared("GET", "/private/index.html", benchBrowserUA, "203.0.113.1:5000")
+	req.TLS = &tls.ConnectionState{}
+	for _, hd := range chromeHeaders {
+		k, v, _ := strings.Cut(hd, ":")
+		req.Header.Set(k, strings.TrimSpace(v))
+	}
+	_ = h.ServeHTTP(w, req, nopNext)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		_ = h.ServeHTTP(w, req, nopNext)
+	}
+}
+
+// BenchmarkServeHTTPBrowserTrap is a person's request with a trap
+// configured and nobody marked, each request prepared anew (the trap's
+// placeholders are added to each request's replacer): subtract
+// BenchmarkServeHTTPBrowserFresh.
+func BenchmarkServeHTTPBrowserTrap(b *testing.B) {
+	h, done := newTestHandler(b, &Handler{Trap: "/no-robots/"})
+	defer done()
+	h.logger, h.debug = zap.NewNop(), false
+	benchServe(b, h, "/private/index.html", benchBrowserUA, "203.0.113.1:5000", true)
+}
+
+// BenchmarkServeHTTPBrowserFresh is BenchmarkServeHTTPBrowser with each
+// request prepared anew, the baseline of BenchmarkServeHTTPBrowserTrap.
+func BenchmarkServeHTTPBrowserFresh(b *testing.B) {
+	h, done := newTestHandler(b, &Handler{})
+	defer done()
+	h.logger, h.debug = zap.NewNop(), false
+	benchServe(b, h, "/private/index.html", benchBrowserUA, "203.0.113.1:5000", true)
+}
