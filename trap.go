@@ -172,7 +172,7 @@ func (h *Handler) trapMode(r *http.Request) (signalMode, string) {
 }
 
 func (h *Handler) trapKeyOf(r *http.Request, scope string) trapKey {
-	return trapKey{scope: scope, prefix: rotationPrefix(clientIP(nil, r)), ua: maphash.String(trapSeed, userAgent(r))}
+	return trapKey{scope: scope, prefix: clientPrefix(clientIP(nil, r)), ua: maphash.String(trapSeed, userAgent(r))}
 }
 
 // trapMarked reports whether r comes from a client that took the trap and
@@ -354,4 +354,16 @@ func trapKeySuffix(h *Handler) string {
 		return ""
 	}
 	return "|trap:" + h.Trap
+}
+
+// clientPrefix is a client address's network as state identities count
+// it: IPv4 /32, IPv6 /64 (a subscriber's usual share).
+func clientPrefix(ip netip.Addr) netip.Prefix {
+	ip = ip.Unmap().WithZone("")
+	bits := 32
+	if ip.Is6() {
+		bits = 64
+	}
+	p, _ := ip.Prefix(bits)
+	return p
 }

@@ -402,7 +402,7 @@ func majorMinor(v string) int {
 func UndeclaredAgent(ua string) Agent {
 	name := ParseBrowserClaim(ua).Name
 	if name == "" {
-		name = productName(ua)
+		name = browserName(ua)
 	}
 	return Agent{
 		Bot: true, Name: name + " (undeclared)", Category: CategoryUndeclared, Purpose: PurposeOther,
@@ -410,10 +410,10 @@ func UndeclaredAgent(ua string) Agent {
 	}
 }
 
-// productName is the name of a User-Agent's browser for UndeclaredAgent:
+// browserName is the name of a User-Agent's browser for UndeclaredAgent:
 // the browser product it carries, a text browser's name, or its first
 // product token.
-func productName(ua string) string {
+func browserName(ua string) string {
 	s := strings.TrimSpace(ua)
 	for _, name := range textBrowsers {
 		if len(s) >= len(name) && strings.EqualFold(s[:len(name)], name) {

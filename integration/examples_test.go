@@ -227,6 +227,14 @@ func (ex *runningExample) get(host, path, ua string, want int, contains ...strin
 		ex.t.Fatal(err)
 	}
 	req.Header.Set("User-Agent", ua)
+	if ua == chromeUA {
+		// A person's Chrome sends its Fetch Metadata to localhost, a
+		// secure context: a bare Chrome User-Agent is a script's claim.
+		for _, h := range browserNav {
+			k, v, _ := strings.Cut(h, ":")
+			req.Header.Set(k, strings.TrimSpace(v))
+		}
+	}
 	res, err := ex.client.Do(req)
 	if err != nil {
 		ex.t.Fatalf("GET %s: %v", url, err)
