@@ -111,7 +111,7 @@ func (a *adminAPI) serve(w http.ResponseWriter, r *http.Request) error {
 		if err := allowMethods(w, r, http.MethodPost); err != nil {
 			return err
 		}
-		return writeJSON(w, reloadAll(handlers()))
+		return writeJSON(w, reloadAll(r.Context(), handlers()))
 	}
 	return caddy.APIError{HTTPStatus: http.StatusNotFound, Err: fmt.Errorf("robots: no admin route %s (see /robots/ for the status page)", path)}
 }

@@ -3,8 +3,9 @@ package caddyrobots
 // POST /robots/reload: load every site's robots.txt now.
 
 import (
-	"sync"
-	"time"
+	"context"
+
+	"github.com/caddyrobots/caddy-robots/internal/sites"
 )
 
 // reloadResult reports the reload of one site.
@@ -29,89 +30,32 @@ type reloadReport struct {
 // reloadAll loads every site's robots.txt now: through the server for
 // source site, from disk for source file; inline text has nothing to load.
 // Sites shared by several handlers are loaded once.
-func reloadAll(hs []*Handler) reloadReport {
-	type job struct {
-		idx int
-		h   *Handler
-		hr  *hostRules
-	}
-	var jobs []job
-	seen := map[*hostRules]bool{}
-	for i, h := range hs {
-		for _, hr := range adminSites(h) {
-			if !seen[hr] {
-				seen[hr] = true
-				jobs = append(jobs, job{i, h, hr})
-			}
+func reloadAll(ctx context.Context, hs []*Handler) reloadReport {
+	var loaders []*sites.Loader
+	var owners []*Handler
+	for _, h := range hs {
+		if h.rules != nil {
+			loaders = append(loaders, h.rules.Loader)
+			owners = append(owners, h)
 		}
 	}
-	results := make([]reloadResult, len(jobs))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, adminReloadPar)
-	for n, j := range jobs {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			results[n] = reloadSite(j.idx, j.h, j.hr)
-		}()
+	rep := reloadReport{Reloaded: []reloadResult{}}
+	for _, r := range sites.Reload(ctx, loaders) {
+		h := owners[r.Loader]
+		rep.Reloaded = append(rep.Reloaded, reloadResult{
+			Handler: handlerIndex(hs, h), Source: h.Source, Host: r.Host, Server: r.Server, File: r.File,
+			Result: r.Result, Error: r.Error, Previous: r.Previous, Version: r.Version, Changed: r.Version != r.Previous,
+		})
 	}
-	wg.Wait()
-	return reloadReport{Reloaded: results}
+	return rep
 }
 
-func currentID(hr *hostRules) string {
-	if vs := hr.snap.Load().versions; len(vs) > 0 {
-		return vs[0].ID
-	}
-	return ""
-}
-
-// reloadSite loads one site's robots.txt now and reports the outcome.
-func reloadSite(idx int, h *Handler, hr *hostRules) reloadResult {
-	res := reloadResult{Handler: idx, Source: h.Source, Host: hr.key.host, Server: hr.key.server, Previous: currentID(hr)}
-	switch h.Source {
-	case "site":
-		h.rules.load(hr, nil)
-		hr.mu.Lock()
-		res.Result, res.Error = hr.lastResult, hr.lastErr
-		hr.mu.Unlock()
-		if res.Result == "" {
-			res.Result = "skipped"
-			res.Error = "the site's server is not known yet"
+// handlerIndex is h's position in hs, as /robots/status numbers handlers.
+func handlerIndex(hs []*Handler, h *Handler) int {
+	for i, x := range hs {
+		if x == h {
+			return i
 		}
-	case "file":
-		res.File = h.File
-		res.Result = "ok"
-		if err := reloadFile(h.rules, hr); err != nil {
-			res.Result, res.Error = "error", err.Error()
-		}
-	default:
-		res.Result = "unchanged"
 	}
-	res.Version = currentID(hr)
-	res.Changed = res.Version != res.Previous
-	return res
-}
-
-// reloadFile reads a file source again and publishes it if it changed. It
-// does not touch the file watcher's own bookkeeping: the watcher, seeing
-// the same content next time, publishes nothing new.
-func reloadFile(s *ruleSource, hr *hostRules) error {
-	body, err := readRobotsFile(s.h.File)
-	now := time.Now()
-	if err == nil {
-		err = s.publish(hr, body)
-	}
-	if err != nil {
-		s.failed(hr, err)
-	}
-	hr.mu.Lock()
-	hr.lastFetch, hr.lastResult, hr.lastErr = now, "ok", ""
-	if err != nil {
-		hr.lastResult, hr.lastErr = "error", err.Error()
-	}
-	hr.mu.Unlock()
-	return err
+	return -1
 }

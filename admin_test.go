@@ -277,14 +277,14 @@ func TestAdminReloadFile(t *testing.T) {
 	}
 	h, done := newTestHandler(t, &Handler{Source: "file", File: file})
 	defer done()
-	before := currentID(h.rules.fixed)
+	before := currentVersion(h)
 	if before == "" {
 		t.Fatal("no version loaded from the file")
 	}
 	if err := os.WriteFile(file, []byte("User-agent: *\nDisallow: /two/\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rep := reloadAll([]*Handler{h})
+	rep := reloadAll(context.Background(), []*Handler{h})
 	if len(rep.Reloaded) != 1 {
 		t.Fatalf("reloaded %+v", rep)
 	}
@@ -293,15 +293,28 @@ func TestAdminReloadFile(t *testing.T) {
 		t.Errorf("reload: %+v", r)
 	}
 	// Reloading again changes nothing.
-	if r := reloadAll([]*Handler{h}).Reloaded[0]; r.Changed || r.Result != "ok" {
+	if r := reloadAll(context.Background(), []*Handler{h}).Reloaded[0]; r.Changed || r.Result != "ok" {
 		t.Errorf("second reload: %+v", r)
 	}
 	if err := os.Remove(file); err != nil {
 		t.Fatal(err)
 	}
-	if r := reloadAll([]*Handler{h}).Reloaded[0]; r.Result != "error" || r.Error == "" || r.Version != r.Previous {
+	if r := reloadAll(context.Background(), []*Handler{h}).Reloaded[0]; r.Result != "error" || r.Error == "" || r.Version != r.Previous {
 		t.Errorf("reload of a missing file: %+v (the last good copy must stay)", r)
 	}
+}
+
+// currentVersion is the id of the current version of h's first site, ""
+// when there is none.
+func currentVersion(h *Handler) string {
+	for _, st := range h.rules.Status() {
+		for _, v := range st.Versions {
+			if v.Current {
+				return v.ID
+			}
+		}
+	}
+	return ""
 }
 
 func TestAdminPageEscapes(t *testing.T) {

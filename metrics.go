@@ -23,8 +23,8 @@ var metrics struct {
 	fetches     *prometheus.CounterVec
 	stateErrors *prometheus.CounterVec
 	// ruleMemory is the estimated memory of the parsed robots.txt versions
-	// kept (source site; all handlers of the process).
-	ruleMemory prometheus.Gauge
+	// kept (every table of the process).
+	ruleMemory prometheus.GaugeFunc
 	// ruleMemoryRefused counts versions not kept because of the bound.
 	ruleMemoryRefused prometheus.Counter
 	// tableFull counts requests for a site that found no room in the table.
@@ -47,10 +47,10 @@ func initMetrics() {
 			Namespace: "caddy", Subsystem: "robots", Name: "state_errors_total",
 			Help: "Errors of the shared state store; each such request was decided from local state.",
 		}, []string{"store"})
-		metrics.ruleMemory = prometheus.NewGauge(prometheus.GaugeOpts{
+		metrics.ruleMemory = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: "caddy", Subsystem: "robots", Name: "rule_memory_bytes",
 			Help: "Estimated memory of the distinct parsed robots.txt versions kept for the sites' grace windows.",
-		})
+		}, ruleMemory)
 		metrics.ruleMemoryRefused = prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: "caddy", Subsystem: "robots", Name: "rule_memory_refused_total",
 			Help: "robots.txt versions not kept because max_rule_memory was reached and every site was in active use; the last good copy stayed.",
@@ -73,6 +73,40 @@ func registerMetrics(reg prometheus.Registerer) error {
 	return registerCollectors(reg, metrics.decisions, metrics.fetches, metrics.stateErrors,
 		metrics.ruleMemory, metrics.ruleMemoryRefused, metrics.tableFull, metrics.rulesAge,
 		retryCounter(), purposeCollectorOnce(), bansCollectorOnce())
+}
+
+// loaderMetrics counts what the loaders report (sites.Metrics).
+type loaderMetrics struct{}
+
+// Fetched counts a load of robots.txt in caddy_robots_fetch_total.
+func (loaderMetrics) Fetched(result string) {
+	initMetrics()
+	metrics.fetches.WithLabelValues(result).Inc()
+}
+
+// RuleMemoryRefused counts in caddy_robots_rule_memory_refused_total.
+func (loaderMetrics) RuleMemoryRefused() {
+	initMetrics()
+	metrics.ruleMemoryRefused.Inc()
+}
+
+// SitesFull counts in caddy_robots_sites_full_total.
+func (loaderMetrics) SitesFull() {
+	initMetrics()
+	metrics.tableFull.Inc()
+}
+
+// ruleMemory is the estimated memory of the parsed versions of every site
+// table the process keeps.
+func ruleMemory() float64 {
+	var n int64
+	versionPool.Range(func(_, v any) bool {
+		if e, ok := v.(*tableEntry); ok {
+			n += e.table.RuleMemory()
+		}
+		return true
+	})
+	return float64(n)
 }
 
 // registerCollectors registers cs in reg, accepting collectors a previous
@@ -281,19 +315,6 @@ func categoryIndex(cat agents.Category) int {
 	return len(categoryNames) - 1
 }
 
-func fetchCounter(result string) {
-	metrics.fetches.WithLabelValues(result).Inc()
-}
-
-// countFileLoad counts a failed read of a source file in
-// caddy_robots_fetch_total (result "error"); the loader's file watcher
-// calls it with the result of each poll.
-func countFileLoad(err error) {
-	if err != nil {
-		fetchCounter("error")
-	}
-}
-
 // rulesAgeCollector exports caddy_robots_rules_age_seconds: for each source
 // (site, file, inline), the age of the oldest current robots.txt version
 // among the sites of the registered handlers. One series per source, never
@@ -315,26 +336,16 @@ func (c *rulesAgeCollector) Collect(ch chan<- prometheus.Metric) {
 func rulesAges(now time.Time) map[string]time.Duration {
 	ages := map[string]time.Duration{}
 	for _, h := range handlers() {
-		s := h.rules
-		if s == nil {
+		if h.rules == nil {
 			continue
 		}
-		sites := []*hostRules{s.fixed}
-		if s.site {
-			sites = s.allHosts()
+		from, ok := h.rules.OldestCurrent()
+		if !ok {
+			continue
 		}
-		for _, hr := range sites {
-			if hr == nil {
-				continue
-			}
-			snap := hr.snap.Load()
-			if snap == nil || len(snap.versions) == 0 {
-				continue
-			}
-			age := max(now.Sub(snap.versions[0].From), 0)
-			if old, ok := ages[h.Source]; !ok || age > old {
-				ages[h.Source] = age
-			}
+		age := max(now.Sub(from), 0)
+		if old, ok := ages[h.Source]; !ok || age > old {
+			ages[h.Source] = age
 		}
 	}
 	return ages

@@ -1,4 +1,4 @@
-package caddyrobots
+package sites
 
 import (
 	"encoding/json"
@@ -16,9 +16,7 @@ import (
 // process writes at most maxStoredSites new site histories.
 func TestHistoryWrittenWhenEstablished(t *testing.T) {
 	dir := t.TempDir()
-	s := newTestTable()
-	s.tableKey = "site"
-	s.storage = &certmagic.FileStorage{Path: dir}
+	s := newTestLoader(t, Config{Storage: &certmagic.FileStorage{Path: dir}})
 	count := func() int {
 		entries, _ := os.ReadDir(filepath.Join(dir, "caddy-robots", "sites"))
 		return len(entries)
@@ -33,10 +31,10 @@ func TestHistoryWrittenWhenEstablished(t *testing.T) {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
-	key := func(n string) siteKey { return siteKey{server: ":443", host: n} }
+	key := func(n string) key { return key{server: ":443", host: n} }
 
 	// One version, just seen: held back.
-	a, _ := s.getOrAdd(key("a.example"))
+	a, _ := s.t.getOrAdd(key("a.example"))
 	if err := s.publish(a, []byte("User-agent: *\nDisallow: /a/\n")); err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +60,7 @@ func TestHistoryWrittenWhenEstablished(t *testing.T) {
 	}
 
 	// A change is written at once, however new the site.
-	b, _ := s.getOrAdd(key("b.example"))
+	b, _ := s.t.getOrAdd(key("b.example"))
 	if err := s.publish(b, []byte("User-agent: *\nDisallow: /b/\n")); err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +73,7 @@ func TestHistoryWrittenWhenEstablished(t *testing.T) {
 	saved := storedSites.Load()
 	defer storedSites.Store(saved)
 	storedSites.Store(maxStoredSites)
-	c, _ := s.getOrAdd(key("c.example"))
+	c, _ := s.t.getOrAdd(key("c.example"))
 	c.used.Store(c.born + establishAfter)
 	if err := s.publish(c, []byte("User-agent: *\nDisallow: /d/\n")); err != nil {
 		t.Fatal(err)
@@ -90,7 +88,7 @@ func TestHistoryWrittenWhenEstablished(t *testing.T) {
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		data, err := os.ReadFile(filepath.Join(dir, s.historyKey(a.key)))
+		data, err := os.ReadFile(filepath.Join(dir, s.t.historyKey(a.key)))
 		var h storedHistory
 		if err == nil && json.Unmarshal(data, &h) == nil && len(h.Versions) == 2 {
 			break

@@ -1,0 +1,223 @@
+package sites
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/caddyrobots/caddy-robots/enforce"
+	"github.com/caddyrobots/caddy-robots/internal/policy"
+)
+
+// The version history of every site is kept in storage, so that a crawler
+// holding yesterday's robots.txt is not refused after a restart or a
+// deploy: the grace rule needs the versions a crawler may still hold.
+//
+//	caddy-robots/sites/<hash of source, server and host>.json   the history
+//	caddy-robots/robots/<version id>.txt                         each body, once
+//
+// Writes happen in the background after a version changes; a site's
+// history is read once, when the site is first seen.
+//
+// A history is written at once when the site has one in storage already,
+// when it holds more than one version (a change: what the grace rule needs
+// after a restart), and for file and inline sources. A new site with one
+// version is written only once it is established: requested again at
+// least establishAfter after it was first seen. So a flood of random Host
+// names on a catch-all site writes nothing, and maxStoredSites bounds what
+// a patient one can make this process write.
+const (
+	historyPrefix  = "caddy-robots/sites/"
+	bodyPrefix     = "caddy-robots/robots/"
+	storageTTL     = 5 * time.Second // bound on one storage call
+	establishAfter = 60              // seconds, on the coarse clock
+	maxStoredSites = 4 * maxSites    // new site histories one process writes
+)
+
+// storedSites counts the site histories this process created in storage.
+var storedSites atomic.Int64
+
+// storeFull limits the warning about maxStoredSites.
+var storeFull limiter
+
+// established reports whether a site was requested at least establishAfter
+// after it was first seen.
+func established(st *site) bool { return st.used.Load()-st.born >= establishAfter }
+
+// persistOrDefer writes the site's history now, or marks it dirty for the
+// refresh loop when the site is too new to be worth a file (see
+// establishAfter). Called with st.mu held.
+func (l *Loader) persistOrDefer(st *site) {
+	if st.stored || len(st.snap.Load().versions) > 1 || st.key.host == "" || established(st) {
+		l.persist(st)
+		return
+	}
+	st.dirty.Store(true)
+}
+
+// persistDue writes the history of a site held back by persistOrDefer once
+// the site is established.
+func (l *Loader) persistDue(st *site) {
+	if !st.dirty.Load() || !established(st) {
+		return
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.dirty.Load() {
+		l.persist(st)
+	}
+}
+
+// storedHistory is the JSON form of a site's versions, newest first.
+type storedHistory struct {
+	Source   string          `json:"source"`
+	Server   string          `json:"server,omitempty"`
+	Host     string          `json:"host,omitempty"`
+	Versions []storedVersion `json:"versions"`
+}
+
+type storedVersion struct {
+	ID    string    `json:"id"`
+	From  time.Time `json:"from"`
+	Until time.Time `json:"until,omitzero"`
+}
+
+// historyKey is the storage key of a site's history.
+func (t *Table) historyKey(k key) string {
+	sum := sha256.Sum256([]byte(t.name + "\x00" + k.server + "\x00" + k.host))
+	return historyPrefix + hex.EncodeToString(sum[:12]) + ".json"
+}
+
+// persist writes the site's versions to storage in the background. Every
+// write stores the snapshot current when it runs, under the site's lock, so
+// an older history never overwrites a newer one. Called with st.mu held.
+func (l *Loader) persist(st *site) {
+	st.dirty.Store(false)
+	storage := l.cfg.Storage
+	if storage == nil {
+		return
+	}
+	if !st.stored {
+		if storedSites.Add(1) > maxStoredSites {
+			storedSites.Add(-1)
+			if ok, n := storeFull.allow(time.Now()); ok {
+				l.cfg.Logger.Warn("robots: too many site histories written by this process; new sites' robots.txt history is not kept in storage",
+					zap.Int("max", maxStoredSites), zap.String("host", st.key.host), zap.Int("suppressed_since_last_warning", n))
+			}
+			return
+		}
+		st.stored = true
+	}
+	source, historyKey := l.t.name, l.t.historyKey(st.key)
+	go func() {
+		st.saveMu.Lock()
+		defer st.saveMu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), storageTTL)
+		defer cancel()
+		snap := st.snap.Load()
+		h := storedHistory{Source: source, Server: st.key.server, Host: st.key.host}
+		for _, v := range snap.versions {
+			key := bodyPrefix + v.ID + ".txt"
+			if !storage.Exists(ctx, key) {
+				if err := storage.Store(ctx, key, v.p.body); err != nil {
+					l.warnf("robots: cannot keep robots.txt history in storage", zap.String("key", key), zap.Error(err))
+					return
+				}
+			}
+			h.Versions = append(h.Versions, storedVersion{ID: v.ID, From: v.From, Until: v.Until})
+		}
+		data, err := json.Marshal(h)
+		if err != nil {
+			return
+		}
+		if err := storage.Store(ctx, historyKey, data); err != nil {
+			l.warnf("robots: cannot keep robots.txt history in storage", zap.String("host", st.key.host), zap.Error(err))
+		}
+	}()
+}
+
+// restore reads a site's history from storage, once, when the site is
+// first seen: the versions still within KeepFor become the site's
+// versions, and the site stays pending so that the first bot request loads
+// the current file.
+func (l *Loader) restore(st *site) {
+	if l.cfg.Storage == nil {
+		return
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.restored {
+		return
+	}
+	st.restored = true
+	ctx, cancel := context.WithTimeout(context.Background(), storageTTL)
+	defer cancel()
+	vs, err := l.readHistory(ctx, st.key)
+	if err != nil {
+		l.warnf("robots: cannot read robots.txt history from storage", zap.String("host", st.key.host), zap.Error(err))
+		return
+	}
+	if len(vs) == 0 {
+		return
+	}
+	st.stored = true
+	old := st.snap.Load()
+	if len(old.versions) > 0 {
+		l.t.release(vs) // loaded meanwhile; keep what is there
+		return
+	}
+	snap := newSnapshot(vs)
+	snap.Pending = old.Pending
+	st.snap.Store(snap)
+}
+
+// readHistory loads the stored versions of a site that are still within
+// KeepFor, with a reference taken on each parsed version.
+func (l *Loader) readHistory(ctx context.Context, k key) ([]*version, error) {
+	storage := l.cfg.Storage
+	key := l.t.historyKey(k)
+	if !storage.Exists(ctx, key) {
+		return nil, nil
+	}
+	data, err := storage.Load(ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("loading %s: %w", key, err)
+	}
+	var h storedHistory
+	if err := json.Unmarshal(data, &h); err != nil {
+		return nil, fmt.Errorf("decoding %s: %w", key, err)
+	}
+	if h.Source != l.t.name || h.Server != k.server || h.Host != k.host {
+		return nil, nil
+	}
+	horizon := l.cfg.Now().Add(-l.cfg.KeepFor)
+	var vs []*version
+	for i, sv := range h.Versions {
+		if len(vs) >= maxVersions || (i > 0 && sv.Until.Before(horizon)) {
+			break
+		}
+		body, err := storage.Load(ctx, bodyPrefix+sv.ID+".txt")
+		if err != nil {
+			return vs, fmt.Errorf("loading robots.txt version %s: %w", sv.ID, err)
+		}
+		if len(body) > enforce.MaxSize+1 || ContentID(body) != sv.ID {
+			continue // not what was stored: never enforce it
+		}
+		p := l.t.acquire(sv.ID)
+		if p == nil {
+			robots := enforce.Parse(body)
+			p = l.t.adopt(sv.ID, body, robots, robots.RulesFingerprint(), l.cfg.MaxRuleMemory)
+		}
+		if p == nil {
+			break
+		}
+		vs = append(vs, &version{Version: policy.Version{Robots: p.robots, ID: sv.ID, From: sv.From, Until: sv.Until}, p: p})
+	}
+	return vs, nil
+}
