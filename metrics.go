@@ -3,7 +3,6 @@ package caddyrobots
 import (
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -14,14 +13,27 @@ import (
 	"github.com/caddyrobots/caddy-robots/internal/policy"
 )
 
-// metrics are created once per process and registered into each config's
-// registry, so counters survive reloads. Labels are bounded: actions,
-// catalogue categories and modes, never a User-Agent, address or path.
-var metrics struct {
-	once        sync.Once
-	decisions   *decisionCollector
+// metrics are the process's collectors, created once when the package
+// loads and registered into each config's registry by registerMetrics, so
+// counters survive reloads (a collector made per config would start from
+// zero on every reload). Labels are bounded: actions, catalogue categories,
+// purposes, modes, results, sources and store types, never a User-Agent,
+// address, host or path. The Grafana dashboard reads these names, labels
+// and help texts: keep them.
+var metrics = newMetricSet()
+
+// metricSet holds every collector of the package but the IP lists' (see
+// ranges.go).
+type metricSet struct {
+	// decisions and purposes are read from botCounts (countDecision).
+	decisions *decisionCollector
+	purposes  *purposeCollector
+	// fetches counts the loads of robots.txt (see loaderMetrics).
 	fetches     *prometheus.CounterVec
 	stateErrors *prometheus.CounterVec
+	// retries counts throttled requests that came back inside their
+	// Retry-After (countRetry).
+	retries *prometheus.CounterVec
 	// ruleMemory is the estimated memory of the parsed robots.txt versions
 	// kept (every table of the process).
 	ruleMemory prometheus.GaugeFunc
@@ -31,70 +43,76 @@ var metrics struct {
 	tableFull prometheus.Counter
 	// rulesAge is the age of the current robots.txt, by source.
 	rulesAge *rulesAgeCollector
+	// bans is the number of bans in force, by store type.
+	bans *bansCollector
 }
 
-func initMetrics() {
-	metrics.once.Do(func() {
-		metrics.decisions = &decisionCollector{desc: prometheus.NewDesc(
+func newMetricSet() *metricSet {
+	return &metricSet{
+		decisions: &decisionCollector{desc: prometheus.NewDesc(
 			"caddy_robots_decisions_total",
 			"Decisions on requests from bots, by action (allow, block, throttle, ban), reason (none, rule, spoofed, unavailable, unverified, target, length, preference, rate, ban), crawler category and mode.",
-			[]string{"action", "reason", "category", "mode"}, nil)}
-		metrics.fetches = prometheus.NewCounterVec(prometheus.CounterOpts{
+			[]string{"action", "reason", "category", "mode"}, nil)},
+		purposes: &purposeCollector{desc: prometheus.NewDesc("caddy_robots_purpose_decisions_total",
+			"Decisions on requests from bots, by the crawler's documented purpose and the action (allow, block, throttle, ban).",
+			[]string{"purpose", "action"}, nil)},
+		fetches: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "caddy", Subsystem: "robots", Name: "fetch_total",
 			Help: "Loads of the site's robots.txt, by result (ok, client_error, server_error, error); for source file, every failed read of the file (it is polled every 2s) counts as error.",
-		}, []string{"result"})
-		metrics.stateErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		}, []string{"result"}),
+		stateErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "caddy", Subsystem: "robots", Name: "state_errors_total",
 			Help: "Errors of the shared state store; each such request was decided from local state.",
-		}, []string{"store"})
-		metrics.ruleMemory = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		}, []string{"store"}),
+		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "caddy", Subsystem: "robots", Name: "immediate_retries_total",
+			Help: "Throttled requests that came back before the Retry-After they were given, by mode.",
+		}, []string{"mode"}),
+		ruleMemory: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: "caddy", Subsystem: "robots", Name: "rule_memory_bytes",
 			Help: "Estimated memory of the distinct parsed robots.txt versions kept for the sites' grace windows.",
-		}, ruleMemory)
-		metrics.ruleMemoryRefused = prometheus.NewCounter(prometheus.CounterOpts{
+		}, ruleMemory),
+		ruleMemoryRefused: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: "caddy", Subsystem: "robots", Name: "rule_memory_refused_total",
 			Help: "robots.txt versions not kept because max_rule_memory was reached and every site was in active use; the last good copy stayed.",
-		})
-		metrics.tableFull = prometheus.NewCounter(prometheus.CounterOpts{
+		}),
+		tableFull: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: "caddy", Subsystem: "robots", Name: "sites_full_total",
 			Help: "Bot requests for a site that found the site table full of sites in active use; answered as unavailable (503).",
-		})
-		metrics.rulesAge = &rulesAgeCollector{desc: prometheus.NewDesc(
+		}),
+		rulesAge: &rulesAgeCollector{desc: prometheus.NewDesc(
 			"caddy_robots_rules_age_seconds",
 			"Age of the current robots.txt version (time since it was first loaded), the oldest among the sites of each source (site, file, inline).",
-			[]string{"source"}, nil)}
-	})
+			[]string{"source"}, nil)},
+		bans: &bansCollector{desc: prometheus.NewDesc("caddy_robots_bans_in_force",
+			"Bans in force in the state stores of the running handlers (at most 1000 counted per store), by store type.",
+			[]string{"store"}, nil)},
+	}
+}
+
+// collectors lists every collector of the set.
+func (m *metricSet) collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.decisions, m.purposes, m.fetches, m.stateErrors, m.retries,
+		m.ruleMemory, m.ruleMemoryRefused, m.tableFull, m.rulesAge, m.bans}
 }
 
 // registerMetrics adds every collector of the package to a config's
 // registry (the counters live in the process and survive reloads).
 func registerMetrics(reg prometheus.Registerer) error {
-	initMetrics()
-	return registerCollectors(reg, metrics.decisions, metrics.fetches, metrics.stateErrors,
-		metrics.ruleMemory, metrics.ruleMemoryRefused, metrics.tableFull, metrics.rulesAge,
-		retryCounter(), purposeCollectorOnce(), bansCollectorOnce())
+	return registerCollectors(reg, metrics.collectors()...)
 }
 
 // loaderMetrics counts what the loaders report (sites.Metrics).
 type loaderMetrics struct{}
 
 // Fetched counts a load of robots.txt in caddy_robots_fetch_total.
-func (loaderMetrics) Fetched(result string) {
-	initMetrics()
-	metrics.fetches.WithLabelValues(result).Inc()
-}
+func (loaderMetrics) Fetched(result string) { metrics.fetches.WithLabelValues(result).Inc() }
 
 // RuleMemoryRefused counts in caddy_robots_rule_memory_refused_total.
-func (loaderMetrics) RuleMemoryRefused() {
-	initMetrics()
-	metrics.ruleMemoryRefused.Inc()
-}
+func (loaderMetrics) RuleMemoryRefused() { metrics.ruleMemoryRefused.Inc() }
 
 // SitesFull counts in caddy_robots_sites_full_total.
-func (loaderMetrics) SitesFull() {
-	initMetrics()
-	metrics.tableFull.Inc()
-}
+func (loaderMetrics) SitesFull() { metrics.tableFull.Inc() }
 
 // ruleMemory is the estimated memory of the parsed versions of every site
 // table the process keeps.

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -45,7 +46,6 @@ func TestMetricIndexes(t *testing.T) {
 // TestDecisionCollector: counts from many goroutines add up exactly, and the
 // family is exported with its labels through a real registry.
 func TestDecisionCollector(t *testing.T) {
-	initMetrics()
 	reg := prometheus.NewRegistry()
 	if err := reg.Register(metrics.decisions); err != nil {
 		t.Fatal(err)
@@ -122,7 +122,6 @@ func gatherLabels(t *testing.T, reg *prometheus.Registry, name string) []map[str
 // under its own action and reason; allow is reason "none", throttle
 // "rate"; a pair the handler never makes falls back to reason "other".
 func TestMetricReasonLabels(t *testing.T) {
-	initMetrics()
 	reg := prometheus.NewRegistry()
 	if err := reg.Register(metrics.decisions); err != nil {
 		t.Fatal(err)
@@ -162,7 +161,6 @@ func TestMetricReasonLabels(t *testing.T) {
 // TestMetricRulesAge: one series per source with the oldest current
 // version's age; a source with no version has none.
 func TestMetricRulesAge(t *testing.T) {
-	initMetrics()
 	reg := prometheus.NewRegistry()
 	if err := reg.Register(metrics.rulesAge); err != nil {
 		t.Fatal(err)
@@ -193,7 +191,6 @@ func TestMetricRulesAge(t *testing.T) {
 // TestMetricFileErrors: a failed read of a source file counts as a fetch
 // error.
 func TestMetricFileErrors(t *testing.T) {
-	initMetrics()
 	reg := prometheus.NewRegistry()
 	if err := reg.Register(metrics.fetches); err != nil {
 		t.Fatal(err)
@@ -226,13 +223,89 @@ func TestMetricFileErrors(t *testing.T) {
 	}
 }
 
+// TestMetricFamilies pins the name, labels, help text and type of every
+// family: dashboards read them. One function registers them all, and
+// registering again (a config reload) is fine.
+func TestMetricFamilies(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	if err := registerMetrics(reg); err != nil {
+		t.Fatal(err)
+	}
+	if err := registerMetrics(reg); err != nil {
+		t.Fatalf("registering again: %v", err)
+	}
+	want := map[string]string{
+		"caddy_robots_decisions_total":           "action,reason,category,mode|Decisions on requests from bots, by action (allow, block, throttle, ban), reason (none, rule, spoofed, unavailable, unverified, target, length, preference, rate, ban), crawler category and mode.",
+		"caddy_robots_purpose_decisions_total":   "purpose,action|Decisions on requests from bots, by the crawler's documented purpose and the action (allow, block, throttle, ban).",
+		"caddy_robots_fetch_total":               "result|Loads of the site's robots.txt, by result (ok, client_error, server_error, error); for source file, every failed read of the file (it is polled every 2s) counts as error.",
+		"caddy_robots_state_errors_total":        "store|Errors of the shared state store; each such request was decided from local state.",
+		"caddy_robots_immediate_retries_total":   "mode|Throttled requests that came back before the Retry-After they were given, by mode.",
+		"caddy_robots_rule_memory_bytes":         "|Estimated memory of the distinct parsed robots.txt versions kept for the sites' grace windows.",
+		"caddy_robots_rule_memory_refused_total": "|robots.txt versions not kept because max_rule_memory was reached and every site was in active use; the last good copy stayed.",
+		"caddy_robots_sites_full_total":          "|Bot requests for a site that found the site table full of sites in active use; answered as unavailable (503).",
+		"caddy_robots_rules_age_seconds":         "source|Age of the current robots.txt version (time since it was first loaded), the oldest among the sites of each source (site, file, inline).",
+		"caddy_robots_bans_in_force":             "store|Bans in force in the state stores of the running handlers (at most 1000 counted per store), by store type.",
+	}
+	ch := make(chan *prometheus.Desc, 64)
+	for _, c := range metrics.collectors() {
+		c.Describe(ch)
+	}
+	close(ch)
+	got := map[string]string{}
+	for d := range ch {
+		// Desc has no accessors; its String form names every part, the
+		// strings quoted.
+		s := d.String()
+		name, help := quotedAfter(s, "fqName: "), quotedAfter(s, "help: ")
+		labels := strings.ReplaceAll(strings.Trim(between(s, "variableLabels: {", "}"), " "), " ", "")
+		got[name] = labels + "|" + help
+	}
+	for name, w := range want {
+		if got[name] != w {
+			t.Errorf("%s:\n got %q\nwant %q", name, got[name], w)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("%d families, want %d: %v", len(got), len(want), got)
+	}
+}
+
+// quotedAfter returns the Go-quoted string that follows the first prefix
+// in s, unquoted.
+func quotedAfter(s, prefix string) string {
+	i := strings.Index(s, prefix)
+	if i < 0 {
+		return ""
+	}
+	q, err := strconv.QuotedPrefix(s[i+len(prefix):])
+	if err != nil {
+		return ""
+	}
+	u, _ := strconv.Unquote(q)
+	return u
+}
+
+// between returns the text of s between the first start and the end after
+// it.
+func between(s, start, end string) string {
+	i := strings.Index(s, start)
+	if i < 0 {
+		return ""
+	}
+	s = s[i+len(start):]
+	if j := strings.Index(s, end); j >= 0 {
+		return s[:j]
+	}
+	return s
+}
+
 // TestPurposeMetricSums: caddy_robots_purpose_decisions_total is read from
 // the same counters as caddy_robots_decisions_total, so each decision
 // counts once under its purpose and action, whatever its reason, category
 // and mode.
 func TestPurposeMetricSums(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	if err := reg.Register(purposeCollectorOnce()); err != nil {
+	if err := reg.Register(metrics.purposes); err != nil {
 		t.Fatal(err)
 	}
 	value := func(purpose, action string) float64 {
