@@ -110,6 +110,19 @@ func newRuleSource(h *Handler, ctx caddy.Context) (*ruleSource, error) {
 // serverKey names a server in site keys: its listen addresses.
 func serverKey(srv *caddyhttp.Server) string { return strings.Join(srv.Listen, ",") }
 
+// serverFor is srv as the loader knows it: its key, and the port it listens
+// on (the first listen address's; 0 for a Unix socket or a port range),
+// which the loader's Host header names unless it is 80 or 443.
+func serverFor(srv *caddyhttp.Server) sites.Server {
+	s := sites.Server{Handler: srv, Key: serverKey(srv)}
+	if len(srv.Listen) > 0 {
+		if na, err := caddy.ParseNetworkAddress(srv.Listen[0]); err == nil && !na.IsUnixNetwork() && na.PortRangeSize() == 1 {
+			s.Port = int(na.StartPort)
+		}
+	}
+	return s
+}
+
 // serverOf tells the loader which server r arrived through (the loader asks
 // until it knows), and remembers it for the admin API.
 func (s *ruleSource) serverOf(r *http.Request) (sites.Server, bool) {
@@ -118,14 +131,14 @@ func (s *ruleSource) serverOf(r *http.Request) (sites.Server, bool) {
 		return sites.Server{}, false
 	}
 	s.noteServer(srv)
-	return sites.Server{Handler: srv, Key: serverKey(srv)}, true
+	return serverFor(srv), true
 }
 
 // learnServer records srv as the server this handler serves, unless one is
 // known already: the admin API found the handler in srv's routes before
 // any request did.
 func (s *ruleSource) learnServer(srv *caddyhttp.Server) {
-	s.SetServer(sites.Server{Handler: srv, Key: serverKey(srv)})
+	s.SetServer(serverFor(srv))
 	s.noteServer(srv)
 }
 

@@ -154,6 +154,19 @@ func siteName(hostport, host string) string {
 	return host
 }
 
+// siteHost is the Host header the loader sends for a site: its host name as
+// the site key has it, with port unless port is 0, 80 or 443; an IPv6
+// address in brackets.
+func siteHost(host string, port int) string {
+	if strings.IndexByte(host, ':') >= 0 {
+		host = "[" + host + "]"
+	}
+	if port == 0 || port == 80 || port == 443 {
+		return host
+	}
+	return host + ":" + strconv.Itoa(port)
+}
+
 // captureWriter is a standalone response writer for the virtual request:
 // its own header map, a status, and a body capped at limit bytes. Past the
 // cap, writes fail so the upstream stops sending.

@@ -128,6 +128,9 @@ type Server struct {
 	// Key names the server in the site keys: its listen addresses. Rules
 	// loaded through one server never govern a site of another.
 	Key string
+	// Port is the port the server listens on: the loader's Host header
+	// names it unless it is 80 or 443 (0: none, as for a Unix socket).
+	Port int
 }
 
 // Loader loads and keeps the robots.txt versions of one handler's sites in
@@ -327,8 +330,8 @@ func (l *Loader) Peek(r *http.Request, host string) *Snapshot {
 	if snap.Pending {
 		st.mu.Lock()
 		start = st.loading == nil
-		if start {
-			st.hostHeader, st.https = r.Host, l.isHTTPS(r)
+		if start && !st.https {
+			st.https = l.isHTTPS(r)
 		}
 		st.mu.Unlock()
 	}
@@ -406,12 +409,12 @@ func (l *Loader) warnf(msg string, fields ...zap.Field) {
 }
 
 // load fetches the site's robots.txt once, de-duplicating concurrent calls.
-// r, when given, is the request that needs the rules: the virtual request
-// uses its Host header and scheme.
+// r, when given, is the request that needs the rules: a site reached over
+// HTTPS is asked over HTTPS from then on.
 func (l *Loader) load(st *site, r *http.Request) {
 	st.mu.Lock()
-	if r != nil {
-		st.hostHeader, st.https = r.Host, l.isHTTPS(r)
+	if r != nil && !st.https {
+		st.https = l.isHTTPS(r)
 	}
 	if ch := st.loading; ch != nil {
 		st.mu.Unlock()
@@ -423,7 +426,7 @@ func (l *Loader) load(st *site, r *http.Request) {
 	}
 	ch := make(chan struct{})
 	st.loading = ch
-	hostHeader, https := st.hostHeader, st.https
+	https := st.https
 	st.mu.Unlock()
 	defer func() {
 		st.mu.Lock()
@@ -431,7 +434,7 @@ func (l *Loader) load(st *site, r *http.Request) {
 		st.mu.Unlock()
 		close(ch)
 	}()
-	l.fetchSite(st, hostHeader, https)
+	l.fetchSite(st, https)
 	// Failed or not, this config has tried: a failure keeps the last good
 	// copy and retries on the refresh schedule, not on every request. One
 	// load of a site runs at a time (st.loading), so this does not race.
@@ -444,7 +447,13 @@ func (l *Loader) load(st *site, r *http.Request) {
 // applies RFC 9309 §2.3 to the outcome. Whatever goes wrong (an error, a
 // 5xx, an incomplete body, a redirect loop, a redirect off the site), the
 // last good copy stays.
-func (l *Loader) fetchSite(st *site, hostHeader string, https bool) {
+//
+// The request names the site as the site itself would: its host name as
+// the site key has it (lower case), with the server's port unless it is 80
+// or 443. Never a client's spelling of it: the key ignores port and case,
+// but a backend sees the Host exactly as sent, and a multi-tenant one
+// answers 404 for a Host it does not know, which would read as "no rules".
+func (l *Loader) fetchSite(st *site, https bool) {
 	defer func() {
 		if rec := recover(); rec != nil {
 			l.cfg.Logger.Error("robots: panic while loading robots.txt", zap.Any("panic", rec), zap.ByteString("stack", debug.Stack()))
@@ -454,9 +463,7 @@ func (l *Loader) fetchSite(st *site, hostHeader string, https bool) {
 	if srv == nil || srv.Handler == nil {
 		return
 	}
-	if hostHeader == "" {
-		hostHeader = st.key.host
-	}
+	hostHeader := siteHost(st.key.host, srv.Port)
 	ctx, cancel := context.WithTimeout(l.ctx, l.cfg.FetchTimeout)
 	defer cancel()
 	start := time.Now()

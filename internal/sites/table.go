@@ -63,11 +63,11 @@ type site struct {
 	mu      sync.Mutex // serialises loads and swaps; guards the fields below it
 	loading chan struct{}
 	next    time.Time // when the next refresh is due
-	// hostHeader and https are how clients reach the site: the loader's
-	// virtual request uses the same Host header and scheme, so an app that
-	// redirects to its canonical URL does not send it round in a loop.
-	hostHeader string
-	https      bool
+	// https is set once a client reached the site over HTTPS: the
+	// loader's virtual request asks the same way from then on, so an app
+	// that redirects to its canonical https URL does not send it round in
+	// a loop.
+	https bool
 	// prompted is when a client's copy of /robots.txt last differed from
 	// ours, which makes the loader look again (at most every promptEvery).
 	prompted time.Time

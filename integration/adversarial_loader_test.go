@@ -1,0 +1,145 @@
+package integration
+
+import (
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Adversarial tests of the loader (issue 21): ways one request, or one
+// robots.txt, used to switch a site's rules off, keep them off, or fill
+// the storage. Each failed on the code before its fix.
+
+// tenantBackend is a multi-tenant app behind reverse_proxy: it answers
+// /robots.txt per Host exactly as sent (case and port included), through a
+// function the test sets, and counts what it was asked.
+type tenantBackend struct {
+	addr   string
+	mu     sync.Mutex
+	robots func(host string, n int) (status int, body string)
+	hosts  map[string]int // Host headers of /robots.txt requests
+	n      int            // /robots.txt requests answered
+}
+
+func startTenant(t *testing.T) *tenantBackend {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &tenantBackend{addr: ln.Addr().String(), hosts: map[string]int{}}
+	srv := &http.Server{Handler: b, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return b
+}
+
+// answer sets how /robots.txt is answered: f gets the Host as sent and the
+// number of the request (1 for the first).
+func (b *tenantBackend) answer(f func(host string, n int) (int, string)) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.robots = f
+}
+
+// exactly answers body for the one Host want, 404 for any other.
+func exactly(want, body string) func(string, int) (int, string) {
+	return func(host string, _ int) (int, string) {
+		if host != want {
+			return http.StatusNotFound, "no such shop\n"
+		}
+		return http.StatusOK, body
+	}
+}
+
+func (b *tenantBackend) asked() (hosts map[string]int, n int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	hosts = map[string]int{}
+	for h, c := range b.hosts {
+		hosts[h] = c
+	}
+	return hosts, b.n
+}
+
+func (b *tenantBackend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != "/robots.txt" {
+		_, _ = io.WriteString(w, "app:"+r.URL.Path)
+		return
+	}
+	b.mu.Lock()
+	b.n++
+	n := b.n
+	b.hosts[r.Host]++
+	f := b.robots
+	b.mu.Unlock()
+	status, body := http.StatusNotFound, ""
+	if f != nil {
+		status, body = f(r.Host, n)
+	}
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(status)
+	_, _ = io.WriteString(w, body)
+}
+
+// tenantSite is a catch-all site on the run's HTTP port in front of b.
+func tenantSite(b *tenantBackend, options string) string {
+	return globals + `
+:` + strconv.Itoa(httpPort) + ` {
+	robots {
+		crawl_delay off
+		strikes off
+` + options + `	}
+	reverse_proxy ` + b.addr + `
+}
+`
+}
+
+const shopRobots = "User-agent: *\nDisallow: /private/\n"
+
+// botGet sends a crawler's GET of target with the Host exactly as given.
+func botGet(t *testing.T, host, target string) int {
+	t.Helper()
+	status, _ := rawGet(t, httpAddr(), "GET", target, host, "User-Agent: "+exampleUA)
+	return status
+}
+
+// TestLoaderAsksWithTheSiteHost: the loader asks for /robots.txt with the
+// site's own Host (its name in lower case, with the server's port), never
+// with a client's spelling of it. A multi-tenant backend answers 404 for a
+// Host it does not know; one bot request with "Host: SHOP.example:1" used
+// to make the loader ask with that Host, publish "no rules", and keep
+// asking with it on every refresh and on POST /robots/reload.
+func TestLoaderAsksWithTheSiteHost(t *testing.T) {
+	b := startTenant(t)
+	own := hostPort("shop.example", httpPort)
+	b.answer(exactly(own, shopRobots))
+	newClient(t, tenantSite(b, ""))
+
+	if s := botGet(t, "SHOP.example:1", "/private/x"); s != http.StatusForbidden {
+		t.Errorf("first request with Host SHOP.example:1: %d, want 403 (the site's rules)", s)
+	}
+	if s := botGet(t, "shop.example", "/private/x"); s != http.StatusForbidden {
+		t.Errorf("Host shop.example: %d, want 403", s)
+	}
+	var rep adminReload
+	adminJSON(t, http.MethodPost, "/robots/reload", nil, http.StatusOK, &rep)
+	for _, r := range rep.Reloaded {
+		if r.Host == "shop.example" && (r.Result != "ok" || r.Version == "") {
+			t.Errorf("reload: %+v", r)
+		}
+	}
+	if s := botGet(t, "Shop.EXAMPLE:8080", "/private/x"); s != http.StatusForbidden {
+		t.Errorf("after a reload: %d, want 403", s)
+	}
+	hosts, _ := b.asked()
+	for h := range hosts {
+		if h != own {
+			t.Errorf("the loader asked with Host %q (asked with %v); want only %q", h, hosts, own)
+		}
+	}
+}

@@ -1,0 +1,92 @@
+package sites
+
+import (
+	"io"
+	"net/http"
+	"strconv"
+	"sync"
+	"testing"
+)
+
+// fakeSite is a server the loader sends its virtual requests through: it
+// answers /robots.txt with answer and records the Host headers it saw.
+type fakeSite struct {
+	mu     sync.Mutex
+	answer func(host string) (int, string)
+	hosts  []string
+}
+
+func (f *fakeSite) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	f.hosts = append(f.hosts, r.Host)
+	answer := f.answer
+	f.mu.Unlock()
+	status, body := answer(r.Host)
+	w.WriteHeader(status)
+	_, _ = io.WriteString(w, body)
+}
+
+func (f *fakeSite) set(answer func(host string) (int, string)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.answer = answer
+}
+
+func (f *fakeSite) seen() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.hosts...)
+}
+
+// always answers status and body whatever the Host.
+func always(status int, body string) func(string) (int, string) {
+	return func(string) (int, string) { return status, body }
+}
+
+// newSiteLoader is a loader whose server is f, listening on port.
+func newSiteLoader(t *testing.T, f *fakeSite, port int, cfg Config) *Loader {
+	t.Helper()
+	l := newTestLoader(t, cfg)
+	l.SetServer(Server{Handler: f, Key: ":" + strconv.Itoa(port), Port: port})
+	return l
+}
+
+// request is a bot's GET of target with Host host.
+func request(host, target string) *http.Request {
+	r, _ := http.NewRequest(http.MethodGet, "http://placeholder"+target, nil)
+	r.Host = host
+	return r
+}
+
+// snapshot is what the handler reads for a request with Host host.
+func snapshot(l *Loader, host string) *Snapshot {
+	return l.Snapshot(request(host, "/x"), hostOf(host))
+}
+
+// TestLoaderHost: the loader names the site as the site would, whatever
+// Host the request that made it load was spelt with.
+func TestLoaderHost(t *testing.T) {
+	for _, c := range []struct {
+		port   int
+		client string
+		want   string
+	}{
+		{8080, "SHOP.example:1", "shop.example:8080"},
+		{8080, "shop.example", "shop.example:8080"},
+		{443, "Shop.Example:8443", "shop.example"},
+		{80, "shop.example:80", "shop.example"},
+		{0, "shop.example:9", "shop.example"},
+		{8080, "Shop.Example.", "shop.example.:8080"},
+		{8080, "[::1]:3", "[::1]:8080"},
+		{443, "[::1]", "[::1]"},
+	} {
+		f := &fakeSite{answer: always(200, "User-agent: *\nDisallow: /private/\n")}
+		l := newSiteLoader(t, f, c.port, Config{})
+		if snap := snapshot(l, c.client); snap.Current() == nil {
+			t.Errorf("%s on port %d: no rules", c.client, c.port)
+		}
+		if got := f.seen(); len(got) != 1 || got[0] != c.want {
+			t.Errorf("client Host %q, port %d: the loader asked with %q, want %q", c.client, c.port, got, c.want)
+		}
+	}
+}
