@@ -143,3 +143,41 @@ func TestLoaderAsksWithTheSiteHost(t *testing.T) {
 		}
 	}
 }
+
+// TestLoaderTooManyRequests: 429 means "come back later", not "no
+// rules": the last good copy stays, and a site that never had one is
+// unavailable (503 for crawlers), as with a 5xx. Google reads it the same
+// way. It used to count as a 4xx, which RFC 9309 reads as no rules.
+func TestLoaderTooManyRequests(t *testing.T) {
+	b := startTenant(t)
+	busy := false
+	var mu sync.Mutex
+	b.answer(func(host string, _ int) (int, string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if busy || host == hostPort("busy.example", httpPort) {
+			return http.StatusTooManyRequests, "slow down\n"
+		}
+		return http.StatusOK, shopRobots
+	})
+	newClient(t, tenantSite(b, ""))
+	if s := botGet(t, "shop.example", "/private/x"); s != http.StatusForbidden {
+		t.Fatalf("before: %d, want 403", s)
+	}
+	mu.Lock()
+	busy = true
+	mu.Unlock()
+	var rep adminReload
+	adminJSON(t, http.MethodPost, "/robots/reload", nil, http.StatusOK, &rep)
+	for _, r := range rep.Reloaded {
+		if r.Host == "shop.example" && (r.Result != "server_error" || r.Changed) {
+			t.Errorf("reload answered 429: %+v, want server_error and the same version", r)
+		}
+	}
+	if s := botGet(t, "shop.example", "/private/x"); s != http.StatusForbidden {
+		t.Errorf("after a 429: %d, want 403 (the last good copy)", s)
+	}
+	if s := botGet(t, "busy.example", "/private/x"); s != http.StatusServiceUnavailable {
+		t.Errorf("a site whose first answer is 429: %d, want 503 (unavailable)", s)
+	}
+}

@@ -22,5 +22,11 @@ func (m *countingMetrics) Fetched(result string) {
 	m.fetched[result]++
 }
 
+func (m *countingMetrics) count(result string) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.fetched[result]
+}
+
 func (m *countingMetrics) RuleMemoryRefused() { m.refused.Add(1) }
 func (m *countingMetrics) SitesFull()         { m.full.Add(1) }

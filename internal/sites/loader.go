@@ -483,6 +483,12 @@ func (l *Loader) fetchSite(st *site, https bool) {
 		} else {
 			l.m.Fetched("ok")
 		}
+	case status == http.StatusTooManyRequests:
+		// "Come back later", not "no rules": like a 5xx, the last good
+		// copy stays, and before any copy the site is unavailable (as
+		// Google reads it).
+		l.failed(st, fmt.Errorf("loading robots.txt for %s: status 429 (too many requests)", hostHeader))
+		l.m.Fetched("server_error")
 	case status >= 400 && status < 500:
 		// RFC 9309 §2.3.1.3: unavailable means no rules.
 		if perr := l.publish(st, nil); perr != nil {
@@ -503,13 +509,14 @@ func (l *Loader) fetchSite(st *site, https bool) {
 		st.lastErr = err.Error()
 	}
 	st.next = time.Now().Add(l.cfg.Refresh)
-	if err != nil || status >= 500 {
+	if err != nil || status >= 500 || status == http.StatusTooManyRequests {
 		st.next = time.Now().Add(min(RetryAfterError, l.cfg.Refresh))
 	}
 	st.mu.Unlock()
 }
 
-// resultName names the outcome of a load, as the Fetched metric does.
+// resultName names the outcome of a load, as the Fetched metric does: 429
+// counts as server_error, since it is read as unavailable.
 func resultName(err error, status int, offSite bool) string {
 	switch {
 	case err != nil:
@@ -518,7 +525,7 @@ func resultName(err error, status int, offSite bool) string {
 		return "ok"
 	case offSite:
 		return "redirect"
-	case status >= 400 && status < 500:
+	case status >= 400 && status < 500 && status != http.StatusTooManyRequests:
 		return "client_error"
 	}
 	return "server_error"

@@ -1,6 +1,7 @@
 package sites
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"strconv"
@@ -88,5 +89,31 @@ func TestLoaderHost(t *testing.T) {
 		if got := f.seen(); len(got) != 1 || got[0] != c.want {
 			t.Errorf("client Host %q, port %d: the loader asked with %q, want %q", c.client, c.port, got, c.want)
 		}
+	}
+}
+
+// TestLoaderTooManyRequests: 429 keeps the last good copy, and before any
+// copy the site is unavailable; it counts as a server error.
+func TestLoaderTooManyRequests(t *testing.T) {
+	f := &fakeSite{answer: always(200, "User-agent: *\nDisallow: /private/\n")}
+	m := &countingMetrics{}
+	l := newSiteLoader(t, f, 8080, Config{Metrics: m})
+	before := snapshot(l, "a.example").Current()
+	if before == nil {
+		t.Fatal("no rules")
+	}
+	f.set(always(http.StatusTooManyRequests, "slow down"))
+	res := Reload(context.Background(), []*Loader{l})
+	if len(res) != 1 || res[0].Result != "server_error" || res[0].Version != before.ID {
+		t.Errorf("reload: %+v", res)
+	}
+	if cur := snapshot(l, "a.example").Current(); cur == nil || cur.ID != before.ID {
+		t.Error("a 429 replaced the last good copy")
+	}
+	if snap := snapshot(l, "b.example"); !snap.Unavailable || snap.Current() != nil {
+		t.Errorf("a site whose first answer is 429: %+v, want unavailable", snap)
+	}
+	if n := m.count("server_error"); n != 2 {
+		t.Errorf("%d server errors counted, want 2", n)
 	}
 }
