@@ -20,6 +20,9 @@ type reloadResult struct {
 	Previous string `json:"previous,omitempty"`
 	Version  string `json:"version,omitempty"`
 	Changed  bool   `json:"changed"`
+	// PendingChange is set when the site now says nothing to crawlers
+	// and the change awaits confirmation: Version is still the last rules.
+	PendingChange *pendingChange `json:"pending_change,omitempty"`
 }
 
 // reloadReport is the answer of POST /robots/reload.
@@ -42,10 +45,14 @@ func reloadAll(ctx context.Context, hs []*Handler) reloadReport {
 	rep := reloadReport{Reloaded: []reloadResult{}}
 	for _, r := range sites.Reload(ctx, loaders) {
 		h := owners[r.Loader]
-		rep.Reloaded = append(rep.Reloaded, reloadResult{
+		res := reloadResult{
 			Handler: handlerIndex(hs, h), Source: h.Source, Host: r.Host, Server: r.Server, File: r.File,
 			Result: r.Result, Error: r.Error, Previous: r.Previous, Version: r.Version, Changed: r.Version != r.Previous,
-		})
+		}
+		if u := r.Unconfirmed; u != nil {
+			res.PendingChange = &pendingChange{What: u.What, Since: u.Since.UTC(), ConfirmAt: u.ConfirmAt.UTC()}
+		}
+		rep.Reloaded = append(rep.Reloaded, res)
 	}
 	return rep
 }

@@ -107,6 +107,19 @@ type siteStatus struct {
 	// still honoured while in_grace.
 	Versions []versionStatus `json:"versions"`
 	Fetch    *fetchStatus    `json:"fetch,omitempty"`
+	// PendingChange is a change to "no rules" (a 4xx, an empty or
+	// comment-only robots.txt) that awaits a second fetch to confirm it;
+	// until then Version, the last rules, stays in force.
+	PendingChange *pendingChange `json:"pending_change,omitempty"`
+}
+
+// pendingChange describes a change to no rules awaiting confirmation.
+type pendingChange struct {
+	// What is what the site answered.
+	What  string    `json:"what"`
+	Since time.Time `json:"since"`
+	// ConfirmAt is when a fetch that still sees it publishes it.
+	ConfirmAt time.Time `json:"confirm_at"`
 }
 
 type versionStatus struct {
@@ -249,6 +262,9 @@ func siteStatusOf(h *Handler, st sites.Status, now time.Time) siteStatus {
 			f.Next = &t
 		}
 		ss.Fetch = f
+	}
+	if u := st.Unconfirmed; u != nil {
+		ss.PendingChange = &pendingChange{What: u.What, Since: u.Since.UTC(), ConfirmAt: u.ConfirmAt.UTC()}
 	}
 	if len(st.Versions) > 0 {
 		cur := st.Versions[0]

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"bytes"
 	"io"
 	"net"
 	"net/http"
@@ -8,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/caddyrobots/caddy-robots/internal/sites"
 )
 
 // Adversarial tests of the loader (issue 21): ways one request, or one
@@ -180,4 +183,75 @@ func TestLoaderTooManyRequests(t *testing.T) {
 	if s := botGet(t, "busy.example", "/private/x"); s != http.StatusServiceUnavailable {
 		t.Errorf("a site whose first answer is 429: %d, want 503 (unavailable)", s)
 	}
+}
+
+// TestLoaderConfirmsNoRules: a change from rules to no rules (here a 404,
+// as when a deploy or a misrouted backend answers for a few seconds) is
+// published only once a second fetch, the confirmation delay later,
+// agrees; until then the rules stay and the status page says a change is
+// pending. It used to be published at the first 404.
+func TestLoaderConfirmsNoRules(t *testing.T) {
+	defer sites.SetConfirmDelay(3 * time.Second)()
+	b := startTenant(t)
+	var mu sync.Mutex
+	gone := false
+	b.answer(func(string, int) (int, string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if gone {
+			return http.StatusNotFound, "not found\n"
+		}
+		return http.StatusOK, shopRobots
+	})
+	newClient(t, tenantSite(b, "\t\trefresh 1s\n"))
+	if s := botGet(t, "shop.example", "/private/x"); s != http.StatusForbidden {
+		t.Fatalf("before: %d, want 403", s)
+	}
+	mu.Lock()
+	gone = true
+	mu.Unlock()
+	var rep struct {
+		Reloaded []struct {
+			Host          string    `json:"host"`
+			Changed       bool      `json:"changed"`
+			PendingChange *struct{} `json:"pending_change"`
+		} `json:"reloaded"`
+	}
+	adminJSON(t, http.MethodPost, "/robots/reload", nil, http.StatusOK, &rep)
+	for _, r := range rep.Reloaded {
+		if r.Host == "shop.example" && (r.Changed || r.PendingChange == nil) {
+			t.Errorf("reload after a 404: %+v, want the same version and a pending change", r)
+		}
+	}
+	if s := botGet(t, "shop.example", "/private/x"); s != http.StatusForbidden {
+		t.Errorf("right after a 404: %d, want 403 (the rules stay until confirmed)", s)
+	}
+	var st struct {
+		Handlers []struct {
+			Sites []struct {
+				Host          string `json:"host"`
+				PendingChange *struct {
+					What string `json:"what"`
+				} `json:"pending_change"`
+			} `json:"sites"`
+		} `json:"handlers"`
+	}
+	adminJSON(t, http.MethodGet, "/robots/status", nil, http.StatusOK, &st)
+	pending := false
+	for _, h := range st.Handlers {
+		for _, s := range h.Sites {
+			pending = pending || s.Host == "shop.example" && s.PendingChange != nil && s.PendingChange.What != ""
+		}
+	}
+	if !pending {
+		t.Errorf("the status does not say a change is pending: %+v", st)
+	}
+	_, page := admin(t, http.MethodGet, "/robots/", nil)
+	if !bytes.Contains(page, []byte("no rules pending confirmation")) {
+		t.Error("the status page does not say a change is pending")
+	}
+	// The refresh after the delay confirms it.
+	eventually(t, 10*time.Second, "the confirmed change to no rules", func() bool {
+		return botGet(t, "shop.example", "/private/x") == http.StatusOK
+	})
 }

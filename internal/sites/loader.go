@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"runtime/debug"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -491,7 +492,7 @@ func (l *Loader) fetchSite(st *site, https bool) {
 		l.m.Fetched("server_error")
 	case status >= 400 && status < 500:
 		// RFC 9309 §2.3.1.3: unavailable means no rules.
-		if perr := l.publish(st, nil); perr != nil {
+		if perr := l.offer(st, nil, status); perr != nil {
 			l.failed(st, perr)
 		}
 		l.m.Fetched("client_error")
@@ -511,6 +512,9 @@ func (l *Loader) fetchSite(st *site, https bool) {
 	st.next = time.Now().Add(l.cfg.Refresh)
 	if err != nil || status >= 500 || status == http.StatusTooManyRequests {
 		st.next = time.Now().Add(min(RetryAfterError, l.cfg.Refresh))
+	}
+	if at, ok := st.confirming(); ok && at.Before(st.next) {
+		st.next = at // the fetch that may confirm the change to no rules
 	}
 	st.mu.Unlock()
 }
@@ -536,11 +540,97 @@ func resultName(err error, status int, offSite bool) string {
 // good copy.
 var ErrRuleMemory = errors.New("the rule memory bound is reached (max_rule_memory) and every site is in active use")
 
-// publish makes body the current version, keeping older versions that a
-// crawler may still hold. The parsed form is shared with every site that
-// serves the same content. It fails, keeping what the site has, only when
-// the table's memory bound leaves no room.
-func (l *Loader) publish(st *site, body []byte) error {
+// ConfirmAfter is how long after a change from rules to "no rules" (a 4xx,
+// or a body with no user-agent group: empty, comments only, an error page)
+// was first seen a fetch must still see it before it is published. Until
+// then the last rules stay in force: a deploy's 404 for a few seconds, a
+// backend that briefly answers for another site, or an editor that
+// empties a file before writing it, must not let every crawler read
+// everything.
+const ConfirmAfter = time.Minute
+
+// confirmAfter is ConfirmAfter, which SetConfirmDelay shortens for tests
+// (nanoseconds).
+var confirmAfter atomic.Int64
+
+func init() { confirmAfter.Store(int64(ConfirmAfter)) }
+
+func confirmDelay() time.Duration { return time.Duration(confirmAfter.Load()) }
+
+// SetConfirmDelay sets the delay ConfirmAfter names and returns a function
+// that restores the previous one. It is a hook for tests of a whole server,
+// which cannot wait a minute; nothing else calls it.
+func SetConfirmDelay(d time.Duration) (restore func()) {
+	old := confirmAfter.Swap(int64(d))
+	return func() { confirmAfter.Store(old) }
+}
+
+// unconfirmed is a change to "no rules" seen but not confirmed yet.
+type unconfirmed struct {
+	since time.Time // first seen, on the versions' clock (Config.Now)
+	at    time.Time // first seen, on the wall clock: confirmable from at+confirmDelay()
+	what  string    // what the site answered
+}
+
+// restricts reports whether a parsed robots.txt says anything to crawlers:
+// a user-agent group, or an AI usage preference.
+func restricts(r *enforce.Robots) bool {
+	return len(r.Groups()) > 0 || r.HasPreferences()
+}
+
+// candidate is a body the loader just got, parsed (or found parsed, with a
+// reference taken) but not kept yet.
+type candidate struct {
+	id     string
+	body   []byte
+	robots *enforce.Robots
+	fp     [32]byte
+	p      *parsed // the shared parsed form, when some site holds it
+}
+
+// candidate parses body, whose content id is id, unless some site holds it.
+func (t *Table) candidate(id string, body []byte) candidate {
+	if p := t.acquire(id); p != nil {
+		return candidate{id: id, body: body, robots: p.robots, fp: p.fp, p: p}
+	}
+	r := enforce.Parse(body)
+	return candidate{id: id, body: body, robots: r, fp: r.RulesFingerprint()}
+}
+
+// keep returns the candidate's shared parsed form, adding it to the table
+// if no site holds it; nil when there is no room under limit.
+func (c *candidate) keep(t *Table, limit int64) *parsed {
+	if c.p != nil {
+		return c.p
+	}
+	if !t.makeRoom(len(c.body), limit) {
+		return nil
+	}
+	return t.adopt(c.id, c.body, c.robots, c.fp, limit)
+}
+
+// drop gives back what candidate took.
+func (c *candidate) drop(t *Table) {
+	if c.p != nil {
+		t.contentMu.Lock()
+		t.releaseLocked(c.id)
+		t.contentMu.Unlock()
+	}
+}
+
+// publish makes body, answered with status 200, the current version (see
+// offer).
+func (l *Loader) publish(st *site, body []byte) error { return l.offer(st, body, http.StatusOK) }
+
+// offer makes body, answered with status (a 4xx body is nil: no rules),
+// the current version, keeping older versions that a crawler may still
+// hold. The parsed form is shared with every site that serves the same
+// content. A change from rules to no rules is published only once a fetch
+// at least confirmDelay() after the first that saw it still sees it; until
+// then the site keeps its rules and offer returns nil (st.unconfirmed says
+// so). It fails, keeping what the site has, only when the table's memory
+// bound leaves no room.
+func (l *Loader) offer(st *site, body []byte, status int) error {
 	if len(body) > enforce.MaxSize+1 {
 		body = body[:enforce.MaxSize+1]
 	}
@@ -550,12 +640,22 @@ func (l *Loader) publish(st *site, body []byte) error {
 	defer st.mu.Unlock()
 	old := st.snap.Load()
 	if len(old.versions) > 0 && old.versions[0].ID == id {
-		if old.Unavailable || old.Pending {
-			st.snap.Store(newSnapshot(old.versions))
-		}
+		st.unconfirmed = nil
+		settle(st, old)
 		return nil
 	}
-	p := l.t.parse(id, body, l.cfg.MaxRuleMemory)
+	c := l.t.candidate(id, body)
+	from := now
+	if len(old.versions) > 0 && restricts(old.versions[0].Robots) && !restricts(c.robots) {
+		if !l.confirmed(st, body, status, now) {
+			c.drop(l.t)
+			settle(st, old)
+			return nil
+		}
+		from = st.unconfirmed.since
+	}
+	st.unconfirmed = nil
+	p := c.keep(l.t, l.cfg.MaxRuleMemory)
 	if p == nil {
 		l.m.RuleMemoryRefused()
 		if ok, n := l.full.allow(time.Now()); ok {
@@ -564,7 +664,7 @@ func (l *Loader) publish(st *site, body []byte) error {
 		}
 		return ErrRuleMemory
 	}
-	nv := &version{Version: policy.Version{Robots: p.robots, ID: id, From: now}, p: p}
+	nv := &version{Version: policy.Version{Robots: p.robots, ID: id, From: from}, p: p}
 	l.warnSuspicious(st, body, p.robots) // too large, or no readable line
 	vs := []*version{nv}
 	var dropped []*version
@@ -572,7 +672,7 @@ func (l *Loader) publish(st *site, body []byte) error {
 	for _, v := range old.versions {
 		c := *v
 		if c.Until.IsZero() {
-			c.Until = now
+			c.Until = from
 		}
 		if c.Until.Before(horizon) || len(vs) >= maxVersions {
 			dropped = append(dropped, v)
@@ -588,6 +688,49 @@ func (l *Loader) publish(st *site, body []byte) error {
 			zap.String("version", id), zap.String("previous", old.versions[0].ID), zap.Int("bytes", len(body)))
 	}
 	return nil
+}
+
+// settle makes a site that was pending or unavailable and still has
+// versions read them. Called with st.mu held.
+func settle(st *site, old *Snapshot) {
+	if (old.Unavailable || old.Pending) && len(old.versions) > 0 {
+		st.snap.Store(newSnapshot(old.versions))
+	}
+}
+
+// confirmed reports whether a change from rules to no rules, seen now, is
+// confirmed: first seen at least confirmDelay() ago. The first sighting is
+// recorded (and warned about). Called with st.mu held.
+func (l *Loader) confirmed(st *site, body []byte, status int, now time.Time) bool {
+	u := st.unconfirmed
+	if u == nil {
+		what := "a robots.txt with no user-agent group"
+		switch {
+		case status >= 400:
+			what = "status " + strconv.Itoa(status) + " (no robots.txt)"
+		case len(body) == 0:
+			what = "an empty robots.txt"
+		}
+		st.unconfirmed = &unconfirmed{since: now, at: time.Now(), what: what}
+		l.cfg.Logger.Warn("robots: the site's robots.txt now says nothing to crawlers; its last rules stay in force until a second fetch confirms the change",
+			append(l.siteFields(st), zap.String("answer", what), zap.Duration("confirm_after", confirmDelay()))...)
+		return false
+	}
+	if time.Since(u.at) < confirmDelay() {
+		return false
+	}
+	l.cfg.Logger.Info("robots: confirmed: the site's robots.txt says nothing to crawlers",
+		append(l.siteFields(st), zap.String("answer", u.what), zap.Time("since", u.since))...)
+	return true
+}
+
+// confirming reports whether a change to no rules awaits confirmation,
+// and when a fetch may confirm it.
+func (st *site) confirming() (time.Time, bool) {
+	if u := st.unconfirmed; u != nil {
+		return u.at.Add(confirmDelay()), true
+	}
+	return time.Time{}, false
 }
 
 // failed records a load that went wrong in any way: the last good copy
@@ -676,7 +819,14 @@ func (l *Loader) loadFile(st *site) error {
 		l.failed(st, err)
 		return fmt.Errorf("reading robots.txt file: %w", err)
 	}
-	l.lastMod, l.size = fi.ModTime(), fi.Size()
+	st.mu.Lock()
+	_, confirming := st.confirming()
+	st.mu.Unlock()
+	if !confirming {
+		// A change to no rules is read again on the next poll, until it
+		// is confirmed.
+		l.lastMod, l.size = fi.ModTime(), fi.Size()
+	}
 	return nil
 }
 

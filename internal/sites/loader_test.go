@@ -4,9 +4,12 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 )
 
 // fakeSite is a server the loader sends its virtual requests through: it
@@ -115,5 +118,128 @@ func TestLoaderTooManyRequests(t *testing.T) {
 	}
 	if n := m.count("server_error"); n != 2 {
 		t.Errorf("%d server errors counted, want 2", n)
+	}
+}
+
+// shortConfirm makes a change to no rules confirmable after d, for the
+// test.
+func shortConfirm(t *testing.T, d time.Duration) {
+	t.Helper()
+	t.Cleanup(SetConfirmDelay(d))
+}
+
+// TestNoRulesConfirmed: a change from rules to no rules (a 4xx, an empty
+// body, a page with no group) is published only when a fetch at least
+// the confirmation delay after the first that saw it still sees it; until
+// then the last rules stay, and the status says a change is pending. The
+// no-rules version is current from its first sighting.
+func TestNoRulesConfirmed(t *testing.T) {
+	shortConfirm(t, 200*time.Millisecond)
+	for _, c := range []struct {
+		name   string
+		status int
+		body   string
+	}{
+		{"404", http.StatusNotFound, "not here"},
+		{"empty", http.StatusOK, ""},
+		{"comments", http.StatusOK, "# nothing to say today\n"},
+		{"error page", http.StatusOK, "<!doctype html><title>Oops</title>\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := &fakeSite{answer: always(200, "User-agent: *\nDisallow: /private/\n")}
+			l := newSiteLoader(t, f, 8080, Config{})
+			rules := snapshot(l, "a.example").Current()
+			f.set(always(c.status, c.body))
+			Reload(context.Background(), []*Loader{l})
+			seen := time.Now()
+			if cur := snapshot(l, "a.example").Current(); cur == nil || cur.ID != rules.ID {
+				t.Fatalf("the first sighting of %s replaced the rules", c.name)
+			}
+			st := l.Status()[0]
+			if st.Unconfirmed == nil || st.State != "ok" || len(st.Versions) != 1 {
+				t.Fatalf("status: %+v", st)
+			}
+			if st.NextFetch.After(st.Unconfirmed.ConfirmAt) || st.Unconfirmed.ConfirmAt.Sub(seen) > 200*time.Millisecond {
+				t.Errorf("next fetch %v, confirmable at %v: the confirming fetch is not scheduled", st.NextFetch, st.Unconfirmed.ConfirmAt)
+			}
+			// Too early: still the rules.
+			Reload(context.Background(), []*Loader{l})
+			if cur := snapshot(l, "a.example").Current(); cur.ID != rules.ID {
+				t.Fatal("confirmed before the delay")
+			}
+			time.Sleep(250 * time.Millisecond)
+			res := Reload(context.Background(), []*Loader{l})
+			snap := snapshot(l, "a.example")
+			if len(snap.Judged) != 2 || snap.Judged[1].ID != rules.ID || res[0].Unconfirmed != nil {
+				t.Fatalf("after the delay: %d versions, reload %+v", len(snap.Judged), res)
+			}
+			noRules, old := snap.Judged[0], snap.Judged[1]
+			if !noRules.From.Equal(old.Until) || noRules.From.Before(seen.Add(-time.Second)) || noRules.From.After(seen) {
+				t.Errorf("no rules from %v, rules until %v; first seen %v", noRules.From, old.Until, seen)
+			}
+			if l.Status()[0].Unconfirmed != nil {
+				t.Error("still pending once published")
+			}
+		})
+	}
+}
+
+// TestNoRulesNotConfirmed: a blip of no rules between two fetches that
+// see the rules publishes nothing; with no rules in force, or before any
+// copy, no rules are published at once.
+func TestNoRulesNotConfirmed(t *testing.T) {
+	shortConfirm(t, 100*time.Millisecond)
+	rules := always(200, "User-agent: *\nDisallow: /private/\n")
+	f := &fakeSite{answer: rules}
+	l := newSiteLoader(t, f, 8080, Config{})
+	first := snapshot(l, "a.example").Current()
+	f.set(always(http.StatusNotFound, ""))
+	Reload(context.Background(), []*Loader{l})
+	time.Sleep(150 * time.Millisecond)
+	f.set(rules)
+	Reload(context.Background(), []*Loader{l})
+	f.set(always(http.StatusNotFound, ""))
+	Reload(context.Background(), []*Loader{l}) // a new first sighting
+	if snap := snapshot(l, "a.example"); len(snap.Judged) != 1 || snap.Judged[0].ID != first.ID {
+		t.Errorf("a blip of no rules changed the versions: %d", len(snap.Judged))
+	}
+
+	g := &fakeSite{answer: always(http.StatusNotFound, "")}
+	m := newSiteLoader(t, g, 8080, Config{})
+	if snap := snapshot(m, "new.example"); snap.Current() == nil || len(snap.Judged) != 1 {
+		t.Fatal("a first answer of 404 is not published at once")
+	}
+	g.set(always(200, "# nothing\n"))
+	Reload(context.Background(), []*Loader{m})
+	if snap := snapshot(m, "new.example"); len(snap.Judged) != 2 || m.Status()[0].Unconfirmed != nil {
+		t.Error("no rules after no rules waited for confirmation")
+	}
+}
+
+// TestNoRulesConfirmedFile: a robots.txt file emptied (as an editor does
+// before it writes) keeps its rules until a later poll still finds it
+// empty.
+func TestNoRulesConfirmedFile(t *testing.T) {
+	shortConfirm(t, 300*time.Millisecond)
+	file := filepath.Join(t.TempDir(), "robots.txt")
+	if err := os.WriteFile(file, []byte("User-agent: *\nDisallow: /a/\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l := newTestLoader(t, Config{Kind: FromFile, File: file, Refresh: time.Second})
+	rules := l.Lookup(nil, "").Current()
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	Reload(context.Background(), []*Loader{l})
+	if cur := l.Lookup(nil, "").Current(); cur.ID != rules.ID || l.Status()[0].Unconfirmed == nil {
+		t.Fatal("an emptied file replaced the rules at once")
+	}
+	// The watcher polls every second: it confirms.
+	deadline := time.Now().Add(5 * time.Second)
+	for l.Lookup(nil, "").Current().ID == rules.ID {
+		if time.Now().After(deadline) {
+			t.Fatal("the emptied file was never confirmed")
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

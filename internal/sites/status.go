@@ -28,6 +28,20 @@ type Status struct {
 	// NextFetch is when the next load is due (zero: not scheduled, and
 	// always for a file or inline source).
 	NextFetch time.Time
+	// Unconfirmed is a change to no rules awaiting confirmation, or nil.
+	Unconfirmed *Unconfirmed
+}
+
+// Unconfirmed is a change from rules to "no rules" that the loader saw but
+// has not published: the last rules stay in force until a fetch at
+// ConfirmAt or later still sees it (see ConfirmAfter).
+type Unconfirmed struct {
+	// What is what the site answered, such as "status 404 (no
+	// robots.txt)" or "an empty robots.txt".
+	What string
+	// Since is when the change was first seen.
+	Since     time.Time
+	ConfirmAt time.Time
 }
 
 // VersionStatus describes one version of a site's robots.txt.
@@ -89,6 +103,7 @@ func (l *Loader) statusOf(st *site) Status {
 	if l.fixed == nil {
 		s.NextFetch = st.next
 	}
+	s.Unconfirmed = st.unconfirmedStatus()
 	st.mu.Unlock()
 	return s
 }
@@ -133,6 +148,9 @@ type ReloadResult struct {
 	// after the reload.
 	Previous string
 	Version  string
+	// Unconfirmed is set when the site now says nothing to crawlers but
+	// the change awaits confirmation: Version is still the last rules.
+	Unconfirmed *Unconfirmed
 }
 
 // reloadParallel is how many sites Reload loads at once.
@@ -204,6 +222,20 @@ func (l *Loader) reload(st *site, res *ReloadResult) {
 		res.Result = "unchanged"
 	}
 	res.Version = currentID(st)
+	st.mu.Lock()
+	res.Unconfirmed = st.unconfirmedStatus()
+	st.mu.Unlock()
+}
+
+// unconfirmedStatus describes st's unconfirmed change, or nil. Called with
+// st.mu held.
+func (st *site) unconfirmedStatus() *Unconfirmed {
+	u := st.unconfirmed
+	if u == nil {
+		return nil
+	}
+	at, _ := st.confirming()
+	return &Unconfirmed{What: u.what, Since: u.since, ConfirmAt: at}
 }
 
 // reloadFile reads a file source again and publishes it if it changed. It

@@ -76,6 +76,8 @@ type site struct {
 	lastFetch  time.Time
 	lastResult string
 	lastErr    string
+	// unconfirmed is a change to no rules seen but not confirmed yet.
+	unconfirmed *unconfirmed
 	// warned is when each kind of suspicious-file warning was last given
 	// for the site (see warnSuspicious).
 	warned [warnKinds]time.Time
@@ -305,21 +307,6 @@ func (t *Table) adopt(id string, body []byte, robots *enforce.Robots, fp [32]byt
 	t.content[id] = p
 	t.ruleBytes += size
 	return p
-}
-
-// parse returns the shared parsed form of body (whose content id is id),
-// parsing it only if no site holds it yet, with a reference taken; nil
-// when there is no room under limit.
-func (t *Table) parse(id string, body []byte, limit int64) *parsed {
-	if p := t.acquire(id); p != nil {
-		return p
-	}
-	if !t.makeRoom(len(body), limit) {
-		return nil
-	}
-	// Parse outside the lock: a 500 KiB file takes tens of milliseconds.
-	robots := enforce.Parse(body)
-	return t.adopt(id, body, robots, robots.RulesFingerprint(), limit)
 }
 
 // release drops a reference on the parsed versions of vs, freeing those no
