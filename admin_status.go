@@ -123,11 +123,16 @@ type pendingChange struct {
 }
 
 type versionStatus struct {
-	ID      string     `json:"id"`
-	From    time.Time  `json:"from"`
-	Until   *time.Time `json:"until,omitempty"`
-	Current bool       `json:"current,omitempty"`
-	InGrace bool       `json:"in_grace,omitempty"`
+	ID string `json:"id"`
+	// From is when the version became current, or, with StartUnknown,
+	// when it was first loaded: it was current already (a site's first
+	// load, the first after a restart), so it is never taken for a brief
+	// version, which earns grace only for the crawlers seen fetching it.
+	From         time.Time  `json:"from"`
+	StartUnknown bool       `json:"start_unknown,omitempty"`
+	Until        *time.Time `json:"until,omitempty"`
+	Current      bool       `json:"current,omitempty"`
+	InGrace      bool       `json:"in_grace,omitempty"`
 }
 
 type fetchStatus struct {
@@ -243,7 +248,7 @@ func buildStatus(ctx context.Context, hs []*Handler, now time.Time, scans banSca
 func siteStatusOf(h *Handler, st sites.Status, now time.Time) siteStatus {
 	ss := siteStatus{Host: st.Host, Server: st.Server, State: st.State, Versions: []versionStatus{}}
 	for _, v := range st.Versions {
-		vs := versionStatus{ID: v.ID, From: v.From.UTC(), Current: v.Current}
+		vs := versionStatus{ID: v.ID, From: v.From.UTC(), StartUnknown: v.StartUnknown, Current: v.Current}
 		if !v.Until.IsZero() {
 			u := v.Until.UTC()
 			vs.Until = &u

@@ -255,3 +255,111 @@ func TestLoaderConfirmsNoRules(t *testing.T) {
 		return botGet(t, "shop.example", "/private/x") == http.StatusOK
 	})
 }
+
+// switchable answers /robots.txt with whatever body is set, 200.
+type switchable struct {
+	mu   sync.Mutex
+	body string
+}
+
+func (s *switchable) set(body string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.body = body
+}
+
+func (s *switchable) answer(string, int) (int, string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return http.StatusOK, s.body
+}
+
+// restart drops every table (a config without the handler), then loads
+// config again: what a restart leaves is what storage kept.
+func restart(c client, config string) {
+	c.tc.InitServer(globals+":"+strconv.Itoa(httpPort)+" {\n\trespond ok\n}\n", "caddyfile")
+	c.tc.InitServer(config, "caddyfile")
+}
+
+const freshReader = "FreshReader/1.0 (+https://example.org/bot)" // re-reads robots.txt
+
+// TestLoaderBriefVersion: rules A, then an empty robots.txt for 20
+// seconds, then A again. The empty version allowed everything while it was
+// current, but it was current only briefly: once A is back, a bot that did
+// not fetch /robots.txt meanwhile is judged by A, not let through by the
+// empty version's "allow everything" for the next 24 hours (it is the
+// union of the versions a crawler may hold that allows); a crawler seen
+// fetching the empty file keeps its grace. After a restart, the history
+// read back from storage says the same.
+func TestLoaderBriefVersion(t *testing.T) {
+	defer sites.SetConfirmDelay(2 * time.Second)()
+	b := startTenant(t)
+	robots := &switchable{body: shopRobots}
+	b.answer(robots.answer)
+	config := tenantSite(b, "\t\trefresh 1s\n")
+	c := newClient(t, config)
+	get := func(ua, path string) int {
+		status, _ := rawGet(t, httpAddr(), "GET", path, "shop.example", "User-Agent: "+ua)
+		return status
+	}
+	if s := get(exampleUA, "/private/x"); s != http.StatusForbidden {
+		t.Fatalf("with A: %d, want 403", s)
+	}
+	robots.set("")
+	emptied := time.Now()
+	eventually(t, 15*time.Second, "the empty version", func() bool {
+		get(freshReader, "/robots.txt")
+		return get(freshReader, "/private/x") == http.StatusOK
+	})
+	if s := get(exampleUA, "/private/x"); s != http.StatusOK {
+		t.Errorf("while the empty file is current: %d, want 200", s)
+	}
+	get(freshReader, "/robots.txt") // the reader holds the empty file
+	time.Sleep(time.Until(emptied.Add(20 * time.Second)))
+	robots.set(shopRobots)
+	eventually(t, 10*time.Second, "A again", func() bool {
+		return get(exampleUA, "/private/x") == http.StatusForbidden
+	})
+	if s := get(freshReader, "/private/x"); s != http.StatusOK {
+		t.Errorf("a crawler seen fetching the empty file: %d, want 200 (it may hold it)", s)
+	}
+	time.Sleep(500 * time.Millisecond) // the history is written in the background
+	restart(c, config)
+	if s := get(exampleUA, "/private/x"); s != http.StatusForbidden {
+		t.Errorf("after a restart: %d, want 403 (the empty version was brief)", s)
+	}
+}
+
+// TestLoaderFirstVersionNotBrief: the first version a site is loaded with
+// was current for as long as the site says, not since the loader's first
+// fetch: replaced a second later, it still earns grace for every crawler
+// (any of them may hold it), before and after a restart. It used to count
+// as current for that one second, hence brief, and a crawler holding it was
+// refused.
+func TestLoaderFirstVersionNotBrief(t *testing.T) {
+	b := startTenant(t)
+	robots := &switchable{body: "User-agent: *\nDisallow: /a/\n"}
+	b.answer(robots.answer)
+	config := tenantSite(b, "\t\trefresh 1s\n")
+	c := newClient(t, config)
+	get := func(ua, path string) int {
+		status, _ := rawGet(t, httpAddr(), "GET", path, "first.example", "User-Agent: "+ua)
+		return status
+	}
+	if s := get(exampleUA, "/a/x"); s != http.StatusForbidden {
+		t.Fatalf("first version: %d, want 403", s)
+	}
+	robots.set("User-agent: *\nDisallow: /b/\n")
+	eventually(t, 10*time.Second, "the second version", func() bool {
+		get(freshReader, "/robots.txt")
+		return get(freshReader, "/b/x") == http.StatusForbidden
+	})
+	if s := get(exampleUA, "/b/x"); s != http.StatusOK {
+		t.Errorf("a crawler holding the first version: %d, want 200 (grace)", s)
+	}
+	time.Sleep(500 * time.Millisecond) // the history is written in the background
+	restart(c, config)
+	if s := get(exampleUA, "/b/x"); s != http.StatusOK {
+		t.Errorf("after a restart: %d, want 200 (grace)", s)
+	}
+}

@@ -12,7 +12,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddyrobots/caddy-robots/enforce"
-	"github.com/caddyrobots/caddy-robots/internal/policy"
 )
 
 // The version history of every site is kept in storage, so that a crawler
@@ -76,16 +75,25 @@ func (l *Loader) persistDue(st *site) {
 
 // storedHistory is the JSON form of a site's versions, newest first.
 type storedHistory struct {
-	Source   string          `json:"source"`
-	Server   string          `json:"server,omitempty"`
-	Host     string          `json:"host,omitempty"`
+	Source string `json:"source"`
+	Server string `json:"server,omitempty"`
+	Host   string `json:"host,omitempty"`
+	// Format 2 says which versions' start was seen (StartUnknown); in a
+	// history without it, every version but the oldest replaced another.
+	Format   int             `json:"format,omitempty"`
 	Versions []storedVersion `json:"versions"`
 }
 
+// historyFormat is the Format of the histories this code writes.
+const historyFormat = 2
+
 type storedVersion struct {
-	ID    string    `json:"id"`
-	From  time.Time `json:"from"`
-	Until time.Time `json:"until,omitzero"`
+	ID string `json:"id"`
+	// From is when the version became current, or when it was first
+	// loaded if StartUnknown (see version).
+	From         time.Time `json:"from"`
+	Until        time.Time `json:"until,omitzero"`
+	StartUnknown bool      `json:"start_unknown,omitempty"`
 }
 
 // historyKey is the storage key of a site's history.
@@ -121,7 +129,7 @@ func (l *Loader) persist(st *site) {
 		ctx, cancel := context.WithTimeout(context.Background(), storageTTL)
 		defer cancel()
 		snap := st.snap.Load()
-		h := storedHistory{Source: source, Server: st.key.server, Host: st.key.host}
+		h := storedHistory{Source: source, Server: st.key.server, Host: st.key.host, Format: historyFormat}
 		for _, v := range snap.versions {
 			key := bodyPrefix + v.ID + ".txt"
 			if !storage.Exists(ctx, key) {
@@ -130,7 +138,7 @@ func (l *Loader) persist(st *site) {
 					return
 				}
 			}
-			h.Versions = append(h.Versions, storedVersion{ID: v.ID, From: v.From, Until: v.Until})
+			h.Versions = append(h.Versions, storedVersion{ID: v.ID, From: v.since, Until: v.Until, StartUnknown: !v.startSeen()})
 		}
 		data, err := json.Marshal(h)
 		if err != nil {
@@ -217,7 +225,13 @@ func (l *Loader) readHistory(ctx context.Context, k key) ([]*version, error) {
 		if p == nil {
 			break
 		}
-		vs = append(vs, &version{Version: policy.Version{Robots: p.robots, ID: sv.ID, From: sv.From, Until: sv.Until}, p: p})
+		seen := !sv.StartUnknown
+		if h.Format < historyFormat {
+			seen = i < len(h.Versions)-1
+		}
+		v := newVersion(p, sv.ID, sv.From, seen)
+		v.Until = sv.Until
+		vs = append(vs, v)
 	}
 	return vs, nil
 }

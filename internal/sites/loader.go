@@ -17,7 +17,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddyrobots/caddy-robots/enforce"
-	"github.com/caddyrobots/caddy-robots/internal/policy"
 )
 
 // Limits and delays of the loader.
@@ -570,6 +569,7 @@ type unconfirmed struct {
 	since time.Time // first seen, on the versions' clock (Config.Now)
 	at    time.Time // first seen, on the wall clock: confirmable from at+confirmDelay()
 	what  string    // what the site answered
+	seen  bool      // the change itself was seen (see version)
 }
 
 // restricts reports whether a parsed robots.txt says anything to crawlers:
@@ -645,14 +645,17 @@ func (l *Loader) offer(st *site, body []byte, status int) error {
 		return nil
 	}
 	c := l.t.candidate(id, body)
-	from := now
+	// The loader saw the change when it held a current version that a
+	// fetch of this process loaded (not one only read back from storage:
+	// the site may have changed while the process was down).
+	from, seen := now, len(old.versions) > 0 && !old.Pending
 	if len(old.versions) > 0 && restricts(old.versions[0].Robots) && !restricts(c.robots) {
-		if !l.confirmed(st, body, status, now) {
+		if !l.confirmed(st, body, status, now, seen) {
 			c.drop(l.t)
 			settle(st, old)
 			return nil
 		}
-		from = st.unconfirmed.since
+		from, seen = st.unconfirmed.since, st.unconfirmed.seen
 	}
 	st.unconfirmed = nil
 	p := c.keep(l.t, l.cfg.MaxRuleMemory)
@@ -664,7 +667,7 @@ func (l *Loader) offer(st *site, body []byte, status int) error {
 		}
 		return ErrRuleMemory
 	}
-	nv := &version{Version: policy.Version{Robots: p.robots, ID: id, From: from}, p: p}
+	nv := newVersion(p, id, from, seen)
 	l.warnSuspicious(st, body, p.robots) // too large, or no readable line
 	vs := []*version{nv}
 	var dropped []*version
@@ -701,7 +704,7 @@ func settle(st *site, old *Snapshot) {
 // confirmed reports whether a change from rules to no rules, seen now, is
 // confirmed: first seen at least confirmDelay() ago. The first sighting is
 // recorded (and warned about). Called with st.mu held.
-func (l *Loader) confirmed(st *site, body []byte, status int, now time.Time) bool {
+func (l *Loader) confirmed(st *site, body []byte, status int, now time.Time, seen bool) bool {
 	u := st.unconfirmed
 	if u == nil {
 		what := "a robots.txt with no user-agent group"
@@ -711,7 +714,7 @@ func (l *Loader) confirmed(st *site, body []byte, status int, now time.Time) boo
 		case len(body) == 0:
 			what = "an empty robots.txt"
 		}
-		st.unconfirmed = &unconfirmed{since: now, at: time.Now(), what: what}
+		st.unconfirmed = &unconfirmed{since: now, at: time.Now(), what: what, seen: seen}
 		l.cfg.Logger.Warn("robots: the site's robots.txt now says nothing to crawlers; its last rules stay in force until a second fetch confirms the change",
 			append(l.siteFields(st), zap.String("answer", what), zap.Duration("confirm_after", confirmDelay()))...)
 		return false

@@ -3,6 +3,7 @@ package sites
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"time"
 
 	"github.com/caddyrobots/caddy-robots/internal/policy"
 )
@@ -10,10 +11,33 @@ import (
 // version is one robots.txt version as it was served: what the decision
 // reads (policy.Version: the parsed file, its id, when it was current) and
 // the shared body it was parsed from. Immutable once published.
+//
+// since is when the version became current as far as the loader knows.
+// From is since when the loader saw the version replace another; it is the
+// zero time when the version was already current when the loader first
+// loaded it (a site's first load, the first after a restart or after a
+// failure), because it may have been current for a day before: no
+// crawler's fetch is known to precede it, and it must not be taken for a
+// brief version (policy.BriefFor), which earns grace only for the crawlers
+// seen fetching it.
 type version struct {
 	policy.Version
-	p *parsed
+	p     *parsed
+	since time.Time
 }
+
+// newVersion is a version of p with content id id, current since since;
+// seen says the loader saw it replace another (see version).
+func newVersion(p *parsed, id string, since time.Time, seen bool) *version {
+	v := &version{Version: policy.Version{Robots: p.robots, ID: id}, p: p, since: since}
+	if seen {
+		v.From = since
+	}
+	return v
+}
+
+// startSeen reports whether the loader saw the version become current.
+func (v *version) startSeen() bool { return !v.From.IsZero() }
 
 // Snapshot is what a request reads of its site's robots.txt: the versions
 // a crawler may still hold, newest first, and whether there are any yet.

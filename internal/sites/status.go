@@ -51,6 +51,10 @@ type VersionStatus struct {
 	// replaced it (zero for the current version).
 	From, Until time.Time
 	Current     bool
+	// StartUnknown is set when the version was already current when the
+	// loader first loaded it (From): it may have been current long before,
+	// so it is never taken for a brief version.
+	StartUnknown bool
 }
 
 // Status describes the loader's sites, by host name: for FromSite, those
@@ -96,7 +100,7 @@ func (l *Loader) statusOf(st *site) Status {
 		s.State = "unavailable"
 	}
 	for i, v := range snap.versions {
-		s.Versions = append(s.Versions, VersionStatus{ID: v.ID, From: v.From, Until: v.Until, Current: i == 0})
+		s.Versions = append(s.Versions, VersionStatus{ID: v.ID, From: v.since, Until: v.Until, Current: i == 0, StartUnknown: !v.startSeen()})
 	}
 	st.mu.Lock()
 	s.LastFetch, s.LastResult, s.LastError = st.lastFetch, st.lastResult, st.lastErr
@@ -123,7 +127,7 @@ func (l *Loader) OldestCurrent() (time.Time, bool) {
 		if len(vs) == 0 {
 			continue
 		}
-		if from := vs[0].From; !found || from.Before(oldest) {
+		if from := vs[0].since; !found || from.Before(oldest) {
 			oldest, found = from, true
 		}
 	}
