@@ -2,9 +2,13 @@ package integration
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"testing"
@@ -361,5 +365,76 @@ func TestLoaderFirstVersionNotBrief(t *testing.T) {
 	restart(c, config)
 	if s := get(exampleUA, "/b/x"); s != http.StatusOK {
 		t.Errorf("after a restart: %d, want 200 (grace)", s)
+	}
+}
+
+// TestLoaderNoisyRobotsTxt: a robots.txt whose body changes on every
+// fetch (a timestamp comment, the Host in a Sitemap line) but whose rules
+// do not is one version, with one body in storage. It used to be a new
+// version and a new body file on every refresh (8,600 a day per site at
+// the 10 s prompt interval), never deleted, pushing the real older
+// versions out of the 8-version grace window.
+func TestLoaderNoisyRobotsTxt(t *testing.T) {
+	b := startTenant(t)
+	marker := "/noisy-" + randHex(8) + "/"
+	var mu sync.Mutex
+	noisy := false
+	b.answer(func(host string, n int) (int, string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !noisy {
+			return http.StatusOK, "User-agent: *\nDisallow: " + marker + "\n"
+		}
+		return http.StatusOK, fmt.Sprintf("# generated for request %d at %s\nUser-agent: *\nDisallow: %sx/\n\nSitemap: http://%s/sitemap.xml\n",
+			n, time.Now().Format(time.RFC3339Nano), marker, host)
+	})
+	newClient(t, tenantSite(b, "\t\trefresh 1s\n"))
+	if s := botGet(t, "noisy.example", marker); s != http.StatusForbidden {
+		t.Fatalf("first version: %d, want 403", s)
+	}
+	// A real change first, so that the site's history is in storage (a
+	// new site with one version is written once it is established).
+	mu.Lock()
+	noisy = true
+	mu.Unlock()
+	eventually(t, 10*time.Second, "the second version", func() bool {
+		return botGet(t, "noisy.example", marker+"x/y") == http.StatusForbidden &&
+			botGet(t, "noisy.example", marker) == http.StatusOK
+	})
+	_, before := b.asked()
+	time.Sleep(10 * time.Second) // a refresh every second, a new body each
+	if _, after := b.asked(); after-before < 5 {
+		t.Fatalf("the loader fetched robots.txt %d times in 10 s", after-before)
+	}
+	var st struct {
+		Handlers []struct {
+			Sites []struct {
+				Host     string            `json:"host"`
+				Versions []json.RawMessage `json:"versions"`
+			} `json:"sites"`
+		} `json:"handlers"`
+	}
+	adminJSON(t, http.MethodGet, "/robots/status", nil, http.StatusOK, &st)
+	for _, h := range st.Handlers {
+		for _, s := range h.Sites {
+			if s.Host == "noisy.example" && len(s.Versions) != 2 {
+				t.Errorf("%d versions, want 2 (the first and the noisy one)", len(s.Versions))
+			}
+		}
+	}
+	dir := filepath.Join(os.Getenv("CADDY_ROBOTS_IT_STORAGE"), "caddy-robots", "robots")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bodies := 0
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err == nil && bytes.Contains(data, []byte(marker)) {
+			bodies++
+		}
+	}
+	if bodies != 2 {
+		t.Errorf("%d bodies of the site in storage, want 2", bodies)
 	}
 }

@@ -5,10 +5,17 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/caddyserver/certmagic"
 	"go.uber.org/zap"
 
 	"github.com/caddyrobots/caddy-robots/enforce"
@@ -146,7 +153,19 @@ func (l *Loader) persist(st *site) {
 		}
 		if err := storage.Store(ctx, historyKey, data); err != nil {
 			l.warnf("robots: cannot keep robots.txt history in storage", zap.String("host", st.key.host), zap.Error(err))
+			return
 		}
+		ids := make([]string, len(h.Versions))
+		for i, v := range h.Versions {
+			ids[i] = v.ID
+		}
+		if !slices.ContainsFunc(st.savedIDs, func(id string) bool { return !slices.Contains(ids, id) }) {
+			st.savedIDs = ids
+			return
+		}
+		// A version left the history: its body may be held by none.
+		st.savedIDs = ids
+		requestSweep(storage, l.cfg.Logger)
 	}()
 }
 
@@ -166,7 +185,10 @@ func (l *Loader) restore(st *site) {
 	st.restored = true
 	ctx, cancel := context.WithTimeout(context.Background(), storageTTL)
 	defer cancel()
-	vs, err := l.readHistory(ctx, st.key)
+	vs, ids, err := l.readHistory(ctx, st.key)
+	st.saveMu.Lock()
+	st.savedIDs = ids
+	st.saveMu.Unlock()
 	if err != nil {
 		l.warnf("robots: cannot read robots.txt history from storage", zap.String("host", st.key.host), zap.Error(err))
 		return
@@ -186,23 +208,28 @@ func (l *Loader) restore(st *site) {
 }
 
 // readHistory loads the stored versions of a site that are still within
-// KeepFor, with a reference taken on each parsed version.
-func (l *Loader) readHistory(ctx context.Context, k key) ([]*version, error) {
+// KeepFor, with a reference taken on each parsed version, and the ids of
+// every version the stored history names.
+func (l *Loader) readHistory(ctx context.Context, k key) ([]*version, []string, error) {
 	storage := l.cfg.Storage
 	key := l.t.historyKey(k)
 	if !storage.Exists(ctx, key) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	data, err := storage.Load(ctx, key)
 	if err != nil {
-		return nil, fmt.Errorf("loading %s: %w", key, err)
+		return nil, nil, fmt.Errorf("loading %s: %w", key, err)
 	}
 	var h storedHistory
 	if err := json.Unmarshal(data, &h); err != nil {
-		return nil, fmt.Errorf("decoding %s: %w", key, err)
+		return nil, nil, fmt.Errorf("decoding %s: %w", key, err)
 	}
 	if h.Source != l.t.name || h.Server != k.server || h.Host != k.host {
-		return nil, nil
+		return nil, nil, nil
+	}
+	ids := make([]string, len(h.Versions))
+	for i, sv := range h.Versions {
+		ids[i] = sv.ID
 	}
 	horizon := l.cfg.Now().Add(-l.cfg.KeepFor)
 	var vs []*version
@@ -211,8 +238,11 @@ func (l *Loader) readHistory(ctx context.Context, k key) ([]*version, error) {
 			break
 		}
 		body, err := storage.Load(ctx, bodyPrefix+sv.ID+".txt")
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // withdrawn, or swept by a process that no longer held it
+		}
 		if err != nil {
-			return vs, fmt.Errorf("loading robots.txt version %s: %w", sv.ID, err)
+			return vs, ids, fmt.Errorf("loading robots.txt version %s: %w", sv.ID, err)
 		}
 		if len(body) > enforce.MaxSize+1 || ContentID(body) != sv.ID {
 			continue // not what was stored: never enforce it
@@ -233,5 +263,149 @@ func (l *Loader) readHistory(ctx context.Context, k key) ([]*version, error) {
 		v.Until = sv.Until
 		vs = append(vs, v)
 	}
-	return vs, nil
+	return vs, ids, nil
+}
+
+// The storage sweep: a body is kept in storage once per content
+// (caddy-robots/robots/<id>.txt) and shared by every history that names
+// it, so it cannot go when one site's history drops its version. After a
+// history drops one (and once after a start), a sweep in the background
+// deletes the bodies that no history in storage names and no table of the
+// process holds, and that were written more than sweepMinAge ago (a body
+// is stored before the history that names it). One sweep at most every
+// sweepEvery, at most sweepMax deletions each.
+const (
+	sweepEvery  = 10 * time.Minute
+	sweepMinAge = 10 * time.Minute
+	sweepMax    = 1000
+)
+
+var janitor = struct {
+	sync.Mutex
+	storage certmagic.Storage // the storage to sweep next
+	logger  *zap.Logger
+	due     bool
+	running bool
+	last    time.Time // the last sweep, or the process's start
+	// every and minAge are sweepEvery and sweepMinAge (tests shorten
+	// them).
+	every, minAge time.Duration
+	wake          chan struct{}
+}{last: time.Now(), every: sweepEvery, minAge: sweepMinAge, wake: make(chan struct{}, 1)}
+
+// requestSweep asks for a sweep of storage, which runs in the background
+// no sooner than sweepEvery after the last one.
+func requestSweep(storage certmagic.Storage, logger *zap.Logger) {
+	janitor.Lock()
+	defer janitor.Unlock()
+	janitor.storage, janitor.logger, janitor.due = storage, logger, true
+	if !janitor.running {
+		janitor.running = true
+		go runJanitor()
+	}
+	select {
+	case janitor.wake <- struct{}{}:
+	default:
+	}
+}
+
+func runJanitor() {
+	for {
+		janitor.Lock()
+		if !janitor.due {
+			janitor.running = false
+			janitor.Unlock()
+			return
+		}
+		wait := time.Until(janitor.last.Add(janitor.every))
+		if wait > 0 {
+			janitor.Unlock()
+			timer := time.NewTimer(wait)
+			select {
+			case <-timer.C:
+			case <-janitor.wake:
+				timer.Stop()
+			}
+			continue
+		}
+		storage, logger, minAge := janitor.storage, janitor.logger, janitor.minAge
+		janitor.due, janitor.last = false, time.Now()
+		janitor.Unlock()
+		if more := sweep(storage, logger, minAge); more {
+			janitor.Lock()
+			janitor.due = true
+			janitor.Unlock()
+		}
+	}
+}
+
+// sweep deletes the bodies of storage that nothing holds and that were
+// written more than minAge ago (see above); it reports whether some are
+// left for the next sweep.
+func sweep(storage certmagic.Storage, logger *zap.Logger, minAge time.Duration) (more bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	bodies, err := storage.List(ctx, strings.TrimSuffix(bodyPrefix, "/"), false)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			logger.Warn("robots: cannot list robots.txt bodies in storage", zap.Error(err))
+		}
+		return false
+	}
+	named, err := namedVersions(ctx, storage)
+	if err != nil {
+		// Better a body too many than a history without its body.
+		logger.Warn("robots: cannot read the robots.txt histories in storage; no body deleted", zap.Error(err))
+		return false
+	}
+	deleted := 0
+	for _, key := range bodies {
+		id := strings.TrimSuffix(path.Base(key), ".txt")
+		if named[id] || heldAnywhere(id) {
+			continue
+		}
+		if info, err := storage.Stat(ctx, key); err != nil || time.Since(info.Modified) < minAge {
+			continue
+		}
+		if deleted >= sweepMax {
+			more = true
+			break
+		}
+		if err := storage.Delete(ctx, key); err != nil {
+			logger.Warn("robots: cannot delete a robots.txt body from storage", zap.String("key", key), zap.Error(err))
+			return false
+		}
+		deleted++
+	}
+	if deleted > 0 {
+		logger.Info("robots: deleted the robots.txt bodies that no history holds any more", zap.Int("deleted", deleted))
+	}
+	return more
+}
+
+// namedVersions returns the ids of the versions every history in storage
+// names.
+func namedVersions(ctx context.Context, storage certmagic.Storage) (map[string]bool, error) {
+	keys, err := storage.List(ctx, strings.TrimSuffix(historyPrefix, "/"), false)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("listing histories: %w", err)
+	}
+	named := map[string]bool{}
+	for _, key := range keys {
+		data, err := storage.Load(ctx, key)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("loading %s: %w", key, err)
+		}
+		var h storedHistory
+		if err := json.Unmarshal(data, &h); err != nil {
+			continue // not a history this code can hold a body for
+		}
+		for _, v := range h.Versions {
+			named[v.ID] = true
+		}
+	}
+	return named, nil
 }

@@ -3,12 +3,16 @@ package sites
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
+	"path"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/caddyserver/certmagic"
+	"go.uber.org/zap"
 )
 
 // TestHistoryWrittenWhenEstablished: a new site's one version is not
@@ -168,4 +172,114 @@ func TestHistoryBriefVersions(t *testing.T) {
 	if len(rv) != 2 || rv[0].From.IsZero() || !rv[1].From.IsZero() {
 		t.Errorf("first-format history: %v, want the newer seen, the oldest not", describe(rv))
 	}
+}
+
+// TestUnchangedRulesSameVersion: a body that changes on every fetch (a
+// timestamp comment, the Host in a Sitemap line) but says the same rules
+// is not a new version: the current one keeps its id, body and start, no
+// parsed copy is kept for it, and storage gets nothing new.
+func TestUnchangedRulesSameVersion(t *testing.T) {
+	storage := newMemStorage()
+	n := 0
+	f := &fakeSite{answer: func(host string) (int, string) {
+		n++
+		return 200, fmt.Sprintf("# generated at fetch %d\nUser-agent: *\nDisallow: /private/\nSitemap: https://%s/sitemap.xml\n", n, host)
+	}}
+	l := newSiteLoader(t, f, 8080, Config{Storage: storage})
+	st, _ := l.t.getOrAdd(key{server: ":8080", host: "a.example"})
+	setClock(t, st.born+establishAfter) // established: its history is written
+	first := snapshot(l, "a.example").Current()
+	for range 10 {
+		Reload(context.Background(), []*Loader{l})
+	}
+	snap := snapshot(l, "a.example")
+	if len(snap.Judged) != 1 || snap.Current() != first {
+		t.Fatalf("%d versions (%v), want the first one only", len(snap.Judged), describe(snap.Judged))
+	}
+	if len(l.t.content) != 1 {
+		t.Errorf("%d parsed bodies kept, want 1", len(l.t.content))
+	}
+	time.Sleep(100 * time.Millisecond) // histories are written in the background
+	if bodies := storage.keys("caddy-robots/robots"); len(bodies) != 1 || !strings.HasSuffix(bodies[0], first.ID+".txt") {
+		t.Errorf("bodies in storage: %v, want the first version's only", bodies)
+	}
+	// A real change is a new version.
+	f.set(always(200, "User-agent: *\nDisallow: /other/\n"))
+	Reload(context.Background(), []*Loader{l})
+	if snap := snapshot(l, "a.example"); len(snap.Judged) != 2 {
+		t.Errorf("a change of rules: %d versions, want 2", len(snap.Judged))
+	}
+}
+
+// TestSweepKeepsHeldBodies: storage keeps the bodies of the versions some
+// history still names or some table still holds, and deletes the others
+// (those pushed out of every history, those of an older run) once they
+// are old enough.
+func TestSweepKeepsHeldBodies(t *testing.T) {
+	setSweep(t, 0, 0)
+	storage := newMemStorage()
+	ctx := context.Background()
+	// A body of an older run that nothing names, and one that another
+	// source's history names.
+	_ = storage.Store(ctx, bodyPrefix+"0123456789ab.txt", []byte("User-agent: *\nDisallow: /old/\n"))
+	other := []byte("User-agent: *\nDisallow: /other/\n")
+	_ = storage.Store(ctx, bodyPrefix+ContentID(other)+".txt", other)
+	data, _ := json.Marshal(storedHistory{Source: "file:/x", Format: historyFormat, Versions: []storedVersion{{ID: ContentID(other)}}})
+	_ = storage.Store(ctx, historyPrefix+"other.json", data)
+
+	body := "User-agent: *\nDisallow: /v0/\n"
+	f := &fakeSite{answer: func(string) (int, string) { return 200, body }}
+	l := newSiteLoader(t, f, 8080, Config{Storage: storage})
+	snapshot(l, "a.example")
+	for i := 1; i <= maxVersions+3; i++ {
+		body = fmt.Sprintf("User-agent: *\nDisallow: /v%d/\n", i)
+		Reload(ctx, []*Loader{l})
+	}
+	held := map[string]bool{ContentID(other): true}
+	for _, v := range snapshot(l, "a.example").Judged {
+		held[v.ID] = true
+	}
+	if len(held) != maxVersions+1 {
+		t.Fatalf("%d versions held", len(held)-1)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		bodies := storage.keys("caddy-robots/robots")
+		kept := 0
+		for _, k := range bodies {
+			if held[strings.TrimSuffix(path.Base(k), ".txt")] {
+				kept++
+			}
+		}
+		if kept == len(held) && len(bodies) == len(held) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("bodies in storage: %d (%d of the %d held): %v", len(bodies), kept, len(held), bodies)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	// A body written just now is never swept: its history may be on the
+	// way.
+	fresh := []byte("User-agent: *\nDisallow: /fresh/\n")
+	_ = storage.Store(ctx, bodyPrefix+ContentID(fresh)+".txt", fresh)
+	if sweep(storage, zap.NewNop(), time.Hour); !storage.Exists(ctx, bodyPrefix+ContentID(fresh)+".txt") {
+		t.Error("a fresh body was swept")
+	}
+}
+
+// setSweep makes the storage sweep run every every, deleting bodies older
+// than minAge, for the test.
+func setSweep(t *testing.T, every, minAge time.Duration) {
+	t.Helper()
+	janitor.Lock()
+	savedEvery, savedAge, savedLast := janitor.every, janitor.minAge, janitor.last
+	janitor.every, janitor.minAge, janitor.last = every, minAge, time.Time{}
+	janitor.Unlock()
+	t.Cleanup(func() {
+		janitor.Lock()
+		janitor.every, janitor.minAge, janitor.last = savedEvery, savedAge, savedLast
+		janitor.Unlock()
+	})
 }

@@ -190,6 +190,11 @@ func NewLoader(ctx context.Context, t *Table, cfg Config) (*Loader, error) {
 	if l.m == nil {
 		l.m = noMetrics{}
 	}
+	if cfg.Storage != nil {
+		// Bodies no history holds any more, from an older version of
+		// this code or an earlier run, go in the background.
+		requestSweep(cfg.Storage, cfg.Logger)
+	}
 	switch cfg.Kind {
 	case FromInline:
 		l.fixed = l.fixedSite()
@@ -625,7 +630,9 @@ func (l *Loader) publish(st *site, body []byte) error { return l.offer(st, body,
 // offer makes body, answered with status (a 4xx body is nil: no rules),
 // the current version, keeping older versions that a crawler may still
 // hold. The parsed form is shared with every site that serves the same
-// content. A change from rules to no rules is published only once a fetch
+// content. A body whose rules are those of the current version
+// (enforce.Robots.RulesFingerprint) is not a new version. A change from
+// rules to no rules is published only once a fetch
 // at least confirmDelay() after the first that saw it still sees it; until
 // then the site keeps its rules and offer returns nil (st.unconfirmed says
 // so). It fails, keeping what the site has, only when the table's memory
@@ -645,6 +652,15 @@ func (l *Loader) offer(st *site, body []byte, status int) error {
 		return nil
 	}
 	c := l.t.candidate(id, body)
+	if len(old.versions) > 0 && old.versions[0].p.fp == c.fp {
+		// The same rules in a new body (a timestamp comment, the Host in
+		// a Sitemap line): not a new version. The current one keeps its
+		// id, body and start, and storage gets nothing new.
+		c.drop(l.t)
+		st.unconfirmed = nil
+		settle(st, old)
+		return nil
+	}
 	// The loader saw the change when it held a current version that a
 	// fetch of this process loaded (not one only read back from storage:
 	// the site may have changed while the process was down).

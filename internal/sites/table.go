@@ -93,8 +93,10 @@ type site struct {
 	// dirty marks a history held back because the site is new (see
 	// persistOrDefer).
 	dirty atomic.Bool
-	// saveMu serialises writes of the site's history to storage.
-	saveMu sync.Mutex
+	// saveMu serialises writes of the site's history to storage, and
+	// guards savedIDs: the version ids of the history in storage.
+	saveMu   sync.Mutex
+	savedIDs []string
 	// loadedBy is the generation (Loader.gen) of the newest loader that
 	// loaded the site: a site that only an older config loaded is loaded
 	// again before a crawler's first decision under the new one.
@@ -143,18 +145,50 @@ type parsed struct {
 // must be the same for the same source across restarts: "site", or a name
 // derived from the file path or the inline text.
 func NewTable(name string) *Table {
-	return &Table{
+	t := &Table{
 		name:    name,
 		sites:   map[key]*site{},
 		seed:    maphash.MakeSeed(),
 		content: map[string]*parsed{},
 	}
+	tables.Lock()
+	tables.m[t] = struct{}{}
+	tables.Unlock()
+	return t
 }
 
-// Destruct releases nothing (loaders stop with their context); it lets a
+// tables are the tables in use in the process: the storage sweep keeps
+// every body one of them holds.
+var tables = struct {
+	sync.Mutex
+	m map[*Table]struct{}
+}{m: map[*Table]struct{}{}}
+
+// Destruct forgets the table (loaders stop with their context); it lets a
 // Table live in a Caddy UsagePool, which calls it when the last config
 // holding the table is unloaded.
-func (*Table) Destruct() error { return nil }
+func (t *Table) Destruct() error {
+	tables.Lock()
+	delete(tables.m, t)
+	tables.Unlock()
+	return nil
+}
+
+// heldAnywhere reports whether some table of the process holds the
+// content id.
+func heldAnywhere(id string) bool {
+	tables.Lock()
+	defer tables.Unlock()
+	for t := range tables.m {
+		t.contentMu.Lock()
+		_, ok := t.content[id]
+		t.contentMu.Unlock()
+		if ok {
+			return true
+		}
+	}
+	return false
+}
 
 // HasPreferences reports whether any version the table ever held states AI
 // usage preferences (Content-Usage, Content-Signal). One atomic load: a
