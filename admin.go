@@ -27,6 +27,8 @@ func init() {
 //	GET    /robots/bans             the bans in force
 //	DELETE /robots/bans/<identity>  lift one ban (identity path-escaped, as listed)
 //	POST   /robots/reload           load every site's robots.txt now
+//	DELETE /robots/versions/<id>    withdraw a replaced robots.txt version from
+//	                                every site's grace window and stored history
 //
 // For example:
 //
@@ -112,6 +114,11 @@ func (a *adminAPI) serve(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		return writeJSON(w, reloadAll(r.Context(), handlers()))
+	case strings.HasPrefix(path, "/robots/versions/"):
+		if err := allowMethods(w, r, http.MethodDelete); err != nil {
+			return err
+		}
+		return a.serveWithdraw(w, r)
 	}
 	return caddy.APIError{HTTPStatus: http.StatusNotFound, Err: fmt.Errorf("robots: no admin route %s (see /robots/ for the status page)", path)}
 }

@@ -241,6 +241,9 @@ func TestAdminRoutes(t *testing.T) {
 		{http.MethodGet, "/robots/", 200},
 		{http.MethodGet, "/robots/nothing", 404},
 		{http.MethodPost, "/robots/reload", 200},
+		{http.MethodGet, "/robots/versions/0123456789ab", 405},
+		{http.MethodDelete, "/robots/versions/0123456789ab", 404},
+		{http.MethodDelete, "/robots/versions/not-a-version", 400},
 	} {
 		w := httptest.NewRecorder()
 		err := api.serve(w, httptest.NewRequest(c.method, c.path, nil))
@@ -407,5 +410,44 @@ func TestStatusPageListsBansOnce(t *testing.T) {
 	listBans(context.Background(), []*Handler{h}, time.Now(), nil)
 	if n := cb.calls.Load(); n != 3 {
 		t.Errorf("without a shared scan: %d listings, want 3", n)
+	}
+}
+
+// TestAdminWithdraw: DELETE /robots/versions/<id> takes a replaced version
+// out of the grace window (a crawler that never re-read the file no longer
+// gets it), refuses the current one with 409, and answers which sites it
+// was withdrawn from.
+func TestAdminWithdraw(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "robots.txt")
+	if err := os.WriteFile(file, []byte("User-agent: *\nDisallow:\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h, done := newTestHandler(t, &Handler{Source: "file", File: file, CrawlDelay: "off", Strikes: &StrikesConfig{Off: true}})
+	defer done()
+	broken := currentVersion(h)
+	if err := os.WriteFile(file, []byte("User-agent: *\nDisallow: /private/\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	reloadAll(context.Background(), []*Handler{h})
+	fixed := currentVersion(h)
+	if got := adminServe(t, h, "http://w.example/private/x", benchBotUA, "198.51.100.40:1000"); got != http.StatusOK {
+		t.Fatalf("within grace of the broken file: %d, want 200", got)
+	}
+	api := &adminAPI{}
+	w := httptest.NewRecorder()
+	if err := api.serve(w, httptest.NewRequest(http.MethodDelete, "/robots/versions/"+fixed, nil)); apiStatus(err) != http.StatusConflict {
+		t.Errorf("withdrawing the current version: %v, want 409", err)
+	}
+	w = httptest.NewRecorder()
+	if err := api.serve(w, httptest.NewRequest(http.MethodDelete, "/robots/versions/"+broken, nil)); err != nil {
+		t.Fatalf("withdrawing %s: %v", broken, err)
+	}
+	var rep withdrawReport
+	if err := json.Unmarshal(w.Body.Bytes(), &rep); err != nil || rep.Version != broken || len(rep.Withdrawn) != 1 ||
+		rep.Withdrawn[0].Handler == nil || *rep.Withdrawn[0].Handler != handlerIndex(handlers(), h) {
+		t.Errorf("answer %s (%v)", w.Body.String(), err)
+	}
+	if got := adminServe(t, h, "http://w.example/private/x", benchBotUA, "198.51.100.40:1000"); got != http.StatusForbidden {
+		t.Errorf("after the withdrawal: %d, want 403", got)
 	}
 }

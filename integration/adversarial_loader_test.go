@@ -444,3 +444,137 @@ func TestLoaderNoisyRobotsTxt(t *testing.T) {
 		t.Errorf("%d bodies of the site in storage, want 2", bodies)
 	}
 }
+
+// TestAdminWithdrawVersion: a robots.txt that should never have been
+// served stays in the grace window for 24 hours, and across a restart,
+// letting every crawler that may hold it read what it allowed. DELETE
+// /robots/versions/<id> withdraws it from every site's grace and from the
+// stored history, with an INFO line naming the version, the site and who
+// asked; the current version cannot be withdrawn (409), an unknown id is
+// 404.
+func TestAdminWithdrawVersion(t *testing.T) {
+	logFile := filepath.Join(t.TempDir(), "robots.log")
+	b := startTenant(t)
+	robots := &switchable{body: "User-agent: *\nDisallow: /private/\nAllow: /\n"}
+	b.answer(func(host string, n int) (int, string) {
+		if host != hostPort("withdraw.example", httpPort) {
+			return http.StatusNotFound, ""
+		}
+		return robots.answer(host, n)
+	})
+	config := globalsWith("\tlog withdraw {\n\t\toutput file "+logFile+"\n\t\tinclude http.handlers.robots\n\t\tlevel INFO\n\t}\n") + `
+:` + strconv.Itoa(httpPort) + ` {
+	robots {
+		crawl_delay off
+		strikes off
+		refresh 1s
+	}
+	reverse_proxy ` + b.addr + `
+}
+`
+	c := newClient(t, config)
+	get := func(ua, path string) int {
+		status, _ := rawGet(t, httpAddr(), "GET", path, "withdraw.example", "User-Agent: "+ua)
+		return status
+	}
+	if s := get(exampleUA, "/private/x"); s != http.StatusForbidden {
+		t.Fatalf("with the good file: %d, want 403", s)
+	}
+	// A broken file, live for a few seconds.
+	robots.set("User-agent: *\nDisallow:\n")
+	eventually(t, 10*time.Second, "the broken file", func() bool {
+		get(freshReader, "/robots.txt")
+		return get(freshReader, "/private/x") == http.StatusOK
+	})
+	broken, _ := siteVersionOf(t, "withdraw.example")
+	robots.set("User-agent: *\nDisallow: /private/\nAllow: /\n# fixed\n")
+	eventually(t, 10*time.Second, "the fixed file", func() bool {
+		v, _ := siteVersionOf(t, "withdraw.example")
+		return v != broken
+	})
+	fixed, _ := siteVersionOf(t, "withdraw.example")
+	// The reader fetched the broken file: it may hold it, and reads
+	// /private/ for 24 hours.
+	if s := get(freshReader, "/private/x"); s != http.StatusOK {
+		t.Fatalf("a crawler that fetched the broken file: %d, want 200 before the withdrawal", s)
+	}
+
+	status, out := admin(t, http.MethodDelete, "/robots/versions/"+fixed, nil)
+	if status != http.StatusConflict || !bytes.Contains(out, []byte("current")) {
+		t.Errorf("withdrawing the current version: %d %s, want 409 saying why", status, out)
+	}
+	if status, out := admin(t, http.MethodDelete, "/robots/versions/0123456789ab", nil); status != http.StatusNotFound {
+		t.Errorf("withdrawing an unknown version: %d %s, want 404", status, out)
+	}
+	var rep struct {
+		Version   string `json:"version"`
+		Withdrawn []struct {
+			Host string `json:"host"`
+		} `json:"withdrawn"`
+	}
+	adminJSON(t, http.MethodDelete, "/robots/versions/"+broken, nil, http.StatusOK, &rep)
+	if rep.Version != broken || len(rep.Withdrawn) != 1 || rep.Withdrawn[0].Host != "withdraw.example" {
+		t.Errorf("withdrawal: %+v", rep)
+	}
+	if s := get(freshReader, "/private/x"); s != http.StatusForbidden {
+		t.Errorf("after the withdrawal: %d, want 403", s)
+	}
+	var logged bool
+	eventually(t, 5*time.Second, "the log line", func() bool {
+		data, _ := os.ReadFile(logFile)
+		for _, line := range bytes.Split(data, []byte("\n")) {
+			var e map[string]any
+			if json.Unmarshal(line, &e) != nil || !strings.Contains(fmt.Sprint(e["msg"]), "withdrawn") {
+				continue
+			}
+			logged = e["level"] == "info" && e["version"] == broken && e["host"] == "withdraw.example" && strings.Contains(fmt.Sprint(e["by"]), "127.0.0.1")
+			return true
+		}
+		return false
+	})
+	if !logged {
+		t.Error("the log line does not name the version, the site and who asked")
+	}
+	// The stored history no longer holds it: a restart does not bring it
+	// back (the reader's fetch is forgotten, so only the history decides).
+	time.Sleep(500 * time.Millisecond) // the history is written in the background
+	restart(c, config)
+	if s := get(exampleUA, "/private/x"); s != http.StatusForbidden {
+		t.Errorf("after a restart: %d, want 403", s)
+	}
+	for _, v := range siteVersionsOf(t, "withdraw.example") {
+		if v == broken {
+			t.Errorf("the withdrawn version is back after a restart")
+		}
+	}
+}
+
+// siteVersionOf returns the current version of host from /robots/status.
+func siteVersionOf(t *testing.T, host string) (string, bool) {
+	t.Helper()
+	vs := siteVersionsOf(t, host)
+	if len(vs) == 0 {
+		return "", false
+	}
+	return vs[0], true
+}
+
+// siteVersionsOf returns the versions of host from /robots/status,
+// current first.
+func siteVersionsOf(t *testing.T, host string) []string {
+	t.Helper()
+	var st adminStatus
+	adminJSON(t, http.MethodGet, "/robots/status", nil, http.StatusOK, &st)
+	for _, h := range st.Handlers {
+		for _, s := range h.Sites {
+			if s.Host == host {
+				var out []string
+				for _, v := range s.Versions {
+					out = append(out, v.ID)
+				}
+				return out
+			}
+		}
+	}
+	return nil
+}

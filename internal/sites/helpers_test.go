@@ -120,15 +120,6 @@ func (m *memStorage) keys(prefix string) []string {
 	return ks
 }
 
-// age makes every key look written d ago.
-func (m *memStorage) age(d time.Duration) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for k, t := range m.mod {
-		m.mod[k] = t.Add(-d)
-	}
-}
-
 // describe prints versions for a failure message.
 func describe(vs []*policy.Version) string {
 	var b strings.Builder

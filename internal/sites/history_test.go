@@ -3,6 +3,7 @@ package sites
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -13,6 +14,8 @@ import (
 
 	"github.com/caddyserver/certmagic"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 )
 
 // TestHistoryWrittenWhenEstablished: a new site's one version is not
@@ -282,4 +285,78 @@ func setSweep(t *testing.T, every, minAge time.Duration) {
 		janitor.every, janitor.minAge, janitor.last = savedEvery, savedAge, savedLast
 		janitor.Unlock()
 	})
+}
+
+// TestWithdraw: a replaced version is taken out of every site that holds
+// it and out of stored histories, with a log line naming it, the site and
+// who asked; the current version, an unknown id and a malformed one are
+// refused, and nothing changes.
+func TestWithdraw(t *testing.T) {
+	core, logs := observer.New(zapcore.InfoLevel)
+	storage := newMemStorage()
+	body := "User-agent: *\nDisallow: /a/\n"
+	f := &fakeSite{answer: func(string) (int, string) { return 200, body }}
+	l := newSiteLoader(t, f, 8080, Config{Storage: storage, Logger: zap.New(core)})
+	ctx := context.Background()
+	snapshot(l, "a.example")
+	snapshot(l, "b.example")
+	a := ContentID([]byte(body))
+	body = "User-agent: *\nDisallow: /b/\n"
+	Reload(ctx, []*Loader{l})
+	b := ContentID([]byte(body))
+	// A site that is not loaded, whose stored history holds a too.
+	offline, _ := json.Marshal(storedHistory{Source: "site", Server: ":8080", Host: "c.example", Format: historyFormat,
+		Versions: []storedVersion{{ID: b, From: time.Now()}, {ID: a, From: time.Now().Add(-time.Hour), Until: time.Now()}}})
+	offlineKey := l.t.historyKey(key{server: ":8080", host: "c.example"})
+	_ = storage.Store(ctx, offlineKey, offline)
+	logs.TakeAll()
+
+	var ce *CurrentError
+	if _, err := Withdraw(ctx, []*Loader{l}, b, "test"); !errors.As(err, &ce) || ce.Stored || ce.ID != b {
+		t.Errorf("withdraw the current version: %v", err)
+	}
+	for id, want := range map[string]error{"0123456789ab": ErrUnknownVersion, "../x": ErrBadVersion, "ABCDEF012345": ErrBadVersion} {
+		if _, err := Withdraw(ctx, []*Loader{l}, id, "test"); !errors.Is(err, want) {
+			t.Errorf("withdraw %q: %v, want %v", id, err, want)
+		}
+	}
+	if n := len(snapshot(l, "a.example").Judged); n != 2 {
+		t.Fatalf("a refused withdrawal changed the versions: %d", n)
+	}
+
+	done, err := Withdraw(ctx, []*Loader{l}, a, "192.0.2.1:5000 (curl/8)")
+	if err != nil || len(done) != 3 {
+		t.Fatalf("withdraw %s: %+v, %v; want 3 sites", a, done, err)
+	}
+	for _, host := range []string{"a.example", "b.example"} {
+		if vs := snapshot(l, host).Judged; len(vs) != 1 || vs[0].ID != b {
+			t.Errorf("%s after the withdrawal: %v", host, describe(vs))
+		}
+	}
+	data, _ := storage.Load(ctx, offlineKey)
+	var h storedHistory
+	if err := json.Unmarshal(data, &h); err != nil || len(h.Versions) != 1 || h.Versions[0].ID != b {
+		t.Errorf("the offline site's stored history: %s", data)
+	}
+	entries := logs.FilterMessageSnippet("withdrawn").All()
+	if len(entries) != 3 {
+		t.Fatalf("%d log lines, want one per site", len(entries))
+	}
+	for _, e := range entries {
+		if f := e.ContextMap(); f["version"] != a || f["by"] != "192.0.2.1:5000 (curl/8)" || f["host"] == "" || e.Level != zapcore.InfoLevel {
+			t.Errorf("log line %v", f)
+		}
+	}
+	if _, err := Withdraw(ctx, []*Loader{l}, a, "test"); !errors.Is(err, ErrUnknownVersion) {
+		t.Errorf("withdrawing again: %v, want ErrUnknownVersion", err)
+	}
+
+	// A version current in a stored history of a site not loaded is that
+	// site's current version as far as anyone knows.
+	cur, _ := json.Marshal(storedHistory{Source: "site", Server: ":8080", Host: "d.example", Format: historyFormat,
+		Versions: []storedVersion{{ID: "aaaaaaaaaaaa", From: time.Now()}}})
+	_ = storage.Store(ctx, l.t.historyKey(key{server: ":8080", host: "d.example"}), cur)
+	if _, err := Withdraw(ctx, []*Loader{l}, "aaaaaaaaaaaa", "test"); !errors.As(err, &ce) || !ce.Stored || ce.Host != "d.example" {
+		t.Errorf("current in storage: %v", err)
+	}
 }
