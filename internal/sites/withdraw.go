@@ -41,6 +41,7 @@ type CurrentError struct {
 	Stored bool
 }
 
+// Error says whose current version it is.
 func (e *CurrentError) Error() string {
 	site := e.Host
 	if site == "" {
