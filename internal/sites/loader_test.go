@@ -48,7 +48,7 @@ func always(status int, body string) func(string) (int, string) {
 }
 
 // newSiteLoader is a loader whose server is f, listening on port.
-func newSiteLoader(t *testing.T, f *fakeSite, port int, cfg Config) *Loader {
+func newSiteLoader(t testing.TB, f *fakeSite, port int, cfg Config) *Loader {
 	t.Helper()
 	l := newTestLoader(t, cfg)
 	l.SetServer(Server{Handler: f, Key: ":" + strconv.Itoa(port), Port: port})
