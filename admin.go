@@ -30,6 +30,8 @@ func init() {
 //	                                lift every ban of an address or network,
 //	                                of a crawler, or all of them
 //	POST   /robots/reload           load every site's robots.txt now
+//	DELETE /robots/versions/<id>    withdraw a replaced robots.txt version from
+//	                                every site's grace window and stored history
 //
 // For example:
 //
@@ -117,7 +119,12 @@ func (a *adminAPI) serve(w http.ResponseWriter, r *http.Request) error {
 		if err := allowMethods(w, r, http.MethodPost); err != nil {
 			return err
 		}
-		return writeJSON(w, reloadAll(handlers()))
+		return writeJSON(w, reloadAll(r.Context(), handlers()))
+	case strings.HasPrefix(path, "/robots/versions/"):
+		if err := allowMethods(w, r, http.MethodDelete); err != nil {
+			return err
+		}
+		return a.serveWithdraw(w, r)
 	}
 	return caddy.APIError{HTTPStatus: http.StatusNotFound, Err: fmt.Errorf("robots: no admin route %s (see /robots/ for the status page)", path)}
 }

@@ -97,6 +97,7 @@ var pageFuncs = template.FuncMap{
 		}
 		return "in " + humanAge(t.Sub(now).Seconds())
 	},
+	"ptr":   func(t time.Time) *time.Time { return &t },
 	"until": func(now, t time.Time) string { return "for " + humanAge(t.Sub(now).Seconds()) },
 	"stamp": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") },
 	"site": func(host string) string {
@@ -195,7 +196,7 @@ code{font:13px ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;background:#
 {{range .Sites}}
 <tr>
 <td data-label="Site"><b>{{site .Host}}</b>{{if .Server}}<br><span class="small">{{.Server}}</span>{{end}}</td>
-<td data-label="State">{{if eq .State "ok"}}<span class="ok">ok</span>{{else if eq .State "pending"}}<span class="warn">pending</span>{{else}}<span class="bad">{{.State}}</span>{{end}}</td>
+<td data-label="State">{{if eq .State "ok"}}<span class="ok">ok</span>{{else if eq .State "pending"}}<span class="warn">pending</span>{{else}}<span class="bad">{{.State}}</span>{{end}}{{with .PendingChange}}<br><span class="warn">no rules pending confirmation</span><br><span class="small">{{.What}}, seen {{since $now (ptr .Since)}}; confirmed {{next $now (ptr .ConfirmAt)}} if still so</span>{{end}}</td>
 <td data-label="Version">{{if .Version}}<code>{{.Version}}</code>{{else}}—{{end}}</td>
 <td data-label="Age">{{age .AgeSeconds}}</td>
 <td data-label="Last fetch">{{with .Fetch}}{{since $now .Last}}{{if .Result}} · {{if eq .Result "ok"}}<span class="ok">ok</span>{{else}}<span class="bad">{{.Result}}</span>{{end}}{{end}}{{if .Error}}<br><span class="err">{{.Error}}</span>{{end}}{{if .Next}}<br><span class="small">next {{next $now .Next}}</span>{{end}}{{else}}—{{end}}</td>

@@ -1,10 +1,20 @@
 package caddyrobots
 
-// POST /robots/reload: load every site's robots.txt now.
+// What an operator does to the sites' robots.txt versions:
+// POST /robots/reload loads every site's robots.txt now;
+// DELETE /robots/versions/<id> withdraws a replaced version.
 
 import (
-	"sync"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
 	"time"
+
+	"github.com/caddyserver/caddy/v2"
+
+	"github.com/caddyrobots/caddy-robots/internal/sites"
 )
 
 // reloadResult reports the reload of one site.
@@ -19,6 +29,9 @@ type reloadResult struct {
 	Previous string `json:"previous,omitempty"`
 	Version  string `json:"version,omitempty"`
 	Changed  bool   `json:"changed"`
+	// PendingChange is set when the site now says nothing to crawlers
+	// and the change awaits confirmation: Version is still the last rules.
+	PendingChange *pendingChange `json:"pending_change,omitempty"`
 }
 
 // reloadReport is the answer of POST /robots/reload.
@@ -29,89 +42,102 @@ type reloadReport struct {
 // reloadAll loads every site's robots.txt now: through the server for
 // source site, from disk for source file; inline text has nothing to load.
 // Sites shared by several handlers are loaded once.
-func reloadAll(hs []*Handler) reloadReport {
-	type job struct {
-		idx int
-		h   *Handler
-		hr  *hostRules
-	}
-	var jobs []job
-	seen := map[*hostRules]bool{}
-	for i, h := range hs {
-		for _, hr := range adminSites(h) {
-			if !seen[hr] {
-				seen[hr] = true
-				jobs = append(jobs, job{i, h, hr})
-			}
+func reloadAll(ctx context.Context, hs []*Handler) reloadReport {
+	var loaders []*sites.Loader
+	var owners []*Handler
+	for _, h := range hs {
+		if h.rules != nil {
+			loaders = append(loaders, h.rules.Loader)
+			owners = append(owners, h)
 		}
 	}
-	results := make([]reloadResult, len(jobs))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, adminReloadPar)
-	for n, j := range jobs {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			results[n] = reloadSite(j.idx, j.h, j.hr)
-		}()
-	}
-	wg.Wait()
-	return reloadReport{Reloaded: results}
-}
-
-func currentID(hr *hostRules) string {
-	if vs := hr.snap.Load().versions; len(vs) > 0 {
-		return vs[0].ID
-	}
-	return ""
-}
-
-// reloadSite loads one site's robots.txt now and reports the outcome.
-func reloadSite(idx int, h *Handler, hr *hostRules) reloadResult {
-	res := reloadResult{Handler: idx, Source: h.Source, Host: hr.key.host, Server: hr.key.server, Previous: currentID(hr)}
-	switch h.Source {
-	case "site":
-		h.rules.load(hr, nil)
-		hr.mu.Lock()
-		res.Result, res.Error = hr.lastResult, hr.lastErr
-		hr.mu.Unlock()
-		if res.Result == "" {
-			res.Result = "skipped"
-			res.Error = "the site's server is not known yet"
+	rep := reloadReport{Reloaded: []reloadResult{}}
+	for _, r := range sites.Reload(ctx, loaders) {
+		h := owners[r.Loader]
+		res := reloadResult{
+			Handler: handlerIndex(hs, h), Source: h.Source, Host: r.Host, Server: r.Server, File: r.File,
+			Result: r.Result, Error: r.Error, Previous: r.Previous, Version: r.Version, Changed: r.Version != r.Previous,
 		}
-	case "file":
-		res.File = h.File
-		res.Result = "ok"
-		if err := reloadFile(h.rules, hr); err != nil {
-			res.Result, res.Error = "error", err.Error()
+		if u := r.Unconfirmed; u != nil {
+			res.PendingChange = &pendingChange{What: u.What, Since: u.Since.UTC(), ConfirmAt: u.ConfirmAt.UTC()}
 		}
-	default:
-		res.Result = "unchanged"
+		rep.Reloaded = append(rep.Reloaded, res)
 	}
-	res.Version = currentID(hr)
-	res.Changed = res.Version != res.Previous
-	return res
+	return rep
 }
 
-// reloadFile reads a file source again and publishes it if it changed. It
-// does not touch the file watcher's own bookkeeping: the watcher, seeing
-// the same content next time, publishes nothing new.
-func reloadFile(s *ruleSource, hr *hostRules) error {
-	body, err := readRobotsFile(s.h.File)
-	now := time.Now()
-	if err == nil {
-		err = s.publish(hr, body)
+// handlerIndex is h's position in hs, as /robots/status numbers handlers.
+func handlerIndex(hs []*Handler, h *Handler) int {
+	for i, x := range hs {
+		if x == h {
+			return i
+		}
+	}
+	return -1
+}
+
+// withdrawReport is the answer of DELETE /robots/versions/<id>.
+type withdrawReport struct {
+	Version   string          `json:"version"`
+	Withdrawn []withdrawnSite `json:"withdrawn"`
+}
+
+// withdrawnSite is one site a version was withdrawn from.
+type withdrawnSite struct {
+	// Handler is the index of a handler serving the site; absent when
+	// only the site's stored history held the version (StoredOnly).
+	Handler    *int      `json:"handler,omitempty"`
+	Host       string    `json:"host,omitempty"`
+	Server     string    `json:"server,omitempty"`
+	From       time.Time `json:"from"`
+	Until      time.Time `json:"until"`
+	StoredOnly bool      `json:"stored_only,omitempty"`
+}
+
+// serveWithdraw withdraws the version named by the path from every site's
+// grace window and stored history: a robots.txt that should never have
+// been served stops counting at once, instead of letting every crawler
+// that may hold it read what it allowed for the grace period. The current
+// version cannot be withdrawn (409); an unknown id is 404.
+func (a *adminAPI) serveWithdraw(w http.ResponseWriter, r *http.Request) error {
+	id := strings.TrimPrefix(r.URL.Path, "/robots/versions/")
+	hs := handlers()
+	var loaders []*sites.Loader
+	var owners []*Handler
+	for _, h := range hs {
+		if h.rules != nil {
+			loaders = append(loaders, h.rules.Loader)
+			owners = append(owners, h)
+		}
+	}
+	who := r.RemoteAddr
+	if ua := r.Header.Get("User-Agent"); ua != "" {
+		who += " (" + truncateUTF8(ua, 128) + ")"
+	}
+	done, err := sites.Withdraw(r.Context(), loaders, id, who)
+	var cur *sites.CurrentError
+	switch {
+	case errors.As(err, &cur):
+		return caddy.APIError{HTTPStatus: http.StatusConflict, Err: fmt.Errorf("robots: %w", err)}
+	case errors.Is(err, sites.ErrBadVersion):
+		return caddy.APIError{HTTPStatus: http.StatusBadRequest, Err: fmt.Errorf("robots: %q: %w", id, err)}
+	case errors.Is(err, sites.ErrUnknownVersion):
+		return caddy.APIError{HTTPStatus: http.StatusNotFound, Err: fmt.Errorf("robots: version %s: %w (see /robots/status)", id, err)}
+	case err != nil && len(done) == 0:
+		return caddy.APIError{HTTPStatus: http.StatusInternalServerError, Err: fmt.Errorf("robots: withdrawing version %s: %w", id, err)}
+	}
+	rep := withdrawReport{Version: id, Withdrawn: []withdrawnSite{}}
+	for _, d := range done {
+		ws := withdrawnSite{Host: d.Host, Server: d.Server, From: d.From.UTC(), Until: d.Until.UTC(), StoredOnly: d.Loader < 0}
+		if d.Loader >= 0 {
+			i := handlerIndex(hs, owners[d.Loader])
+			ws.Handler = &i
+		}
+		rep.Withdrawn = append(rep.Withdrawn, ws)
 	}
 	if err != nil {
-		s.failed(hr, err)
+		// Some sites were done before storage failed: say which, and why.
+		return caddy.APIError{HTTPStatus: http.StatusInternalServerError, Err: fmt.Errorf("robots: withdrawing version %s: %w (withdrawn from %d sites)", id, err, len(rep.Withdrawn))}
 	}
-	hr.mu.Lock()
-	hr.lastFetch, hr.lastResult, hr.lastErr = now, "ok", ""
-	if err != nil {
-		hr.lastResult, hr.lastErr = "error", err.Error()
-	}
-	hr.mu.Unlock()
-	return err
+	return writeJSON(w, rep)
 }

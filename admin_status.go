@@ -6,11 +6,11 @@ package caddyrobots
 import (
 	"context"
 	"fmt"
-	"sort"
 	"time"
 
 	"github.com/caddyrobots/caddy-robots/agents"
 	"github.com/caddyrobots/caddy-robots/enforce/state"
+	"github.com/caddyrobots/caddy-robots/internal/sites"
 )
 
 // statusReport is the answer of GET /robots/status.
@@ -107,14 +107,32 @@ type siteStatus struct {
 	// still honoured while in_grace.
 	Versions []versionStatus `json:"versions"`
 	Fetch    *fetchStatus    `json:"fetch,omitempty"`
+	// PendingChange is a change to "no rules" (a 4xx, an empty or
+	// comment-only robots.txt) that awaits a second fetch to confirm it;
+	// until then Version, the last rules, stays in force.
+	PendingChange *pendingChange `json:"pending_change,omitempty"`
+}
+
+// pendingChange describes a change to no rules awaiting confirmation.
+type pendingChange struct {
+	// What is what the site answered.
+	What  string    `json:"what"`
+	Since time.Time `json:"since"`
+	// ConfirmAt is when a fetch that still sees it publishes it.
+	ConfirmAt time.Time `json:"confirm_at"`
 }
 
 type versionStatus struct {
-	ID      string     `json:"id"`
-	From    time.Time  `json:"from"`
-	Until   *time.Time `json:"until,omitempty"`
-	Current bool       `json:"current,omitempty"`
-	InGrace bool       `json:"in_grace,omitempty"`
+	ID string `json:"id"`
+	// From is when the version became current, or, with StartUnknown,
+	// when it was first loaded: it was current already (a site's first
+	// load, the first after a restart), so it is never taken for a brief
+	// version, which earns grace only for the crawlers seen fetching it.
+	From         time.Time  `json:"from"`
+	StartUnknown bool       `json:"start_unknown,omitempty"`
+	Until        *time.Time `json:"until,omitempty"`
+	Current      bool       `json:"current,omitempty"`
+	InGrace      bool       `json:"in_grace,omitempty"`
 }
 
 type fetchStatus struct {
@@ -201,12 +219,10 @@ func buildStatus(ctx context.Context, hs []*Handler, now time.Time, scans banSca
 			hs.Strikes = "off"
 		}
 		if h.rules != nil {
-			if k := h.rules.srvKey.Load(); k != nil {
-				hs.Server = *k
+			hs.Server = h.rules.Server()
+			for _, st := range h.rules.Status() {
+				hs.Sites = append(hs.Sites, siteStatusOf(h, st, now))
 			}
-		}
-		for _, hr := range adminSites(h) {
-			hs.Sites = append(hs.Sites, siteStatusOf(h, hr, now))
 		}
 		if hs.TopCrawlers == nil {
 			hs.TopCrawlers = []crawlerCount{}
@@ -227,82 +243,47 @@ func buildStatus(ctx context.Context, hs []*Handler, now time.Time, scans banSca
 	return rep
 }
 
-// adminSites returns the sites of h, by host name: for source site, those
-// of the server it serves (handlers of one server share them); for file
-// and inline, the one entry.
-func adminSites(h *Handler) []*hostRules {
-	s := h.rules
-	if s == nil {
-		return nil
-	}
-	if !s.site {
-		if s.fixed == nil {
-			return nil
-		}
-		return []*hostRules{s.fixed}
-	}
-	k := s.srvKey.Load()
-	if k == nil {
-		return nil
-	}
-	var out []*hostRules
-	for _, hr := range s.allHosts() {
-		if hr.key.server == *k {
-			out = append(out, hr)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].key.host < out[j].key.host })
-	return out
-}
-
-func siteStatusOf(h *Handler, hr *hostRules, now time.Time) siteStatus {
-	st := siteStatus{Host: hr.key.host, Server: hr.key.server, Versions: []versionStatus{}}
-	snap := hr.snap.Load()
-	switch {
-	case len(snap.versions) > 0:
-		st.State = "ok"
-	case snap.pending:
-		st.State = "pending"
-	default:
-		st.State = "unavailable"
-	}
-	for i, v := range snap.versions {
-		vs := versionStatus{ID: v.ID, From: v.From.UTC(), Current: i == 0}
+// siteStatusOf describes one site of h at now: its grace and age are the
+// handler's reading of the loader's facts.
+func siteStatusOf(h *Handler, st sites.Status, now time.Time) siteStatus {
+	ss := siteStatus{Host: st.Host, Server: st.Server, State: st.State, Versions: []versionStatus{}}
+	for _, v := range st.Versions {
+		vs := versionStatus{ID: v.ID, From: v.From.UTC(), StartUnknown: v.StartUnknown, Current: v.Current}
 		if !v.Until.IsZero() {
 			u := v.Until.UTC()
 			vs.Until = &u
 			vs.InGrace = now.Sub(v.Until) <= h.grace
 		}
-		st.Versions = append(st.Versions, vs)
+		ss.Versions = append(ss.Versions, vs)
 	}
-	hr.mu.Lock()
-	lastFetch, lastResult, lastErr, next := hr.lastFetch, hr.lastResult, hr.lastErr, hr.next
-	hr.mu.Unlock()
-	if !lastFetch.IsZero() || lastResult != "" {
-		f := &fetchStatus{Result: lastResult, Error: lastErr}
-		if !lastFetch.IsZero() {
-			t := lastFetch.UTC()
+	if !st.LastFetch.IsZero() || st.LastResult != "" {
+		f := &fetchStatus{Result: st.LastResult, Error: st.LastError}
+		if !st.LastFetch.IsZero() {
+			t := st.LastFetch.UTC()
 			f.Last = &t
 		}
-		if !next.IsZero() && h.rules != nil && h.rules.site {
-			t := next.UTC()
+		if !st.NextFetch.IsZero() {
+			t := st.NextFetch.UTC()
 			f.Next = &t
 		}
-		st.Fetch = f
+		ss.Fetch = f
 	}
-	if len(snap.versions) > 0 {
-		cur := snap.versions[0]
-		st.Version = cur.ID
+	if u := st.Unconfirmed; u != nil {
+		ss.PendingChange = &pendingChange{What: u.What, Since: u.Since.UTC(), ConfirmAt: u.ConfirmAt.UTC()}
+	}
+	if len(st.Versions) > 0 {
+		cur := st.Versions[0]
+		ss.Version = cur.ID
 		since := cur.From.UTC()
-		st.CurrentSince = &since
+		ss.CurrentSince = &since
 		ref := cur.From
-		if lastResult == "ok" && lastFetch.After(ref) {
-			ref = lastFetch
+		if st.LastResult == "ok" && st.LastFetch.After(ref) {
+			ref = st.LastFetch
 		}
 		age := max(now.Sub(ref), 0).Seconds()
-		st.AgeSeconds = &age
+		ss.AgeSeconds = &age
 	}
-	return st
+	return ss
 }
 
 // storeFactsOf checks h's store: its type, a PING within 100 ms for Redis,

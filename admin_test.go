@@ -241,6 +241,9 @@ func TestAdminRoutes(t *testing.T) {
 		{http.MethodGet, "/robots/", 200},
 		{http.MethodGet, "/robots/nothing", 404},
 		{http.MethodPost, "/robots/reload", 200},
+		{http.MethodGet, "/robots/versions/0123456789ab", 405},
+		{http.MethodDelete, "/robots/versions/0123456789ab", 404},
+		{http.MethodDelete, "/robots/versions/not-a-version", 400},
 	} {
 		w := httptest.NewRecorder()
 		err := api.serve(w, httptest.NewRequest(c.method, c.path, nil))
@@ -277,14 +280,14 @@ func TestAdminReloadFile(t *testing.T) {
 	}
 	h, done := newTestHandler(t, &Handler{Source: "file", File: file})
 	defer done()
-	before := currentID(h.rules.fixed)
+	before := currentVersion(h)
 	if before == "" {
 		t.Fatal("no version loaded from the file")
 	}
 	if err := os.WriteFile(file, []byte("User-agent: *\nDisallow: /two/\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rep := reloadAll([]*Handler{h})
+	rep := reloadAll(context.Background(), []*Handler{h})
 	if len(rep.Reloaded) != 1 {
 		t.Fatalf("reloaded %+v", rep)
 	}
@@ -293,15 +296,28 @@ func TestAdminReloadFile(t *testing.T) {
 		t.Errorf("reload: %+v", r)
 	}
 	// Reloading again changes nothing.
-	if r := reloadAll([]*Handler{h}).Reloaded[0]; r.Changed || r.Result != "ok" {
+	if r := reloadAll(context.Background(), []*Handler{h}).Reloaded[0]; r.Changed || r.Result != "ok" {
 		t.Errorf("second reload: %+v", r)
 	}
 	if err := os.Remove(file); err != nil {
 		t.Fatal(err)
 	}
-	if r := reloadAll([]*Handler{h}).Reloaded[0]; r.Result != "error" || r.Error == "" || r.Version != r.Previous {
+	if r := reloadAll(context.Background(), []*Handler{h}).Reloaded[0]; r.Result != "error" || r.Error == "" || r.Version != r.Previous {
 		t.Errorf("reload of a missing file: %+v (the last good copy must stay)", r)
 	}
+}
+
+// currentVersion is the id of the current version of h's first site, ""
+// when there is none.
+func currentVersion(h *Handler) string {
+	for _, st := range h.rules.Status() {
+		for _, v := range st.Versions {
+			if v.Current {
+				return v.ID
+			}
+		}
+	}
+	return ""
 }
 
 func TestAdminPageEscapes(t *testing.T) {
@@ -310,7 +326,8 @@ func TestAdminPageEscapes(t *testing.T) {
 	data := pageData{statusReport: statusReport{Time: now, Handlers: []handlerStatus{{
 		Source: "site", Mode: "enforce", Server: ":443",
 		Sites: []siteStatus{{Host: `<script>alert(1)</script>.example`, State: "ok", Version: "abc123", AgeSeconds: &age,
-			Versions: []versionStatus{{ID: "abc123", Current: true}}}},
+			Versions:      []versionStatus{{ID: "abc123", Current: true}},
+			PendingChange: &pendingChange{What: "<i>status 404</i>", Since: now.Add(-5 * time.Second), ConfirmAt: now.Add(55 * time.Second)}}},
 		TopCrawlers: []crawlerCount{{Name: `"><img src=x>`, Allowed: 1, Refused: 3}},
 		Store:       storeStatus{Type: "memory", Healthy: true},
 	}}}, Bans: bansReport{Bans: []banEntry{{Identity: "u:a|*@192.0.2.1/32", Crawler: "*", Until: now.Add(time.Hour)}}}}
@@ -319,12 +336,13 @@ func TestAdminPageEscapes(t *testing.T) {
 		t.Fatal(err)
 	}
 	page := buf.String()
-	for _, bad := range []string{"<script>alert", `"><img`} {
+	for _, bad := range []string{"<script>alert", `"><img`, "<i>status"} {
 		if strings.Contains(page, bad) {
 			t.Errorf("page contains unescaped %q", bad)
 		}
 	}
-	for _, want := range []string{`name="viewport"`, "&lt;script&gt;", "abc123", "1m 15s", "any bot", "192.0.2.1/32", "width:75%"} {
+	for _, want := range []string{`name="viewport"`, "&lt;script&gt;", "abc123", "1m 15s", "any bot", "192.0.2.1/32", "width:75%",
+		"no rules pending confirmation", "seen 5s ago", "confirmed in 55s"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q", want)
 		}
@@ -396,5 +414,44 @@ func TestStatusPageListsBansOnce(t *testing.T) {
 	listBans(context.Background(), []*Handler{h}, time.Now(), nil)
 	if n := cb.calls.Load(); n != 3 {
 		t.Errorf("without a shared scan: %d listings, want 3", n)
+	}
+}
+
+// TestAdminWithdraw: DELETE /robots/versions/<id> takes a replaced version
+// out of the grace window (a crawler that never re-read the file no longer
+// gets it), refuses the current one with 409, and answers which sites it
+// was withdrawn from.
+func TestAdminWithdraw(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "robots.txt")
+	if err := os.WriteFile(file, []byte("User-agent: *\nDisallow:\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h, done := newTestHandler(t, &Handler{Source: "file", File: file, CrawlDelay: "off", Strikes: &StrikesConfig{Off: true}})
+	defer done()
+	broken := currentVersion(h)
+	if err := os.WriteFile(file, []byte("User-agent: *\nDisallow: /private/\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	reloadAll(context.Background(), []*Handler{h})
+	fixed := currentVersion(h)
+	if got := adminServe(t, h, "http://w.example/private/x", benchBotUA, "198.51.100.40:1000"); got != http.StatusOK {
+		t.Fatalf("within grace of the broken file: %d, want 200", got)
+	}
+	api := &adminAPI{}
+	w := httptest.NewRecorder()
+	if err := api.serve(w, httptest.NewRequest(http.MethodDelete, "/robots/versions/"+fixed, nil)); apiStatus(err) != http.StatusConflict {
+		t.Errorf("withdrawing the current version: %v, want 409", err)
+	}
+	w = httptest.NewRecorder()
+	if err := api.serve(w, httptest.NewRequest(http.MethodDelete, "/robots/versions/"+broken, nil)); err != nil {
+		t.Fatalf("withdrawing %s: %v", broken, err)
+	}
+	var rep withdrawReport
+	if err := json.Unmarshal(w.Body.Bytes(), &rep); err != nil || rep.Version != broken || len(rep.Withdrawn) != 1 ||
+		rep.Withdrawn[0].Handler == nil || *rep.Withdrawn[0].Handler != handlerIndex(handlers(), h) {
+		t.Errorf("answer %s (%v)", w.Body.String(), err)
+	}
+	if got := adminServe(t, h, "http://w.example/private/x", benchBotUA, "198.51.100.40:1000"); got != http.StatusForbidden {
+		t.Errorf("after the withdrawal: %d, want 403", got)
 	}
 }

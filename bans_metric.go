@@ -2,7 +2,6 @@ package caddyrobots
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -15,20 +14,6 @@ import (
 // most state.MaxBansListed per store; a Redis store is asked with a bounded
 // SCAN and a 1 s deadline).
 type bansCollector struct{ desc *prometheus.Desc }
-
-var bansMetric = struct {
-	once sync.Once
-	c    *bansCollector
-}{}
-
-func bansCollectorOnce() *bansCollector {
-	bansMetric.once.Do(func() {
-		bansMetric.c = &bansCollector{desc: prometheus.NewDesc("caddy_robots_bans_in_force",
-			"Bans in force in the state stores of the running handlers (at most 1000 counted per store), by store type.",
-			[]string{"store"}, nil)}
-	})
-	return bansMetric.c
-}
 
 // Describe implements prometheus.Collector.
 func (c *bansCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/caddyrobots/caddy-robots/agents"
 	"github.com/caddyrobots/caddy-robots/enforce"
+	"github.com/caddyrobots/caddy-robots/internal/audit"
 )
 
 // Exit codes of the robots subcommands. A Caddy command that returns
@@ -105,6 +106,10 @@ func (e resultError) Error() string { return e.msg }
 // too large.
 const maxFetch = 2 * enforce.MaxSize
 
+// cliUserAgent is the User-Agent of the subcommands' downloads of a
+// robots.txt (the audit lists it apart from crawlers).
+const cliUserAgent = audit.OwnCLIUserAgent + " (+https://github.com/caddyrobots/caddy-robots)"
+
 // fetchTimeout bounds the download of a robots.txt given by URL.
 const fetchTimeout = 15 * time.Second
 
@@ -145,7 +150,7 @@ func loadRobots(ctx context.Context, src string) (*source, error) {
 	if err != nil {
 		return nil, fmt.Errorf("robots.txt URL %q: %w", src, err)
 	}
-	req.Header.Set("User-Agent", "caddy-robots-cli (+https://github.com/caddyrobots/caddy-robots)")
+	req.Header.Set("User-Agent", cliUserAgent)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("fetching robots.txt: %w", err)

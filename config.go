@@ -199,12 +199,6 @@ func checkReadable(path string) error {
 	return nil
 }
 
-// BriefForEnv names an environment variable for test suites: a duration
-// that replaces policy.BriefFor (10 minutes), how long a robots.txt version
-// must have been current to earn grace for every crawler. Tests that
-// replace a version within seconds and mean an ordinary one set it.
-const BriefForEnv = "CADDY_ROBOTS_BRIEF_FOR"
-
 // applyDefaults fills the options left empty with their defaults. Provision
 // calls it, and so does `caddy robots check --config`, which judges with a
 // handler's options without provisioning it.
@@ -275,9 +269,7 @@ func (h *Handler) decisionOptions() policy.Options {
 	if o.Burst == 0 {
 		o.Burst = state.DefaultBurst
 	}
-	if d, err := time.ParseDuration(os.Getenv(BriefForEnv)); err == nil && d >= 0 {
-		o.BriefFor = d
-	}
+
 	switch h.CrawlDelay {
 	case "off":
 		o.CrawlDelay = policy.CrawlDelayOff

@@ -140,12 +140,10 @@ func (h *Handler) provisionDisguised() error {
 		d.claims = sharedBrowserClaims()
 	}
 	if h.Trap != "" && d.modes[signalTrap] != modeOff {
+		// The served and enforced text of a file or inline source carry
+		// the trap's Disallow line: the loader adds it on every read
+		// (loader.go, sites.Config.Rules).
 		d.trap = newTrapConfig(h)
-		if h.Source == "inline" {
-			// The served and enforced text carry the trap's Disallow line;
-			// source file adds it on every read (loader.go, loadFile).
-			h.Inline = withTrapRules(h.Inline, h.Trap)
-		}
 		if h.Source != "site" && h.RobotsTxt == "pass" {
 			h.logger.Warn("robots: trap with robots_txt pass: the site's own /robots.txt must disallow the trap for every crawler, or compliant crawlers that follow the link are judged",
 				zap.String("trap", h.Trap))
@@ -367,37 +365,34 @@ func (h *Handler) logUndeclared(r *http.Request, s signal, o *outcome, mode stri
 	}
 }
 
-// The counter family caddy_robots_disguised_total.
-var disguisedMetric struct {
-	once    sync.Once
-	counter *prometheus.CounterVec
-	// byKind holds the counters, resolved once: [signal][action or trap][mode].
+// disguisedCounters is the counter family caddy_robots_disguised_total,
+// part of the package's one metric set, with its counters resolved once:
+// [signal][action or trap][mode].
+type disguisedCounters struct {
+	vec    *prometheus.CounterVec
 	byKind [numSignals][policy.Actions + 1][2]prometheus.Counter
 }
 
 // actionTrap is the action label of a trap request itself.
 const actionTrap = policy.Actions
 
-func disguisedCounter() *prometheus.CounterVec {
-	disguisedMetric.once.Do(func() {
-		c := prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "caddy", Subsystem: "robots", Name: "disguised_total",
-			Help: "Requests judged as an undeclared crawler's, by the signal that gave it away (fetch_metadata, fetch_metadata_safari, client_hints, trap), the decision (allow, block, throttle, ban; trap for the trap request itself) and mode (enforce, log).",
-		}, []string{"signal", "action", "mode"})
-		for s := range numSignals {
-			for a := 0; a <= policy.Actions; a++ {
-				act := "trap"
-				if a < policy.Actions {
-					act = policy.Action(a).String()
-				}
-				for m, mode := range [...]string{"enforce", "log"} {
-					disguisedMetric.byKind[s][a][m] = c.WithLabelValues(signalNames[s], act, mode)
-				}
+func newDisguisedCounters() *disguisedCounters {
+	d := &disguisedCounters{vec: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "caddy", Subsystem: "robots", Name: "disguised_total",
+		Help: "Requests judged as an undeclared crawler's, by the signal that gave it away (fetch_metadata, fetch_metadata_safari, client_hints, trap), the decision (allow, block, throttle, ban; trap for the trap request itself) and mode (enforce, log).",
+	}, []string{"signal", "action", "mode"})}
+	for s := range numSignals {
+		for a := 0; a <= policy.Actions; a++ {
+			act := "trap"
+			if a < policy.Actions {
+				act = policy.Action(a).String()
+			}
+			for m, mode := range [...]string{"enforce", "log"} {
+				d.byKind[s][a][m] = d.vec.WithLabelValues(signalNames[s], act, mode)
 			}
 		}
-		disguisedMetric.counter = c
-	})
-	return disguisedMetric.counter
+	}
+	return d
 }
 
 // countDisguised counts one request of an undeclared crawler.
@@ -406,12 +401,11 @@ func countDisguised(s signal, a policy.Action, logMode bool) {
 }
 
 func countDisguisedKind(s signal, a int, logMode bool) {
-	disguisedCounter()
 	m := 0
 	if logMode {
 		m = 1
 	}
-	disguisedMetric.byKind[s][a][m].Inc()
+	metrics.disguised.byKind[s][a][m].Inc()
 }
 
 // validDisguisedMode reports whether v is a mode of disguised.

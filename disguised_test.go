@@ -51,7 +51,7 @@ func serveAs(t testing.TB, h *Handler, https bool, host, target, ua, remote stri
 
 func disguisedCount(signal, action, mode string) float64 {
 	var m dto.Metric
-	if err := disguisedCounter().WithLabelValues(signal, action, mode).Write(&m); err != nil {
+	if err := metrics.disguised.vec.WithLabelValues(signal, action, mode).Write(&m); err != nil {
 		panic(err)
 	}
 	return m.GetCounter().GetValue()
@@ -273,12 +273,18 @@ func TestTrapLogMode(t *testing.T) {
 // TestTrapSiteWithoutDisallow: a trap the site's robots.txt does not
 // disallow marks nobody.
 func TestTrapSiteWithoutDisallow(t *testing.T) {
-	h, done := newTestHandler(t, &Handler{CrawlDelay: "off", Trap: "/trap/", Source: "inline", Inline: "User-agent: *\nDisallow: /private/\n"})
+	// Inline and file rules get the trap's line added; a site's own
+	// robots.txt may lack it. Simulate one: rules provisioned without the
+	// trap, the trap configured afterwards.
+	h, done := newTestHandler(t, &Handler{CrawlDelay: "off", Source: "inline", Inline: "User-agent: *\nDisallow: /private/\n"})
 	defer done()
 	h.logger = zap.NewNop()
-	// Inline gets the line added; simulate a site whose file lacks it.
-	if err := h.rules.publish(h.rules.fixed, []byte("User-agent: *\nDisallow: /private/\n")); err != nil {
+	h.Trap = "/trap/"
+	if err := h.provisionDisguised(); err != nil {
 		t.Fatal(err)
+	}
+	if h.disguise == nil || h.disguise.trap == nil {
+		t.Fatal("no trap configured")
 	}
 	if s, _ := serveAs(t, h, false, "", "/trap/", benchBrowserUA, "192.0.2.30:1"); s != 200 {
 		t.Errorf("a trap robots.txt allows: %d, want it served", s)

@@ -16,6 +16,7 @@ import (
 	"github.com/caddyrobots/caddy-robots/agents"
 	"github.com/caddyrobots/caddy-robots/enforce/state"
 	"github.com/caddyrobots/caddy-robots/internal/policy"
+	"github.com/caddyrobots/caddy-robots/internal/sites"
 )
 
 // ServeHTTP judges the request: /robots.txt, browsers and exempt clients pass
@@ -124,7 +125,7 @@ func userAgent(r *http.Request) string {
 // isSubrequest reports whether r is the handler's own virtual GET for
 // /robots.txt (or one of its redirects).
 func isSubrequest(r *http.Request) bool {
-	return r.RemoteAddr == loaderRemoteAddr && r.Context().Value(subrequestKey{}) != nil
+	return sites.IsLoaderRequest(r)
 }
 
 // judge decides a bot's request and publishes the outcome (placeholders,
@@ -180,13 +181,13 @@ func (h *Handler) decide(r *http.Request, o *outcome, addr *clientAddr, signer s
 	if h.strikes.Strikes > 0 && (h.banHint == nil || h.banHint.MayHaveBans()) {
 		o.ban, _ = h.store.Banned(r.Context(), policy.StrikeIdentity(sc.ban, &o.who, addr.get()), clock.get())
 	}
-	snap := h.rules.rulesFor(r, o.host)
-	o.site = policy.Site{Versions: snap.judged, Unavailable: snap.unavailable}
-	if len(snap.judged) > 1 {
+	snap := h.rules.Snapshot(r, o.host)
+	o.site = policy.Site{Versions: snap.Judged, Unavailable: snap.Unavailable}
+	if len(snap.Judged) > 1 {
 		o.site.FetchedAt, _ = h.rules.fetched.Get(policy.FetchIdentity(o.host, &o.who, addr.get()))
 	}
 	var now time.Time
-	if policy.NeedsTime(len(snap.judged), o.ban.Banned) {
+	if policy.NeedsTime(len(snap.Judged), o.ban.Banned) {
 		now = clock.get()
 	}
 	f := o.facts(now)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -204,14 +206,21 @@ func TestHotPathAllocations(t *testing.T) {
 // TestGraceVersions checks the grace rule on versions directly: refused only
 // if every version the crawler may hold refuses.
 func TestGraceVersions(t *testing.T) {
-	h, done := newTestHandler(t, &Handler{Source: "inline", Inline: "User-agent: *\nDisallow: /a/\n", CrawlDelay: "off"})
+	file := filepath.Join(t.TempDir(), "robots.txt")
+	if err := os.WriteFile(file, []byte("User-agent: *\nDisallow: /a/\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h, done := newTestHandler(t, &Handler{Source: "file", File: file, CrawlDelay: "off"})
 	defer done()
 	// The first version was current for an hour (a shorter-lived one
 	// earns grace only for crawlers seen fetching it).
 	now := time.Now().Add(time.Hour)
 	h.now = func() time.Time { return now }
-	if err := h.rules.publish(h.rules.fixed, []byte("User-agent: *\nDisallow: /b/\n")); err != nil {
+	if err := os.WriteFile(file, []byte("User-agent: *\nDisallow: /b/\n"), 0o644); err != nil {
 		t.Fatal(err)
+	}
+	if r := reloadAll(context.Background(), []*Handler{h}).Reloaded; len(r) != 1 || !r[0].Changed {
+		t.Fatalf("reload: %+v", r)
 	}
 
 	status := func(target string) int {

@@ -3,7 +3,6 @@ package caddyrobots
 import (
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -14,66 +13,121 @@ import (
 	"github.com/caddyrobots/caddy-robots/internal/policy"
 )
 
-// metrics are created once per process and registered into each config's
-// registry, so counters survive reloads. Labels are bounded: actions,
-// catalogue categories and modes, never a User-Agent, address or path.
-var metrics struct {
-	once        sync.Once
-	decisions   *decisionCollector
+// metrics are the process's collectors, created once when the package
+// loads and registered into each config's registry by registerMetrics, so
+// counters survive reloads (a collector made per config would start from
+// zero on every reload). Labels are bounded: actions, catalogue categories,
+// purposes, modes, results, sources and store types, never a User-Agent,
+// address, host or path. The Grafana dashboard reads these names, labels
+// and help texts: keep them.
+var metrics = newMetricSet()
+
+// metricSet holds every collector of the package but the IP lists' (see
+// ranges.go).
+type metricSet struct {
+	// decisions and purposes are read from botCounts (countDecision).
+	decisions *decisionCollector
+	purposes  *purposeCollector
+	// fetches counts the loads of robots.txt (see loaderMetrics).
 	fetches     *prometheus.CounterVec
 	stateErrors *prometheus.CounterVec
+	// retries counts throttled requests that came back inside their
+	// Retry-After (countRetry).
+	retries *prometheus.CounterVec
 	// ruleMemory is the estimated memory of the parsed robots.txt versions
-	// kept (source site; all handlers of the process).
-	ruleMemory prometheus.Gauge
+	// kept (every table of the process).
+	ruleMemory prometheus.GaugeFunc
 	// ruleMemoryRefused counts versions not kept because of the bound.
 	ruleMemoryRefused prometheus.Counter
 	// tableFull counts requests for a site that found no room in the table.
 	tableFull prometheus.Counter
 	// rulesAge is the age of the current robots.txt, by source.
 	rulesAge *rulesAgeCollector
+	// bans is the number of bans in force, by store type.
+	bans *bansCollector
+	// disguised counts undeclared crawlers' requests (disguised.go).
+	disguised *disguisedCounters
 }
 
-func initMetrics() {
-	metrics.once.Do(func() {
-		metrics.decisions = &decisionCollector{desc: prometheus.NewDesc(
+func newMetricSet() *metricSet {
+	return &metricSet{
+		decisions: &decisionCollector{desc: prometheus.NewDesc(
 			"caddy_robots_decisions_total",
 			"Decisions on requests from bots, by action (allow, block, throttle, ban), reason (none, rule, spoofed, unavailable, unverified, target, length, preference, rate, ban), crawler category and mode.",
-			[]string{"action", "reason", "category", "mode"}, nil)}
-		metrics.fetches = prometheus.NewCounterVec(prometheus.CounterOpts{
+			[]string{"action", "reason", "category", "mode"}, nil)},
+		purposes: &purposeCollector{desc: prometheus.NewDesc("caddy_robots_purpose_decisions_total",
+			"Decisions on requests from bots, by the crawler's documented purpose and the action (allow, block, throttle, ban).",
+			[]string{"purpose", "action"}, nil)},
+		fetches: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "caddy", Subsystem: "robots", Name: "fetch_total",
 			Help: "Loads of the site's robots.txt, by result (ok, client_error, server_error, error); for source file, every failed read of the file (it is polled every 2s) counts as error.",
-		}, []string{"result"})
-		metrics.stateErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		}, []string{"result"}),
+		stateErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "caddy", Subsystem: "robots", Name: "state_errors_total",
 			Help: "Errors of the shared state store; each such request was decided from local state.",
-		}, []string{"store"})
-		metrics.ruleMemory = prometheus.NewGauge(prometheus.GaugeOpts{
+		}, []string{"store"}),
+		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "caddy", Subsystem: "robots", Name: "immediate_retries_total",
+			Help: "Throttled requests that came back before the Retry-After they were given, by mode.",
+		}, []string{"mode"}),
+		ruleMemory: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: "caddy", Subsystem: "robots", Name: "rule_memory_bytes",
 			Help: "Estimated memory of the distinct parsed robots.txt versions kept for the sites' grace windows.",
-		})
-		metrics.ruleMemoryRefused = prometheus.NewCounter(prometheus.CounterOpts{
+		}, ruleMemory),
+		ruleMemoryRefused: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: "caddy", Subsystem: "robots", Name: "rule_memory_refused_total",
 			Help: "robots.txt versions not kept because max_rule_memory was reached and every site was in active use; the last good copy stayed.",
-		})
-		metrics.tableFull = prometheus.NewCounter(prometheus.CounterOpts{
+		}),
+		tableFull: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: "caddy", Subsystem: "robots", Name: "sites_full_total",
 			Help: "Bot requests for a site that found the site table full of sites in active use; answered as unavailable (503).",
-		})
-		metrics.rulesAge = &rulesAgeCollector{desc: prometheus.NewDesc(
+		}),
+		rulesAge: &rulesAgeCollector{desc: prometheus.NewDesc(
 			"caddy_robots_rules_age_seconds",
 			"Age of the current robots.txt version (time since it was first loaded), the oldest among the sites of each source (site, file, inline).",
-			[]string{"source"}, nil)}
-	})
+			[]string{"source"}, nil)},
+		bans: &bansCollector{desc: prometheus.NewDesc("caddy_robots_bans_in_force",
+			"Bans in force in the state stores of the running handlers (at most 1000 counted per store), by store type.",
+			[]string{"store"}, nil)},
+		disguised: newDisguisedCounters(),
+	}
+}
+
+// collectors lists every collector of the set.
+func (m *metricSet) collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.decisions, m.purposes, m.fetches, m.stateErrors, m.retries,
+		m.ruleMemory, m.ruleMemoryRefused, m.tableFull, m.rulesAge, m.bans, m.disguised.vec}
 }
 
 // registerMetrics adds every collector of the package to a config's
 // registry (the counters live in the process and survive reloads).
 func registerMetrics(reg prometheus.Registerer) error {
-	initMetrics()
-	return registerCollectors(reg, metrics.decisions, metrics.fetches, metrics.stateErrors,
-		metrics.ruleMemory, metrics.ruleMemoryRefused, metrics.tableFull, metrics.rulesAge,
-		retryCounter(), purposeCollectorOnce(), bansCollectorOnce(),
-		disguisedCounter()) // disguised.go
+	return registerCollectors(reg, metrics.collectors()...)
+}
+
+// loaderMetrics counts what the loaders report (sites.Metrics).
+type loaderMetrics struct{}
+
+// Fetched counts a load of robots.txt in caddy_robots_fetch_total.
+func (loaderMetrics) Fetched(result string) { metrics.fetches.WithLabelValues(result).Inc() }
+
+// RuleMemoryRefused counts in caddy_robots_rule_memory_refused_total.
+func (loaderMetrics) RuleMemoryRefused() { metrics.ruleMemoryRefused.Inc() }
+
+// SitesFull counts in caddy_robots_sites_full_total.
+func (loaderMetrics) SitesFull() { metrics.tableFull.Inc() }
+
+// ruleMemory is the estimated memory of the parsed versions of every site
+// table the process keeps.
+func ruleMemory() float64 {
+	var n int64
+	versionPool.Range(func(_, v any) bool {
+		if e, ok := v.(*tableEntry); ok {
+			n += e.table.RuleMemory()
+		}
+		return true
+	})
+	return float64(n)
 }
 
 // registerCollectors registers cs in reg, accepting collectors a previous
@@ -284,19 +338,6 @@ func categoryIndex(cat agents.Category) int {
 	return len(categoryNames) - 1
 }
 
-func fetchCounter(result string) {
-	metrics.fetches.WithLabelValues(result).Inc()
-}
-
-// countFileLoad counts a failed read of a source file in
-// caddy_robots_fetch_total (result "error"); the loader's file watcher
-// calls it with the result of each poll.
-func countFileLoad(err error) {
-	if err != nil {
-		fetchCounter("error")
-	}
-}
-
 // rulesAgeCollector exports caddy_robots_rules_age_seconds: for each source
 // (site, file, inline), the age of the oldest current robots.txt version
 // among the sites of the registered handlers. One series per source, never
@@ -318,26 +359,16 @@ func (c *rulesAgeCollector) Collect(ch chan<- prometheus.Metric) {
 func rulesAges(now time.Time) map[string]time.Duration {
 	ages := map[string]time.Duration{}
 	for _, h := range handlers() {
-		s := h.rules
-		if s == nil {
+		if h.rules == nil {
 			continue
 		}
-		sites := []*hostRules{s.fixed}
-		if s.site {
-			sites = s.allHosts()
+		from, ok := h.rules.OldestCurrent()
+		if !ok {
+			continue
 		}
-		for _, hr := range sites {
-			if hr == nil {
-				continue
-			}
-			snap := hr.snap.Load()
-			if snap == nil || len(snap.versions) == 0 {
-				continue
-			}
-			age := max(now.Sub(snap.versions[0].From), 0)
-			if old, ok := ages[h.Source]; !ok || age > old {
-				ages[h.Source] = age
-			}
+		age := max(now.Sub(from), 0)
+		if old, ok := ages[h.Source]; !ok || age > old {
+			ages[h.Source] = age
 		}
 	}
 	return ages

@@ -1,12 +1,15 @@
 package caddyrobots
 
 import (
-	"errors"
+	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/caddyserver/caddy/v2"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/caddyrobots/caddy-robots/agents"
@@ -43,7 +46,6 @@ func TestMetricIndexes(t *testing.T) {
 // TestDecisionCollector: counts from many goroutines add up exactly, and the
 // family is exported with its labels through a real registry.
 func TestDecisionCollector(t *testing.T) {
-	initMetrics()
 	reg := prometheus.NewRegistry()
 	if err := reg.Register(metrics.decisions); err != nil {
 		t.Fatal(err)
@@ -120,7 +122,6 @@ func gatherLabels(t *testing.T, reg *prometheus.Registry, name string) []map[str
 // under its own action and reason; allow is reason "none", throttle
 // "rate"; a pair the handler never makes falls back to reason "other".
 func TestMetricReasonLabels(t *testing.T) {
-	initMetrics()
 	reg := prometheus.NewRegistry()
 	if err := reg.Register(metrics.decisions); err != nil {
 		t.Fatal(err)
@@ -158,32 +159,21 @@ func TestMetricReasonLabels(t *testing.T) {
 }
 
 // TestMetricRulesAge: one series per source with the oldest current
-// version's age, whatever the number of hosts.
+// version's age; a source with no version has none.
 func TestMetricRulesAge(t *testing.T) {
-	initMetrics()
 	reg := prometheus.NewRegistry()
 	if err := reg.Register(metrics.rulesAge); err != nil {
 		t.Fatal(err)
 	}
-	now := time.Now()
-	withVersion := func(hr *hostRules, age time.Duration) {
-		hr.snap.Store(newSnapshot([]*version{{Version: policy.Version{ID: "v", From: now.Add(-age)}}}))
+	file := filepath.Join(t.TempDir(), "robots.txt")
+	if err := os.WriteFile(file, []byte("User-agent: *\nDisallow: /a/\n"), 0o644); err != nil {
+		t.Fatal(err)
 	}
-	file := &hostRules{}
-	withVersion(file, 90*time.Second)
-	fh := &Handler{Source: "file", rules: &ruleSource{fixed: file}}
-	table := newHostTable()
-	for i, age := range []time.Duration{time.Minute, 3 * time.Hour, 0} {
-		hr, _ := table.getOrAdd(siteKey{host: "h" + strconv.Itoa(i)})
-		withVersion(hr, age)
-	}
-	empty, _ := table.getOrAdd(siteKey{host: "pending"})
-	empty.snap.Store(&snapshot{pending: true})
-	sh := &Handler{Source: "site", rules: &ruleSource{site: true, hostTable: table}}
-	registerHandler(fh)
-	registerHandler(sh)
-	defer unregisterHandler(fh)
-	defer unregisterHandler(sh)
+	loaded := time.Now().Add(-90 * time.Second)
+	_, doneFile := newTestHandler(t, &Handler{Source: "file", File: file, now: func() time.Time { return loaded }})
+	defer doneFile()
+	_, doneSite := newTestHandler(t, &Handler{Source: "site"}) // no site asked for yet
+	defer doneSite()
 
 	got := map[string]float64{}
 	for _, l := range gatherLabels(t, reg, "caddy_robots_rules_age_seconds") {
@@ -193,18 +183,14 @@ func TestMetricRulesAge(t *testing.T) {
 	if v := got["file"]; v < 90 || v > 100 {
 		t.Errorf("file age %v, want ~90", v)
 	}
-	if v := got["site"]; v < 3*3600 || v > 3*3600+10 {
-		t.Errorf("site age %v, want ~10800 (the oldest host)", v)
-	}
-	if _, ok := got["inline"]; ok || len(got) != 2 {
-		t.Errorf("series %v, want file and site only", got)
+	if len(got) != 1 {
+		t.Errorf("series %v, want file only", got)
 	}
 }
 
 // TestMetricFileErrors: a failed read of a source file counts as a fetch
 // error.
 func TestMetricFileErrors(t *testing.T) {
-	initMetrics()
 	reg := prometheus.NewRegistry()
 	if err := reg.Register(metrics.fetches); err != nil {
 		t.Fatal(err)
@@ -218,12 +204,100 @@ func TestMetricFileErrors(t *testing.T) {
 		}
 		return 0
 	}
-	before := errorsCounted()
-	countFileLoad(nil)
-	countFileLoad(errors.New("gone"))
-	if got := errorsCounted() - before; got != 1 {
-		t.Errorf("counted %v errors, want 1", got)
+	file := filepath.Join(t.TempDir(), "robots.txt")
+	if err := os.WriteFile(file, []byte("User-agent: *\nDisallow: /a/\n"), 0o644); err != nil {
+		t.Fatal(err)
 	}
+	_, done := newTestHandler(t, &Handler{Source: "file", File: file, Refresh: caddy.Duration(time.Second)})
+	defer done()
+	before := errorsCounted()
+	if err := os.Remove(file); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for errorsCounted() == before {
+		if time.Now().After(deadline) {
+			t.Fatal("a file that went missing counted no error")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestMetricFamilies pins the name, labels, help text and type of every
+// family: dashboards read them. One function registers them all, and
+// registering again (a config reload) is fine.
+func TestMetricFamilies(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	if err := registerMetrics(reg); err != nil {
+		t.Fatal(err)
+	}
+	if err := registerMetrics(reg); err != nil {
+		t.Fatalf("registering again: %v", err)
+	}
+	want := map[string]string{
+		"caddy_robots_decisions_total":           "action,reason,category,mode|Decisions on requests from bots, by action (allow, block, throttle, ban), reason (none, rule, spoofed, unavailable, unverified, target, length, preference, rate, ban), crawler category and mode.",
+		"caddy_robots_purpose_decisions_total":   "purpose,action|Decisions on requests from bots, by the crawler's documented purpose and the action (allow, block, throttle, ban).",
+		"caddy_robots_fetch_total":               "result|Loads of the site's robots.txt, by result (ok, client_error, server_error, error); for source file, every failed read of the file (it is polled every 2s) counts as error.",
+		"caddy_robots_state_errors_total":        "store|Errors of the shared state store; each such request was decided from local state.",
+		"caddy_robots_immediate_retries_total":   "mode|Throttled requests that came back before the Retry-After they were given, by mode.",
+		"caddy_robots_rule_memory_bytes":         "|Estimated memory of the distinct parsed robots.txt versions kept for the sites' grace windows.",
+		"caddy_robots_rule_memory_refused_total": "|robots.txt versions not kept because max_rule_memory was reached and every site was in active use; the last good copy stayed.",
+		"caddy_robots_sites_full_total":          "|Bot requests for a site that found the site table full of sites in active use; answered as unavailable (503).",
+		"caddy_robots_rules_age_seconds":         "source|Age of the current robots.txt version (time since it was first loaded), the oldest among the sites of each source (site, file, inline).",
+		"caddy_robots_bans_in_force":             "store|Bans in force in the state stores of the running handlers (at most 1000 counted per store), by store type.",
+		"caddy_robots_disguised_total":           "signal,action,mode|Requests judged as an undeclared crawler's, by the signal that gave it away (fetch_metadata, fetch_metadata_safari, client_hints, trap), the decision (allow, block, throttle, ban; trap for the trap request itself) and mode (enforce, log).",
+	}
+	ch := make(chan *prometheus.Desc, 64)
+	for _, c := range metrics.collectors() {
+		c.Describe(ch)
+	}
+	close(ch)
+	got := map[string]string{}
+	for d := range ch {
+		// Desc has no accessors; its String form names every part, the
+		// strings quoted.
+		s := d.String()
+		name, help := quotedAfter(s, "fqName: "), quotedAfter(s, "help: ")
+		labels := strings.ReplaceAll(strings.Trim(between(s, "variableLabels: {", "}"), " "), " ", "")
+		got[name] = labels + "|" + help
+	}
+	for name, w := range want {
+		if got[name] != w {
+			t.Errorf("%s:\n got %q\nwant %q", name, got[name], w)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("%d families, want %d: %v", len(got), len(want), got)
+	}
+}
+
+// quotedAfter returns the Go-quoted string that follows the first prefix
+// in s, unquoted.
+func quotedAfter(s, prefix string) string {
+	i := strings.Index(s, prefix)
+	if i < 0 {
+		return ""
+	}
+	q, err := strconv.QuotedPrefix(s[i+len(prefix):])
+	if err != nil {
+		return ""
+	}
+	u, _ := strconv.Unquote(q)
+	return u
+}
+
+// between returns the text of s between the first start and the end after
+// it.
+func between(s, start, end string) string {
+	i := strings.Index(s, start)
+	if i < 0 {
+		return ""
+	}
+	s = s[i+len(start):]
+	if j := strings.Index(s, end); j >= 0 {
+		return s[:j]
+	}
+	return s
 }
 
 // TestPurposeMetricSums: caddy_robots_purpose_decisions_total is read from
@@ -232,7 +306,7 @@ func TestMetricFileErrors(t *testing.T) {
 // and mode.
 func TestPurposeMetricSums(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	if err := reg.Register(purposeCollectorOnce()); err != nil {
+	if err := reg.Register(metrics.purposes); err != nil {
 		t.Fatal(err)
 	}
 	value := func(purpose, action string) float64 {

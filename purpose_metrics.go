@@ -1,8 +1,6 @@
 package caddyrobots
 
 import (
-	"sync"
-
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/caddyrobots/caddy-robots/agents"
@@ -41,11 +39,6 @@ func purposeIndex(p agents.Purpose) int {
 // purposeCollector sums botCounts by purpose and action when metrics are read.
 type purposeCollector struct{ desc *prometheus.Desc }
 
-var purposeMetric struct {
-	once sync.Once
-	c    *purposeCollector
-}
-
 // Describe implements prometheus.Collector.
 func (c *purposeCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
 
@@ -67,14 +60,4 @@ func (c *purposeCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(sums[i][j]), p, policy.Action(j).String())
 		}
 	}
-}
-
-// purposeCollectorOnce returns the process's purpose collector.
-func purposeCollectorOnce() *purposeCollector {
-	purposeMetric.once.Do(func() {
-		purposeMetric.c = &purposeCollector{desc: prometheus.NewDesc("caddy_robots_purpose_decisions_total",
-			"Decisions on requests from bots, by the crawler's documented purpose and the action (allow, block, throttle, ban).",
-			[]string{"purpose", "action"}, nil)}
-	})
-	return purposeMetric.c
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/caddyrobots/caddy-robots/enforce"
 	"github.com/caddyrobots/caddy-robots/internal/policy"
+	"github.com/caddyrobots/caddy-robots/internal/sites"
 )
 
 // serveRobotsTxt serves /robots.txt to everyone, even banned bots. For
@@ -47,9 +48,9 @@ func (h *Handler) serveRobotsTxt(w http.ResponseWriter, r *http.Request, next ca
 		return err
 	}
 	id := hex.EncodeToString(hw.h.Sum(nil)[:6])
-	if cur := h.rules.current(r); cur == nil || cur.ID != id {
+	if cur := h.rules.Lookup(r, hostOf(r.Host)).Current(); cur == nil || cur.ID != id {
 		if h.Source == "site" {
-			h.rules.prompt(r)
+			h.rules.Prompt(r, hostOf(r.Host))
 		} else {
 			h.warnf("robots: the site's /robots.txt differs from the rules enforced (robots_txt pass): crawlers that follow it may be refused",
 				zap.String("source", h.Source), zap.String("served_version", id))
@@ -60,19 +61,20 @@ func (h *Handler) serveRobotsTxt(w http.ResponseWriter, r *http.Request, next ca
 
 // writeEnforced answers /robots.txt with the text of the version enforced.
 func (h *Handler) writeEnforced(w http.ResponseWriter, r *http.Request) error {
-	v := h.rules.current(r)
+	snap := h.rules.Lookup(r, hostOf(r.Host))
+	v := snap.Current()
 	hdr := w.Header()
 	hdr.Set("Content-Type", "text/plain; charset=utf-8")
 	hdr.Set("X-Content-Type-Options", "nosniff")
 	if v == nil {
 		// Nothing could be read yet: what RFC 9309 §2.3.1.4 calls
 		// unreachable, so crawlers come back.
-		hdr.Set("Retry-After", policy.RetryAfterSeconds(retryAfterError))
+		hdr.Set("Retry-After", policy.RetryAfterSeconds(sites.RetryAfterError))
 		hdr.Set("Cache-Control", "no-store")
 		w.WriteHeader(http.StatusServiceUnavailable)
 		return nil
 	}
-	body := v.pv.body
+	body := snap.Body()
 	if len(body) > enforce.MaxSize {
 		body = body[:enforce.MaxSize]
 	}

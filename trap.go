@@ -256,7 +256,7 @@ func (h *Handler) takeTrap(r *http.Request, t *trapConfig) *outcome {
 // trapDisallowed reports whether the site's current robots.txt disallows
 // the request's path for "*", and the rule that does.
 func (h *Handler) trapDisallowed(r *http.Request, t *trapConfig) (string, bool) {
-	v := h.rules.currentOrLoad(r)
+	v := h.rules.Peek(r, hostOf(r.Host)).Current()
 	if v == nil {
 		return "", false
 	}

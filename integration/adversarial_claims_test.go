@@ -11,8 +11,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	caddyrobots "github.com/caddyrobots/caddy-robots"
 )
 
 // TestAdversarialUnverifiedClaim: a Googlebot or AdsBot-Google claim from
@@ -231,10 +229,6 @@ func TestAdversarialHistorySurvivesRestart(t *testing.T) {
 	file_server
 }
 `
-	// The old version lives for seconds here; it stands for yesterday's
-	// file, current for a day: the test shortens how long a version must
-	// be current to earn grace for every crawler (ten minutes).
-	t.Setenv(caddyrobots.BriefForEnv, "1ms")
 	c := newClient(t, site)
 	const reader = "FreshReader/1.0 (+https://example.org/bot)" // re-reads robots.txt
 	c.expect(siteURL("history.localhost")+"/a/x", exampleUA, 403)
@@ -290,7 +284,6 @@ func TestAdversarialHistoryAfterPersonFirst(t *testing.T) {
 `
 	url := siteURL("personfirst.localhost")
 	const reader = "FreshReader/1.0 (+https://example.org/bot)" // re-reads robots.txt
-	t.Setenv(caddyrobots.BriefForEnv, "1ms")                    // the old version stands for yesterday's, current for a day
 	c := newClient(t, site)
 	c.expect(url+"/a/x", exampleUA, 403)
 	if err := os.WriteFile(filepath.Join(dir, "robots.txt"), []byte("User-agent: *\nDisallow: /b/\n"), 0o644); err != nil {

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -292,14 +293,32 @@ http://localhost:%d {
 				return disguisedMetric(t, "caddy_robots_disguised_total", `mode="log"`)
 			}
 			before, loggedBefore := judged(), logged()
-			home := t.TempDir()
+			// The browser's home is removed once the browser and every
+			// process it started (Chromium's zygote and renderers keep
+			// writing the profile) are gone: t.TempDir's cleanup would race
+			// them.
+			home, err := os.MkdirTemp("", "robots-browser-")
+			if err != nil {
+				t.Fatal(err)
+			}
 			cmd := br.launch(t, display, url, home, ca)
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 			logf, _ := os.Create(filepath.Join(home, "browser.log"))
 			cmd.Stdout, cmd.Stderr = logf, logf
 			if err := cmd.Start(); err != nil {
 				t.Fatalf("%s: %v", br.name, err)
 			}
-			defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); logf.Close() }()
+			defer func() {
+				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // the whole process group
+				_ = cmd.Wait()
+				logf.Close()
+				for range 20 {
+					if os.RemoveAll(home) == nil {
+						return
+					}
+					time.Sleep(100 * time.Millisecond)
+				}
+			}()
 			select {
 			case <-done:
 			case <-time.After(90 * time.Second):

@@ -1,4 +1,4 @@
-package caddyrobots
+package sites
 
 import (
 	"strings"
@@ -15,19 +15,19 @@ import (
 // line that could be read, is warned about, once per site.
 func TestLogSuspiciousRobots(t *testing.T) {
 	core, logs := observer.New(zapcore.WarnLevel)
-	h := &Handler{Source: "site", logger: zap.New(core)}
-	sites := map[string]*hostRules{}
+	l := newTestLoader(t, Config{Logger: zap.New(core)})
+	sts := map[string]*site{}
 	warn := func(host, body string) []observer.LoggedEntry {
-		hr := sites[host]
-		if hr == nil {
-			hr = &hostRules{key: siteKey{server: "test-suspicious", host: host}}
-			sites[host] = hr
+		st := sts[host]
+		if st == nil {
+			st = &site{key: key{server: "test-suspicious", host: host}}
+			sts[host] = st
 		}
 		b := []byte(body)
 		if len(b) > enforce.MaxSize+1 {
 			b = b[:enforce.MaxSize+1] // as publish does
 		}
-		warnSuspicious(h, hr, b, enforce.Parse(b))
+		l.warnSuspicious(st, b, enforce.Parse(b))
 		return logs.TakeAll()
 	}
 

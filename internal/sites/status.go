@@ -1,0 +1,271 @@
+package sites
+
+import (
+	"context"
+	"sort"
+	"sync"
+	"time"
+)
+
+// Status describes the robots.txt of one site, as the admin API shows it.
+type Status struct {
+	// Host is the site's host name; empty for a file or inline source.
+	Host string
+	// Server is the listen addresses of the server the site is loaded
+	// through; empty for a file or inline source.
+	Server string
+	// State is "ok" (a copy is in force), "pending" (the first load has
+	// not finished) or "unavailable" (no copy was ever obtained).
+	State string
+	// Versions are the versions kept, current first.
+	Versions []VersionStatus
+	// LastFetch is when the site's robots.txt was last loaded (zero:
+	// never); LastResult how it went (ok, client_error, server_error,
+	// redirect, error) and LastError why it failed.
+	LastFetch  time.Time
+	LastResult string
+	LastError  string
+	// NextFetch is when the next load is due (zero: not scheduled, and
+	// always for a file or inline source).
+	NextFetch time.Time
+	// Unconfirmed is a change to no rules awaiting confirmation, or nil.
+	Unconfirmed *Unconfirmed
+}
+
+// Unconfirmed is a change from rules to "no rules" that the loader saw but
+// has not published: the last rules stay in force until a fetch at
+// ConfirmAt or later still sees it (see ConfirmAfter).
+type Unconfirmed struct {
+	// What is what the site answered, such as "status 404 (no
+	// robots.txt)" or "an empty robots.txt".
+	What string
+	// Since is when the change was first seen.
+	Since     time.Time
+	ConfirmAt time.Time
+}
+
+// VersionStatus describes one version of a site's robots.txt.
+type VersionStatus struct {
+	ID string
+	// From is when the version became current; Until when a newer one
+	// replaced it (zero for the current version).
+	From, Until time.Time
+	Current     bool
+	// StartUnknown is set when the version was already current when the
+	// loader first loaded it (From): it may have been current long before,
+	// so it is never taken for a brief version.
+	StartUnknown bool
+}
+
+// Status describes the loader's sites, by host name: for FromSite, those
+// of its server (loaders of one server share them; none while the server
+// is not known); for FromFile and FromInline, the one site.
+func (l *Loader) Status() []Status {
+	sts := l.sites()
+	out := make([]Status, 0, len(sts))
+	for _, st := range sts {
+		out = append(out, l.statusOf(st))
+	}
+	return out
+}
+
+// sites returns the loader's sites, sorted by host name.
+func (l *Loader) sites() []*site {
+	if l.fixed != nil {
+		return []*site{l.fixed}
+	}
+	srv := l.srv.Load()
+	if srv == nil {
+		return nil
+	}
+	var out []*site
+	for _, st := range l.t.all() {
+		if st.key.server == srv.Key {
+			out = append(out, st)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].key.host < out[j].key.host })
+	return out
+}
+
+func (l *Loader) statusOf(st *site) Status {
+	s := Status{Host: st.key.host, Server: st.key.server, Versions: []VersionStatus{}}
+	snap := st.snap.Load()
+	switch {
+	case len(snap.versions) > 0:
+		s.State = "ok"
+	case snap.Pending:
+		s.State = "pending"
+	default:
+		s.State = "unavailable"
+	}
+	for i, v := range snap.versions {
+		s.Versions = append(s.Versions, VersionStatus{ID: v.ID, From: v.since, Until: v.Until, Current: i == 0, StartUnknown: !v.startSeen()})
+	}
+	st.mu.Lock()
+	s.LastFetch, s.LastResult, s.LastError = st.lastFetch, st.lastResult, st.lastErr
+	if l.fixed == nil {
+		s.NextFetch = st.next
+	}
+	s.Unconfirmed = st.unconfirmedStatus()
+	st.mu.Unlock()
+	return s
+}
+
+// OldestCurrent returns when the current version became current, for the
+// site whose current version is the oldest among the sites of the
+// loader's table; false when no site has a version.
+func (l *Loader) OldestCurrent() (time.Time, bool) {
+	sts := []*site{l.fixed}
+	if l.fixed == nil {
+		sts = l.t.all()
+	}
+	var oldest time.Time
+	found := false
+	for _, st := range sts {
+		vs := st.snap.Load().versions
+		if len(vs) == 0 {
+			continue
+		}
+		if from := vs[0].since; !found || from.Before(oldest) {
+			oldest, found = from, true
+		}
+	}
+	return oldest, found
+}
+
+// ReloadResult reports the reload of one site.
+type ReloadResult struct {
+	// Loader is the index, in the loaders given to Reload, of the loader
+	// that reloaded the site.
+	Loader int
+	Host   string
+	Server string
+	// File is the file read, for a file source.
+	File string
+	// Result is how the load went: ok, client_error, server_error,
+	// redirect or error; "unchanged" for inline text, which has nothing to
+	// load; "skipped" while the site's server is not known.
+	Result string
+	Error  string
+	// Previous and Version are the ids of the current version before and
+	// after the reload.
+	Previous string
+	Version  string
+	// Unconfirmed is set when the site now says nothing to crawlers but
+	// the change awaits confirmation: Version is still the last rules.
+	Unconfirmed *Unconfirmed
+}
+
+// reloadParallel is how many sites Reload loads at once.
+const reloadParallel = 4
+
+// Reload loads the robots.txt of every site of the loaders now: through
+// the server for FromSite, from disk for FromFile; inline text has nothing
+// to load. Sites shared by several loaders are loaded once, by the first
+// that holds them. Once ctx is done, the sites not loaded yet are reported
+// with its error.
+func Reload(ctx context.Context, ls []*Loader) []ReloadResult {
+	type job struct {
+		idx int
+		l   *Loader
+		st  *site
+	}
+	var jobs []job
+	seen := map[*site]bool{}
+	for i, l := range ls {
+		for _, st := range l.sites() {
+			if !seen[st] {
+				seen[st] = true
+				jobs = append(jobs, job{i, l, st})
+			}
+		}
+	}
+	results := make([]ReloadResult, len(jobs))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, reloadParallel)
+	for n, j := range jobs {
+		results[n] = ReloadResult{Loader: j.idx, Host: j.st.key.host, Server: j.st.key.server, Previous: currentID(j.st)}
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			results[n].Result, results[n].Error = "error", ctx.Err().Error()
+			results[n].Version = results[n].Previous
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			j.l.reload(j.st, &results[n])
+		}()
+	}
+	wg.Wait()
+	return results
+}
+
+// reload loads one site now and fills res with the outcome.
+func (l *Loader) reload(st *site, res *ReloadResult) {
+	switch l.cfg.Kind {
+	case FromSite:
+		l.load(st, nil)
+		st.mu.Lock()
+		res.Result, res.Error = st.lastResult, st.lastErr
+		st.mu.Unlock()
+		if res.Result == "" {
+			res.Result = "skipped"
+			res.Error = "the site's server is not known yet"
+		}
+	case FromFile:
+		res.File = l.cfg.File
+		res.Result = "ok"
+		if err := l.reloadFile(st); err != nil {
+			res.Result, res.Error = "error", err.Error()
+		}
+	default:
+		res.Result = "unchanged"
+	}
+	res.Version = currentID(st)
+	st.mu.Lock()
+	res.Unconfirmed = st.unconfirmedStatus()
+	st.mu.Unlock()
+}
+
+// unconfirmedStatus describes st's unconfirmed change, or nil. Called with
+// st.mu held.
+func (st *site) unconfirmedStatus() *Unconfirmed {
+	u := st.unconfirmed
+	if u == nil {
+		return nil
+	}
+	at, _ := st.confirming()
+	return &Unconfirmed{What: u.what, Since: u.since, ConfirmAt: at}
+}
+
+// reloadFile reads a file source again and publishes it if it changed. It
+// does not touch the file watcher's own bookkeeping: the watcher, seeing
+// the same content next time, publishes nothing new.
+func (l *Loader) reloadFile(st *site) error {
+	body, err := ReadFile(l.cfg.File)
+	now := time.Now()
+	if err == nil {
+		err = l.publish(st, l.rules(body))
+	}
+	if err != nil {
+		l.failed(st, err)
+	}
+	st.mu.Lock()
+	st.lastFetch, st.lastResult, st.lastErr = now, "ok", ""
+	if err != nil {
+		st.lastResult, st.lastErr = "error", err.Error()
+	}
+	st.mu.Unlock()
+	return err
+}
+
+func currentID(st *site) string {
+	if vs := st.snap.Load().versions; len(vs) > 0 {
+		return vs[0].ID
+	}
+	return ""
+}
