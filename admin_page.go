@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/caddyserver/caddy/v2"
 )
 
 // pageMaxSites is the most sites per handler the status page lists; the
@@ -21,6 +23,9 @@ type pageData struct {
 	statusReport
 	Bans  bansReport
 	Sites int
+	// Admin is the admin API's address as the page was asked for it (the
+	// request's Host), for the commands the page suggests.
+	Admin string
 }
 
 // servePage writes the HTML status page: the facts of GET /robots/status
@@ -30,7 +35,7 @@ func (a *adminAPI) servePage(w http.ResponseWriter, r *http.Request) error {
 	now := time.Now()
 	hs := handlers()
 	scans := banScans{}
-	data := pageData{statusReport: buildStatus(r.Context(), hs, now, scans), Bans: listBans(r.Context(), hs, now, scans)}
+	data := pageData{statusReport: buildStatus(r.Context(), hs, now, scans), Bans: listBans(r.Context(), hs, now, scans), Admin: adminAddress(r)}
 	for i := range data.Handlers {
 		h := &data.Handlers[i]
 		data.Sites += len(h.Sites)
@@ -56,6 +61,16 @@ func (a *adminAPI) servePage(w http.ResponseWriter, r *http.Request) error {
 		return fmt.Errorf("robots: writing the status page: %w", err)
 	}
 	return nil
+}
+
+// adminAddress is the admin API's address for curl commands: the Host the
+// page was asked with (the admin API only answers Hosts it allows), or
+// Caddy's default when the request had none (a Unix socket).
+func adminAddress(r *http.Request) string {
+	if r.Host == "" {
+		return caddy.DefaultAdminListen
+	}
+	return r.Host
 }
 
 // humanAge formats a duration in seconds as "42s", "5m 3s", "2h 10m" or
@@ -151,6 +166,9 @@ code{font:13px ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;background:#
 .bar{height:8px;background:#e6ebf2;border-radius:4px;overflow:hidden;min-width:60px}
 .bar i{display:block;height:100%;background:var(--bad)}
 .empty{color:var(--muted);font-style:italic}
+.tag{display:inline-block;margin-left:6px;padding:0 6px;border-radius:8px;font-size:11px;font-weight:600;background:#fff1e0;color:var(--warn);border:1px solid #f0c690}
+.tag.bad{background:#fdecec;color:var(--bad);border-color:#efb2b2}
+ul.warns{margin:4px 0 8px;padding-left:20px;color:var(--warn);font-size:14px}
 @media (max-width:640px){
  main{padding:8px}
  table.cards thead{display:none}
@@ -187,6 +205,10 @@ code{font:13px ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;background:#
 · bans in force: {{if .Bans.Count}}<span class="bad">{{.Bans.Count}}{{if .Bans.Truncated}}+{{end}}</span>{{else}}0{{end}}
 {{if .Store.Error}}<br><span class="err">{{.Store.Error}}</span>{{end}}
 {{if .Bans.Error}}<br><span class="err">{{.Bans.Error}}</span>{{end}}</p>
+{{if .ConfigWarnings}}
+<h3>Config warnings</h3>
+<ul class="warns">{{range .ConfigWarnings}}<li>{{.}}</li>{{end}}</ul>
+{{end}}
 
 <h3>Sites</h3>
 {{if .Sites}}
@@ -213,7 +235,7 @@ code{font:13px ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;background:#
 <table class="cards">
 <thead><tr><th>Crawler</th><th>Allowed</th><th>Refused</th><th>Refused share</th></tr></thead>
 <tbody>
-{{range .TopCrawlers}}<tr><td data-label="Crawler"><b>{{.Name}}</b></td><td data-label="Allowed">{{.Allowed}}</td><td data-label="Refused">{{.Refused}}</td><td data-label="Refused share"><div class="bar"><i style="width:{{pct .Refused (sum .Allowed .Refused)}}%"></i></div></td></tr>
+{{range .TopCrawlers}}<tr><td data-label="Crawler"><b>{{.Name}}</b>{{template "claim" .}}</td><td data-label="Allowed">{{.Allowed}}</td><td data-label="Refused">{{.Refused}}</td><td data-label="Refused share"><div class="bar"><i style="width:{{pct .Refused (sum .Allowed .Refused)}}%"></i></div></td></tr>
 {{end}}
 </tbody>
 </table>
@@ -224,11 +246,22 @@ code{font:13px ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;background:#
 <table class="cards">
 <thead><tr><th>Crawler</th><th>Refused</th><th>Allowed</th><th>Immediate retries</th></tr></thead>
 <tbody>
-{{range .TopOffenders}}<tr><td data-label="Crawler"><b>{{.Name}}</b></td><td data-label="Refused"><span class="bad">{{.Refused}}</span></td><td data-label="Allowed">{{.Allowed}}</td><td data-label="Retries">{{.Retries}}</td></tr>
+{{range .TopOffenders}}<tr><td data-label="Crawler"><b>{{.Name}}</b>{{template "claim" .}}</td><td data-label="Refused"><span class="bad">{{.Refused}}</span></td><td data-label="Allowed">{{.Allowed}}</td><td data-label="Retries">{{.Retries}}</td></tr>
 {{end}}
 </tbody>
 </table>
 {{else}}<p class="empty">No refusals.</p>{{end}}
+
+{{if .IPLists}}
+<h3>Crawler IP lists</h3>
+<table class="cards">
+<thead><tr><th>Crawlers of</th><th>Verified by</th><th>List age</th><th>Unconfirmed address</th></tr></thead>
+<tbody>
+{{range .IPLists}}<tr><td data-label="Crawlers of"><b>{{.Method}}</b></td><td data-label="Verified by">{{.VerifiedBy}}</td><td data-label="List age">{{secs .AgeSeconds}}<br><span class="small">as of {{stamp .AsOf}}</span></td><td data-label="Unconfirmed address">{{if .ProvesSpoofs}}<span class="bad">refused as spoofed</span>{{else}}<span class="warn">unverified, not refused</span>{{end}}<br><span class="small">{{.Why}}</span></td></tr>
+{{end}}
+</tbody>
+</table>
+{{end}}
 </section>
 {{end}}
 
@@ -237,16 +270,17 @@ code{font:13px ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;background:#
 {{range .Bans.Errors}}<p class="err">{{.}}</p>{{end}}
 {{if .Bans.Bans}}
 <table class="cards">
-<thead><tr><th>Crawler</th><th>Network</th><th>Site</th><th>Ends</th><th>Identity</th></tr></thead>
+<thead><tr><th>Crawler</th><th>Network</th><th>Site</th><th>Earned by</th><th>Ends</th><th>Identity</th></tr></thead>
 <tbody>
-{{range .Bans.Bans}}<tr><td data-label="Crawler"><b>{{if eq .Crawler "*"}}any bot{{else}}{{.Crawler}}{{end}}</b>{{if .Verified}} <span class="small">verified</span>{{end}}</td><td data-label="Network">{{if .Network}}<code>{{.Network}}</code>{{else}}—{{end}}</td><td data-label="Site">{{site .Site}}</td><td data-label="Ends">{{stamp .Until}}<br><span class="small">{{until $now .Until}} · {{.Reason}}</span></td><td data-label="Identity"><code>{{.Identity}}</code></td></tr>
+{{range .Bans.Bans}}<tr><td data-label="Crawler"><b>{{if eq .Crawler "*"}}any new name{{else}}{{.Crawler}}{{end}}</b>{{if .Verified}} <span class="small">verified</span>{{end}}{{if eq .Crawler "*"}}<br><span class="small">the address rotates names: every name it has not shown before is banned too</span>{{end}}{{if .Token}}<br><span class="small">judged by <code>User-agent: {{.Token}}</code></span>{{end}}</td><td data-label="Network">{{if .Network}}<code>{{.Network}}</code>{{else}}—{{end}}</td><td data-label="Site">{{site .Site}}{{if .Listen}}<br><span class="small">on {{.Listen}}</span>{{end}}</td><td data-label="Earned by">{{if .EarnedBy}}<b>{{.EarnedBy}}</b><br>{{end}}{{range .Strikes}}<span class="small">line {{.Line}}{{if .Version}} of <code>{{.Version}}</code>{{end}}, {{since $now (ptr .At)}}</span><br>{{else}}{{if not .EarnedBy}}—{{end}}{{end}}</td><td data-label="Ends">{{stamp .Until}}<br><span class="small">{{until $now .Until}} · {{.Reason}}</span></td><td data-label="Identity"><code>{{.Identity}}</code></td></tr>
 {{end}}
 </tbody>
 </table>
-<p class="small">Lift a ban: <code>curl -X DELETE localhost:2019/robots/bans/&lt;identity, path-escaped&gt;</code></p>
+<p class="small">Lift a ban: <code>curl -X DELETE {{.Admin}}/robots/bans/&lt;identity, path-escaped&gt;</code>; every ban of an address: <code>curl -X DELETE '{{.Admin}}/robots/bans?address=&lt;ip&gt;'</code>; of a crawler: <code>?crawler=&lt;name&gt;</code>.</p>
 {{else}}<p class="empty">No ban in force.</p>{{end}}
 </section>
 </main>
 </body>
 </html>
+{{define "claim"}}{{if eq .Claim "spoofed"}}<span class="tag bad" title="the address is provably not this crawler's operator's">spoofed</span>{{else if .Claim}}<span class="tag" title="the crawler publishes a way to verify it and these requests were not verified: not the real one as far as anyone can tell">{{.Claim}}</span>{{end}}{{end}}
 `))

@@ -6,6 +6,7 @@ package caddyrobots
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/caddyrobots/caddy-robots/agents"
@@ -39,6 +40,10 @@ type handlerStatus struct {
 	// IPLists are the published crawler IP lists the handler verifies
 	// claims with: their age and where they come from.
 	IPLists []ipListStatus `json:"ip_lists"`
+	// ConfigWarnings are the warnings about the handler's configuration
+	// logged at load (and since: a server found trusting proxies without
+	// trusted_proxies_strict), each as logged.
+	ConfigWarnings []string `json:"config_warnings"`
 	// moreSites is how many sites the status page leaves out.
 	moreSites int
 }
@@ -50,9 +55,15 @@ type ipListStatus struct {
 	// operator last confirmed the downloaded one.
 	AsOf       time.Time `json:"as_of"`
 	AgeSeconds float64   `json:"age_seconds"`
-	// ProvesSpoofs is false for a list too old to call an address outside
-	// it an impostor.
-	ProvesSpoofs bool `json:"proves_spoofs"`
+	// VerifiedBy is how a claim of the method is verified: "reverse DNS"
+	// (forward-confirmed; the list only confirms, quickly) or "list".
+	VerifiedBy string `json:"verified_by"`
+	// ProvesSpoofs says whether a claim from an address the method does
+	// not confirm is refused as spoofed: always with reverse DNS; with a
+	// list only while its operator confirmed it within the last 30 days
+	// (and only for operators whose lists are complete). Why says which.
+	ProvesSpoofs bool   `json:"proves_spoofs"`
+	Why          string `json:"why"`
 	// Sources are the operator URLs the list is downloaded from (or the
 	// URL or file configured with verify ranges).
 	Sources []string `json:"sources,omitempty"`
@@ -63,10 +74,6 @@ func ipListsOf(h *Handler, now time.Time) []ipListStatus {
 	out := []ipListStatus{}
 	if h.verifier == nil {
 		return out
-	}
-	stale := map[string]bool{}
-	for _, m := range h.verifier.StaleLists() {
-		stale[m] = true
 	}
 	sources := map[string][]string{}
 	for _, pl := range agents.PublishedLists() {
@@ -82,10 +89,28 @@ func ipListsOf(h *Handler, now time.Time) []ipListStatus {
 		if !ok {
 			continue
 		}
-		out = append(out, ipListStatus{Method: m.Key, AsOf: asOf.UTC(), AgeSeconds: now.Sub(asOf).Seconds(),
-			ProvesSpoofs: !stale[m.Key], Sources: sources[m.Key]})
+		st := ipListStatus{Method: m.Key, AsOf: asOf.UTC(), AgeSeconds: now.Sub(asOf).Seconds(), Sources: sources[m.Key]}
+		st.VerifiedBy, st.ProvesSpoofs, st.Why = listProves(m, now.Sub(asOf))
+		out = append(out, st)
 	}
 	return out
+}
+
+// listProves says how a method verifies a claim, whether an address it
+// does not confirm is proven an impostor, and why (the rule the verifier
+// applies: agents.Verifier).
+func listProves(m agents.VerificationMethod, age time.Duration) (by string, proves bool, why string) {
+	days := int(age / (24 * time.Hour))
+	switch {
+	case len(m.RDNSSuffixes) > 0:
+		return "reverse DNS", true, fmt.Sprintf("verified by forward-confirmed reverse DNS (%s); the list (%d days old) only confirms an address without a lookup",
+			strings.Join(m.RDNSSuffixes, ", "), days)
+	case !m.SpoofIfUnlisted:
+		return "list", false, "the operator does not publish its list as complete: an address outside it is unverified, never spoofed"
+	case age > agents.DefaultMaxListAge:
+		return "list", false, fmt.Sprintf("the list was confirmed by its operator %d days ago, more than 30: it verifies addresses in it, but an address outside it is unverified, not spoofed", days)
+	}
+	return "list", true, fmt.Sprintf("the list was confirmed by its operator %d days ago (30 at most): an address outside it is an impostor", days)
 }
 
 // siteStatus describes the robots.txt of one site.
@@ -208,9 +233,13 @@ func buildStatus(ctx context.Context, hs []*Handler, now time.Time, scans banSca
 			File:         h.File,
 			Mode:         h.Mode,
 			Sites:        []siteStatus{},
-			TopCrawlers:  h.stats.top(adminTop, false),
-			TopOffenders: h.stats.top(adminTop, true),
+			TopCrawlers:  h.statsNow().top(adminTop, false),
+			TopOffenders: h.statsNow().top(adminTop, true),
 			IPLists:      ipListsOf(h, now),
+		}
+		hs.ConfigWarnings = h.configWarnings.all()
+		if hs.ConfigWarnings == nil {
+			hs.ConfigWarnings = []string{}
 		}
 		hs.GraceSeconds = h.grace.Seconds()
 		if p := h.strikes; p.Enabled() {

@@ -328,20 +328,22 @@ func TestAdminPageEscapes(t *testing.T) {
 		Sites: []siteStatus{{Host: `<script>alert(1)</script>.example`, State: "ok", Version: "abc123", AgeSeconds: &age,
 			Versions:      []versionStatus{{ID: "abc123", Current: true}},
 			PendingChange: &pendingChange{What: "<i>status 404</i>", Since: now.Add(-5 * time.Second), ConfirmAt: now.Add(55 * time.Second)}}},
-		TopCrawlers: []crawlerCount{{Name: `"><img src=x>`, Allowed: 1, Refused: 3}},
-		Store:       storeStatus{Type: "memory", Healthy: true},
-	}}}, Bans: bansReport{Bans: []banEntry{{Identity: "u:a|*@192.0.2.1/32", Crawler: "*", Until: now.Add(time.Hour)}}}}
+		TopCrawlers:    []crawlerCount{{Name: `"><img src=x>`, Allowed: 1, Refused: 3}},
+		Store:          storeStatus{Type: "memory", Healthy: true},
+		ConfigWarnings: []string{"robots: <u>warning</u>"},
+	}}}, Bans: bansReport{Bans: []banEntry{{Identity: "u:a|*@192.0.2.1/32", Crawler: "*", Until: now.Add(time.Hour)}}},
+		Admin: `<b>admin</b>:2019`}
 	var buf bytes.Buffer
 	if err := statusPage.Execute(&buf, data); err != nil {
 		t.Fatal(err)
 	}
 	page := buf.String()
-	for _, bad := range []string{"<script>alert", `"><img`, "<i>status"} {
+	for _, bad := range []string{"<script>alert", `"><img`, "<i>status", "<u>warning", "<b>admin"} {
 		if strings.Contains(page, bad) {
 			t.Errorf("page contains unescaped %q", bad)
 		}
 	}
-	for _, want := range []string{`name="viewport"`, "&lt;script&gt;", "abc123", "1m 15s", "any bot", "192.0.2.1/32", "width:75%",
+	for _, want := range []string{`name="viewport"`, "&lt;script&gt;", "abc123", "1m 15s", "any new name", "192.0.2.1/32", "width:75%",
 		"no rules pending confirmation", "seen 5s ago", "confirmed in 55s"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q", want)

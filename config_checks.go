@@ -251,6 +251,9 @@ type warnings struct {
 }
 
 func (w *warnings) add(msg string) {
+	if w == nil {
+		return
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.list = append(w.list, msg)

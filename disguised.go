@@ -145,7 +145,7 @@ func (h *Handler) provisionDisguised() error {
 		// (loader.go, sites.Config.Rules).
 		d.trap = newTrapConfig(h)
 		if h.Source != "site" && h.RobotsTxt == "pass" {
-			h.logger.Warn("robots: trap with robots_txt pass: the site's own /robots.txt must disallow the trap for every crawler, or compliant crawlers that follow the link are judged",
+			h.warnConfig("robots: trap with robots_txt pass: the site's own /robots.txt must disallow the trap for every crawler, or compliant crawlers that follow the link are judged",
 				zap.String("trap", h.Trap))
 		}
 	}

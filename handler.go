@@ -247,7 +247,7 @@ func (h *Handler) writeState(ctx context.Context, o *outcome, sc stateScopes, ad
 	o.assessment = as.Throttled(res)
 	if o.assessment.Retry && !dry {
 		countRetry(h.enforce)
-		h.stats.retried(&o.agent.Agent)
+		sc.stats.retried(o.agent, o.client.Verdict)
 	}
 }
 
@@ -258,15 +258,20 @@ func (h *Handler) writeState(ctx context.Context, o *outcome, sc stateScopes, ad
 // it would have done never carries over into enforce mode.
 type stateScopes struct {
 	ban, pace string
-	desc      string // the site block, for people
+	desc      string        // the site block, for people
+	stats     *crawlerStats // the site block's counts
 }
 
 func (h *Handler) stateScopes(r *http.Request, host string) stateScopes {
 	sc := h.scopeFor(r)
-	if !h.enforce {
-		return stateScopes{ban: sc.logKey, pace: "log|" + host, desc: sc.desc}
+	stats := sc.stats
+	if stats == nil {
+		stats = h.stats
 	}
-	return stateScopes{ban: sc.key, pace: host, desc: sc.desc}
+	if !h.enforce {
+		return stateScopes{ban: sc.logKey, pace: "log|" + host, desc: sc.desc, stats: stats}
+	}
+	return stateScopes{ban: sc.key, pace: host, desc: sc.desc, stats: stats}
 }
 
 // lazyClock reads the clock once, on first use: an allowed request with no

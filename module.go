@@ -373,6 +373,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	h.warn = &logLimiter{}
 	h.privateClaims = &logLimiter{}
 	h.trustWarned = new(atomic.Bool)
+	h.configWarnings = new(warnings)
 	h.scope = new(atomic.Pointer[handlerScope])
 	h.rotations = rotationTable
 	h.stats = newCrawlerStats()
@@ -388,7 +389,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	h.grace, h.burst = h.policy.Grace, h.policy.Burst
 	h.serveEnforced = h.Source != "site" && h.RobotsTxt == "serve"
 	if h.Source != "site" && h.RobotsTxt == "pass" {
-		h.logger.Warn("robots: robots_txt pass: crawlers read the site's own /robots.txt while the rules come from " + h.Source + "; if the two differ, compliant crawlers may be refused")
+		h.warnConfig("robots: robots_txt pass: crawlers read the site's own /robots.txt while the rules come from " + h.Source + "; if the two differ, compliant crawlers may be refused")
 	}
 	h.maxRuleMemory = h.MaxRuleMemory
 	if h.maxRuleMemory == 0 {
@@ -443,7 +444,6 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		return err
 	}
 
-	h.configWarnings = new(warnings)
 	h.warnStrippedPrefix(strippedPrefixes(ctx))
 	if err := h.watchStart(ctx); err != nil {
 		return err
@@ -586,7 +586,7 @@ func (h *Handler) checkTrustedProxies(srv *caddyhttp.Server) {
 		return
 	}
 	if len(srv.TrustedProxiesRaw) > 0 && srv.TrustedProxiesStrict == 0 {
-		h.logger.Warn("robots: this server trusts proxies without trusted_proxies_strict: the client address is the leftmost X-Forwarded-For entry, which a client can choose, so a bot could claim a verified crawler's address. Add trusted_proxies_strict to the servers options",
+		h.warnConfig("robots: this server trusts proxies without trusted_proxies_strict: the client address is the leftmost X-Forwarded-For entry, which a client can choose, so a bot could claim a verified crawler's address. Add trusted_proxies_strict to the servers options",
 			zap.Strings("listen", srv.Listen))
 	}
 }

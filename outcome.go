@@ -186,7 +186,7 @@ func (h *Handler) publishOutcome(r *http.Request, vars map[string]any, o *outcom
 	}
 	ctx := r.Context()
 	a := o.agent
-	h.stats.seen(a, o.action)
+	h.statsFor(r).seen(a, o.verdict, o.action)
 	if repl, ok := ctx.Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
 		// One lazy provider instead of ten values: the strings are only
 		// built when a log line or handle_errors asks for them.

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/caddyrobots/caddy-robots/enforce/state"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
@@ -32,6 +33,9 @@ type handlerScope struct {
 	// site is its host patterns ("*" for a catch-all) and listen its
 	// server's addresses.
 	desc, site, listen string
+	// stats are the site block's decision counts, kept across config
+	// reloads that keep the site block; nil for noScope.
+	stats *crawlerStats
 }
 
 // scopeOf describes a placement.
@@ -52,12 +56,31 @@ func scopeOf(p placement) *handlerScope {
 	}
 	sum := sha256.Sum256([]byte(name))
 	key := "h:" + hex.EncodeToString(sum[:6])
-	return &handlerScope{key: key, logKey: "log|" + key, desc: desc, site: site, listen: listenText}
+	return &handlerScope{key: key, logKey: "log|" + key, desc: desc, site: site, listen: listenText, stats: scopeStats.get(key)}
 }
 
 // noScope is the scope outside a Caddy server (unit tests, a handler not
 // found in its server's routes): one scope for the handler.
 var noScope = &handlerScope{logKey: "log|", desc: "this handler"}
+
+// statsFor returns the counts of the site block serving r: its scope's,
+// which outlive a config reload, or the handler's own when it has no
+// scope.
+func (h *Handler) statsFor(r *http.Request) *crawlerStats {
+	if s := h.scopeFor(r).stats; s != nil {
+		return s
+	}
+	return h.stats
+}
+
+// statsNow returns the counts the admin API reports for h: its scope's
+// once a request found it, else its own.
+func (h *Handler) statsNow() *crawlerStats {
+	if s := h.scope.Load(); s != nil && s.stats != nil {
+		return s.stats
+	}
+	return h.stats
+}
 
 // scopeFor returns the handler's scope, found once from the server serving
 // r: the walk over its routes costs the first request only.
@@ -109,3 +132,42 @@ func (h *Handler) scopeIn(srv *caddyhttp.Server) *handlerScope {
 // rotationTable recognises addresses that rotate names, for every handler
 // of the process (keyed by their scopes) and across config reloads.
 var rotationTable = state.NewRotations(0)
+
+// scopeStats keeps each site block's counts across config reloads, for
+// the status report: a reload that keeps the site block keeps its top
+// crawlers. It holds at most scopeStatsKept site blocks beyond those of
+// the running handlers: when a config with new site blocks pushes it past
+// that, the counts of site blocks no running handler serves are dropped.
+var scopeStats = &statsByScope{m: map[string]*crawlerStats{}}
+
+const scopeStatsKept = 64
+
+type statsByScope struct {
+	mu sync.Mutex
+	m  map[string]*crawlerStats
+}
+
+// get returns the counts of the scope key, creating them on first use.
+func (t *statsByScope) get(key string) *crawlerStats {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if s, ok := t.m[key]; ok {
+		return s
+	}
+	if len(t.m) >= scopeStatsKept {
+		live := map[string]bool{}
+		for _, h := range handlers() {
+			if s := h.scope.Load(); s != nil {
+				live[s.key] = true
+			}
+		}
+		for k := range t.m {
+			if !live[k] {
+				delete(t.m, k)
+			}
+		}
+	}
+	s := newCrawlerStats()
+	t.m[key] = s
+	return s
+}

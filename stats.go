@@ -24,11 +24,12 @@ type crawlerStats struct {
 const statsSlots = 256
 
 type statsSlot struct {
-	// key is the seeded 64-bit hash of the slot's crawler name (low bit
-	// set, so never 0); 0: free. Lookups compare keys only, so a request
-	// reads this one line rather than the name's header and bytes too.
+	// key is the seeded 64-bit hash of the slot's crawler name and claim
+	// (low bit set, so never 0); 0: free. Lookups compare keys only, so a
+	// request reads this one line rather than the name's header and bytes
+	// too.
 	key     atomic.Uint64
-	name    atomic.Pointer[string] // the crawler's name, for reports; nil until the claim stores it
+	name    atomic.Pointer[statsName] // the crawler's name and claim, for reports; nil until the claim stores it
 	refused atomic.Uint64
 	retries atomic.Uint64
 	_       [32]byte // the rare writes above on a line of their own
@@ -36,6 +37,55 @@ type statsSlot struct {
 }
 
 func newCrawlerStats() *crawlerStats { return &crawlerStats{} }
+
+// statsName is what a slot counts: a crawler name, and whether the
+// requests claimed it without proof.
+type statsName struct {
+	name  string
+	claim claim
+}
+
+// claim says how far a request's name is proven, for the counts: an
+// unverified "Googlebot" is counted apart from the real one, so that a
+// report never credits Google with a scraper's requests.
+type claim uint8
+
+const (
+	// claimPlain: the name is proven (verified, signed) or the crawler
+	// publishes no way to prove it (its name is all anyone has).
+	claimPlain claim = iota
+	// claimUnverified: the crawler publishes a verification method and
+	// this request could not be verified (a lookup failed or is pending).
+	claimUnverified
+	// claimSpoofed: the address is provably not the named operator's.
+	claimSpoofed
+)
+
+// String returns "" (plain), "unverified claim" or "spoofed".
+func (c claim) String() string {
+	switch c {
+	case claimUnverified:
+		return "unverified claim"
+	case claimSpoofed:
+		return "spoofed"
+	}
+	return ""
+}
+
+// claimOf classifies a judged request's name.
+func claimOf(a *agents.Shared, v agents.Verdict) claim {
+	switch {
+	case v == agents.Spoofed:
+		return claimSpoofed
+	case v == agents.Verified || a.Profile.Verify == "":
+		return claimPlain
+	}
+	return claimUnverified
+}
+
+// noNameLabel is how reports show a bot whose User-Agent names nothing: an
+// empty one, "-" or a bare "Mozilla/5.0".
+const noNameLabel = "(no User-Agent name)"
 
 // statsSeed keys the hash that places names in slots.
 var statsSeed = maphash.MakeSeed()
@@ -48,16 +98,15 @@ var statsSeed = maphash.MakeSeed()
 // is known by its 64-bit hash under a seed drawn per process: two names
 // share a slot only if their hashes collide, a chance of 2^-64 per pair
 // that nobody outside the process can aim for.
-func (s *crawlerStats) slot(name string) *statsSlot {
+func (s *crawlerStats) slot(name string, c claim) *statsSlot {
 	h := maphash.String(statsSeed, name)
-	key := h | 1
+	key := (h ^ uint64(c)*0x9e3779b97f4a7c15) | 1
 	for i := uint64(0); i < 4; i++ {
 		sl := &s.slots[(h>>32+i)%statsSlots]
 		k := sl.key.Load()
 		if k == 0 {
 			if sl.key.CompareAndSwap(0, key) {
-				n := name
-				sl.name.Store(&n)
+				sl.name.Store(&statsName{name, c})
 				return sl
 			}
 			k = sl.key.Load()
@@ -69,12 +118,12 @@ func (s *crawlerStats) slot(name string) *statsSlot {
 	return nil
 }
 
-// seen counts one decision for the crawler a.
-func (s *crawlerStats) seen(a *agents.Shared, act policy.Action) {
+// seen counts one decision for the crawler a, with the verdict on its name.
+func (s *crawlerStats) seen(a *agents.Shared, v agents.Verdict, act policy.Action) {
 	if s == nil {
 		return
 	}
-	sl := s.slot(a.Name)
+	sl := s.slot(a.Name, claimOf(a, v))
 	if sl == nil {
 		return
 	}
@@ -87,18 +136,24 @@ func (s *crawlerStats) seen(a *agents.Shared, act policy.Action) {
 
 // retried counts an immediate retry: a request that came back inside the
 // Retry-After it was given.
-func (s *crawlerStats) retried(a *agents.Agent) {
+func (s *crawlerStats) retried(a *agents.Shared, v agents.Verdict) {
 	if s == nil {
 		return
 	}
-	if sl := s.slot(a.Name); sl != nil {
+	if sl := s.slot(a.Name, claimOf(a, v)); sl != nil {
 		sl.retries.Add(1)
 	}
 }
 
 // crawlerCount is one crawler's counts.
 type crawlerCount struct {
-	Name    string `json:"crawler"`
+	// Name is the crawler's name, or "(no User-Agent name)" for bots whose
+	// User-Agent names nothing.
+	Name string `json:"crawler"`
+	// Claim is "unverified claim" when the crawler publishes a way to
+	// verify it and these requests were not verified, "spoofed" when their
+	// addresses are provably not its operator's; empty otherwise.
+	Claim   string `json:"claim,omitempty"`
 	Allowed uint64 `json:"allowed"`
 	Refused uint64 `json:"refused"`
 	// Retries are requests that came back inside their Retry-After.
@@ -114,11 +169,15 @@ func (s *crawlerStats) top(n int, offenders bool) []crawlerCount {
 	var out []crawlerCount
 	for i := range s.slots {
 		sl := &s.slots[i]
-		name := sl.name.Load()
-		if name == nil {
+		sn := sl.name.Load()
+		if sn == nil {
 			continue
 		}
-		c := crawlerCount{Name: *name, Allowed: sl.allowed.load(), Refused: sl.refused.Load(), Retries: sl.retries.Load()}
+		name := sn.name
+		if name == "" {
+			name = noNameLabel
+		}
+		c := crawlerCount{Name: name, Claim: sn.claim.String(), Allowed: sl.allowed.load(), Refused: sl.refused.Load(), Retries: sl.retries.Load()}
 		if offenders && c.Refused == 0 {
 			continue
 		}
@@ -127,12 +186,17 @@ func (s *crawlerStats) top(n int, offenders bool) []crawlerCount {
 	sort.Slice(out, func(i, j int) bool {
 		a, b := out[i], out[j]
 		if offenders {
-			return a.Refused > b.Refused || (a.Refused == b.Refused && a.Name < b.Name)
+			return a.Refused > b.Refused || (a.Refused == b.Refused && a.less(b))
 		}
-		return a.Allowed+a.Refused > b.Allowed+b.Refused || (a.Allowed+a.Refused == b.Allowed+b.Refused && a.Name < b.Name)
+		return a.Allowed+a.Refused > b.Allowed+b.Refused || (a.Allowed+a.Refused == b.Allowed+b.Refused && a.less(b))
 	})
 	if len(out) > n {
 		out = out[:n]
 	}
 	return out
+}
+
+// less orders counts of equal size by name, then claim.
+func (c crawlerCount) less(d crawlerCount) bool {
+	return c.Name < d.Name || (c.Name == d.Name && c.Claim < d.Claim)
 }

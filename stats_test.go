@@ -15,12 +15,12 @@ func TestCrawlerStatsByName(t *testing.T) {
 	answers := make([]*agents.Shared, 2000) // each its own, as signed requests get
 	for i := range answers {
 		answers[i] = agents.NewShared(agents.Agent{Bot: true, Name: "SignedBot"})
-		s.seen(answers[i], policy.Allow)
+		s.seen(answers[i], agents.Unverified, policy.Allow)
 	}
 	gpt := agents.NewShared(agents.Agent{Bot: true, Name: "GPTBot"})
-	s.seen(gpt, policy.Block)
-	s.seen(gpt, policy.Block)
-	s.retried(&gpt.Agent)
+	s.seen(gpt, agents.Unverified, policy.Block)
+	s.seen(gpt, agents.Unverified, policy.Block)
+	s.retried(gpt, agents.Unverified)
 	top := s.top(10, false)
 	want := []crawlerCount{{Name: "SignedBot", Allowed: 2000}, {Name: "GPTBot", Refused: 2, Retries: 1}}
 	if len(top) != len(want) || top[0] != want[0] || top[1] != want[1] {
@@ -28,5 +28,40 @@ func TestCrawlerStatsByName(t *testing.T) {
 	}
 	if off := s.top(10, true); len(off) != 1 || off[0].Name != "GPTBot" {
 		t.Errorf("offenders = %+v, want GPTBot alone", off)
+	}
+}
+
+// TestCrawlerStatsClaims: an unverified or spoofed "Googlebot" is counted
+// apart from the verified one and says so, and a bot whose User-Agent names
+// nothing has a label rather than an empty name.
+func TestCrawlerStatsClaims(t *testing.T) {
+	s := newCrawlerStats()
+	g := agents.NewShared(agents.Agent{Bot: true, Known: true, Name: "Googlebot", Profile: agents.Profile{Verify: "google"}})
+	s.seen(g, agents.Verified, policy.Allow)
+	s.seen(g, agents.Verified, policy.Allow)
+	s.seen(g, agents.Verified, policy.Allow)
+	s.seen(g, agents.Unverified, policy.Allow)
+	s.seen(g, agents.Spoofed, policy.Block)
+	s.seen(g, agents.Spoofed, policy.Block)
+	s.retried(g, agents.Spoofed)
+	plain := agents.NewShared(agents.Agent{Bot: true, Name: "SomeBot"}) // no way to verify it: no mark
+	s.seen(plain, agents.Unverified, policy.Allow)
+	nameless := agents.NewShared(agents.Agent{Bot: true})
+	s.seen(nameless, agents.Unverified, policy.Block)
+	want := []crawlerCount{
+		{Name: "Googlebot", Allowed: 3},
+		{Name: "Googlebot", Claim: "spoofed", Refused: 2, Retries: 1},
+		{Name: noNameLabel, Refused: 1},
+		{Name: "Googlebot", Claim: "unverified claim", Allowed: 1},
+		{Name: "SomeBot", Allowed: 1},
+	}
+	top := s.top(10, false)
+	if len(top) != len(want) {
+		t.Fatalf("top = %+v, want %+v", top, want)
+	}
+	for i := range want {
+		if top[i] != want[i] {
+			t.Errorf("top[%d] = %+v, want %+v", i, top[i], want[i])
+		}
 	}
 }

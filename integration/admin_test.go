@@ -3,6 +3,7 @@ package integration
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -333,28 +334,32 @@ func TestAdminReloadFileServer(t *testing.T) {
 func TestAdminStatusPageInChromium(t *testing.T) {
 	chromium := chromiumtest.Find(t)
 	backend.set("page.localhost", 200, "User-agent: *\nDisallow: /private/\n\nUser-agent: GPTBot\nDisallow: /\n")
-	c := newClient(t, globals+siteURL("page.localhost")+` {
+	pageConfig := func(ban string) string {
+		return globals + siteURL("page.localhost") + ` {
 	robots {
-		strikes 2 10m 1h
+		strikes 2 10m ` + ban + `
 		crawl_delay off
+		use_error_routes
 	}
-	reverse_proxy `+backend.addr+`
+	reverse_proxy ` + backend.addr + `
 }
-`+siteURL("status.localhost")+` {
+` + siteURL("status.localhost") + ` {
 	@page {
 		path /robots/
 		method GET
 	}
 	handle @page {
-		reverse_proxy `+hostPort("localhost", adminPort)+` {
-			header_up Host `+hostPort("localhost", adminPort)+`
+		reverse_proxy ` + hostPort("localhost", adminPort) + ` {
+			header_up Host ` + hostPort("localhost", adminPort) + `
 			header_up -Sec-Fetch-*
 			header_up -Origin
 		}
 	}
 	respond 404
 }
-`)
+`
+	}
+	c := newClient(t, pageConfig("1h"))
 	settle(c, siteURL("page.localhost")+"/")
 	const bot = "PageBot/1.0 (+https://page.example/bot)"
 	for range 3 {
@@ -363,9 +368,65 @@ func TestAdminStatusPageInChromium(t *testing.T) {
 	c.expect(siteURL("page.localhost")+"/", gptbotUA, 403)
 	c.expect(siteURL("page.localhost")+"/private/a", "BadBot/2.0 (+https://bad.example)", 403)
 	c.expect(siteURL("page.localhost")+"/private/b", "BadBot/2.0 (+https://bad.example)", 403)
+	// A "Googlebot" from loopback cannot be verified: it must not be
+	// counted as the real one. A bot with no User-Agent has a label.
+	c.expect(siteURL("page.localhost")+"/public", googleUA, 200)
+	c.expect(siteURL("page.localhost")+"/private/c", "", 403)
 	version, ok := siteVersion(t, "page.localhost")
 	if !ok {
 		t.Fatal("site page.localhost not in /robots/status")
+	}
+
+	// The counts survive a config reload that keeps the site block.
+	c = newClient(t, pageConfig("2h"))
+	settle(c, siteURL("page.localhost")+"/")
+	c.expect(siteURL("page.localhost")+"/public", bot, 200)
+	var st struct {
+		Handlers []struct {
+			Top []struct {
+				Crawler string `json:"crawler"`
+				Claim   string `json:"claim"`
+				Allowed int    `json:"allowed"`
+				Refused int    `json:"refused"`
+			} `json:"top_crawlers"`
+			Warnings []string `json:"config_warnings"`
+			IPLists  []struct {
+				Method       string `json:"method"`
+				VerifiedBy   string `json:"verified_by"`
+				ProvesSpoofs bool   `json:"proves_spoofs"`
+				Why          string `json:"why"`
+			} `json:"ip_lists"`
+		} `json:"handlers"`
+	}
+	adminJSON(t, http.MethodGet, "/robots/status", nil, http.StatusOK, &st)
+	counts := map[string]string{}
+	var warned bool
+	for _, h := range st.Handlers {
+		for _, x := range h.Top {
+			counts[x.Crawler+"|"+x.Claim] = fmt.Sprintf("%d/%d", x.Allowed, x.Refused)
+		}
+		for _, w := range h.Warnings {
+			warned = warned || strings.Contains(w, "use_error_routes") && strings.Contains(w, "page.localhost")
+		}
+		for _, l := range h.IPLists {
+			if l.Why == "" || l.VerifiedBy == "" {
+				t.Errorf("IP list %+v does not say what it proves and why", l)
+			}
+			if l.Method == "google" && (l.VerifiedBy != "reverse DNS" || !l.ProvesSpoofs) {
+				t.Errorf("google's list: %+v, want verified by reverse DNS, proving spoofs", l)
+			}
+		}
+	}
+	for key, want := range map[string]string{"PageBot|": "4/0", "Googlebot|unverified claim": "1/0", "(no User-Agent name)|": "0/1"} {
+		if counts[key] != want {
+			t.Errorf("top crawlers %q = %q, want %q (all: %v)", key, counts[key], want, counts)
+		}
+	}
+	if _, ok := counts["Googlebot|"]; ok {
+		t.Errorf("an unverified Googlebot is counted as the real one: %v", counts)
+	}
+	if !warned {
+		t.Errorf("use_error_routes without handle_errors not among the config warnings: %+v", st.Handlers)
 	}
 
 	// The HTML straight from the admin endpoint.
@@ -373,10 +434,15 @@ func TestAdminStatusPageInChromium(t *testing.T) {
 	if status != http.StatusOK {
 		t.Fatalf("GET /robots/: %d %s", status, page)
 	}
-	for _, want := range []string{"page.localhost", version, "PageBot", "BadBot", "127.0.0.1/32", `name="viewport"`} {
+	for _, want := range []string{"page.localhost", version, "PageBot", "BadBot", "127.0.0.1/32", `name="viewport"`,
+		"unverified claim", "(no User-Agent name)", "Config warnings", "Crawler IP lists", "refused as spoofed",
+		"curl -X DELETE " + hostPort("localhost", adminPort) + "/robots/bans/", "judged by <code>User-agent: *</code>"} {
 		if !bytes.Contains(page, []byte(want)) {
 			t.Errorf("status page lacks %q", want)
 		}
+	}
+	if adminPort != 2019 && bytes.Contains(page, []byte("localhost:2019")) {
+		t.Errorf("status page names localhost:2019, not the admin address in use (%d)", adminPort)
 	}
 	// And through the proxy, as the browser reads it.
 	res := c.get(siteURL("status.localhost")+"/robots/", chromeUA, "Sec-Fetch-Mode: navigate", "Sec-Fetch-Site: none")
@@ -388,7 +454,7 @@ func TestAdminStatusPageInChromium(t *testing.T) {
 	img := chromiumtest.Screenshot(t, chromium, statusPage, 412, 915, os.Getenv("ROBOTS_SCREENSHOT"))
 	if p := os.Getenv("ROBOTS_SCREENSHOT"); p != "" {
 		// A tall one too, to look at the whole page.
-		chromiumtest.Screenshot(t, chromium, statusPage, 412, 2400, strings.TrimSuffix(p, ".png")+"-full.png")
+		chromiumtest.Screenshot(t, chromium, statusPage, 412, 6000, strings.TrimSuffix(p, ".png")+"-full.png")
 	}
 	colours, dark := chromiumtest.Colours(img, func(r, g, b uint32) bool { return r < 60 && g < 60 && b < 70 })
 	if colours < 8 {
