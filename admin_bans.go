@@ -15,6 +15,7 @@ import (
 
 	"github.com/caddyrobots/caddy-robots/enforce/state"
 	"github.com/caddyserver/caddy/v2"
+	"go.uber.org/zap"
 )
 
 // banEntry is one ban of GET /robots/bans.
@@ -157,6 +158,7 @@ func (a *adminAPI) serveUnban(w http.ResponseWriter, r *http.Request) error {
 	if _, err := state.ParseIdentity(key); err != nil {
 		return caddy.APIError{HTTPStatus: http.StatusBadRequest, Err: fmt.Errorf("robots: unban: %w (use an identity as GET /robots/bans lists it, path-escaped)", err)}
 	}
+	id, _ := state.ParseIdentity(key)
 	found, err := unban(r.Context(), handlers(), key, time.Now())
 	if err != nil && !found {
 		return caddy.APIError{HTTPStatus: http.StatusBadGateway, Err: fmt.Errorf("robots: unban %s: %w", key, err)}
@@ -164,6 +166,8 @@ func (a *adminAPI) serveUnban(w http.ResponseWriter, r *http.Request) error {
 	if !found {
 		return caddy.APIError{HTTPStatus: http.StatusNotFound, Err: fmt.Errorf("robots: unban: no ban in force for %s", key)}
 	}
+	logLifted(r, []banLifted{{Identity: key, Crawler: id.Name}})
+	emitLifted(id, key, r.RemoteAddr)
 	out := map[string]any{"identity": key, "lifted": true}
 	if err != nil {
 		out["warning"] = err.Error()
@@ -203,6 +207,10 @@ func (a *adminAPI) serveUnbanWhere(w http.ResponseWriter, r *http.Request) error
 		return caddy.APIError{HTTPStatus: http.StatusBadRequest, Err: err}
 	}
 	lifted, err := unbanWhere(r.Context(), handlers(), match, time.Now())
+	logLifted(r, lifted)
+	for _, b := range lifted {
+		emitLifted(b.identity, b.Identity, r.RemoteAddr)
+	}
 	out := map[string]any{"lifted": lifted}
 	if err != nil {
 		if len(lifted) == 0 {
@@ -270,7 +278,7 @@ func unbanWhere(ctx context.Context, hs []*Handler, match func(state.Ban) bool, 
 		lifted, err := l.UnbanWhere(uctx, match, now)
 		cancel()
 		for _, b := range lifted {
-			out = append(out, banLifted{Identity: b.Key, Crawler: b.Identity.Name, Store: h.storeType()})
+			out = append(out, banLifted{Identity: b.Key, Crawler: b.Identity.Name, Store: h.storeType(), identity: b.Identity})
 		}
 		if err != nil {
 			errs = append(errs, err)
@@ -284,6 +292,16 @@ type banLifted struct {
 	Identity string `json:"identity"`
 	Crawler  string `json:"crawler"`
 	Store    string `json:"store"`
+	identity state.Identity
+}
+
+// logLifted logs the bans an admin request lifted, at INFO, with who
+// asked.
+func logLifted(r *http.Request, lifted []banLifted) {
+	for _, b := range lifted {
+		caddy.Log().Named("admin.api.robots").Info("robots: ban lifted",
+			zap.String("identity", b.Identity), zap.String("crawler", b.Crawler), zap.String("by", r.RemoteAddr))
+	}
 }
 
 // scopesOf maps the scope keys of hs to their scopes, for naming the site

@@ -227,7 +227,12 @@ func (h *Handler) writeState(ctx context.Context, o *outcome, sc stateScopes, ad
 	if as.Strike && !dry && h.strikes.Strikes > 0 {
 		// The ban, if this strike starts one, is seen from the next
 		// request on; this one is refused by its rule either way.
-		_, _ = h.store.Strike(ctx, policy.StrikeIdentity(sc.ban, &o.who, addr.get()), h.strikes, clock.get(), o.strikeInfo(sc.desc))
+		id := policy.StrikeIdentity(sc.ban, &o.who, addr.get())
+		now := clock.get()
+		res, err := h.store.Strike(ctx, id, h.strikes, now, o.strikeInfo(sc.desc))
+		if err == nil && res.Banned && res.Strikes >= h.strikes.Strikes {
+			h.emitBanned(o, id, res, now) // this strike started the ban
+		}
 	}
 	if !as.Pace {
 		return

@@ -103,7 +103,9 @@ func newRuleSource(h *Handler, ctx caddy.Context) (*ruleSource, error) {
 		Rules:         h.trapRules, // trap.go: the trap's Disallow line in every group
 		Published: func(host, id, previous string, robots *enforce.Robots) {
 			h.checkTrapVersion(host, id, robots) // trap.go: does robots.txt disallow the trap?
+			h.emitPublished(host, id, previous)
 		},
+		Failed: h.emitLoadFailed,
 	})
 	if err != nil {
 		_, _ = versionPool.Delete(key)

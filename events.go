@@ -1,0 +1,164 @@
+package caddyrobots
+
+import (
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/caddyrobots/caddy-robots/enforce/state"
+)
+
+// Caddy events. The handler emits these through the config's events app
+// (caddy.events), so that operators can hook them with `events { on <name>
+// <handler> }` (an exec or webhook handler module) as they hook Caddy's own
+// cert_obtained. Their data are flat strings and numbers, read in a
+// handler's arguments as {event.data.<key>}.
+const (
+	// EventCrawlerBanned is emitted when a strike starts a ban. Data:
+	// crawler, token, identity (the key DELETE /robots/bans/<identity>
+	// takes), address (the banned address or network), site (the site
+	// block that issued it), host (the Host of the request that earned
+	// it), until (RFC 3339), seconds, strikes, line (the rule broken last),
+	// version (of robots.txt), mode ("enforce", or "log" for a ban that
+	// mode log only records).
+	EventCrawlerBanned = "robots_crawler_banned"
+	// EventBanLifted is emitted for each ban lifted through the admin API.
+	// Data: identity, crawler, address, by (the admin client's address).
+	// Bans that run out are not announced: their end is in the banned
+	// event's until.
+	EventBanLifted = "robots_ban_lifted"
+	// EventVersionPublished is emitted when a site's robots.txt is loaded
+	// as a new version (the first one included). Data: host (empty for
+	// source file and inline), version, previous (empty for the first),
+	// source.
+	EventVersionPublished = "robots_version_published"
+	// EventLoadFailed is emitted when loading a site's robots.txt fails
+	// (the last good version, if any, stays in force). Data: host, source,
+	// error.
+	EventLoadFailed = "robots_load_failed"
+)
+
+// maxEmitting bounds the events being handled at once: event handlers run
+// synchronously (an exec waits for its command), so events are handed to
+// them off the request's path, and a flood of bans cannot start unbounded
+// goroutines. Events beyond it are dropped and counted in the log.
+const maxEmitting = 16
+
+var emitting atomic.Int32
+
+// emit hands the event to the config's events app, off the caller's path,
+// when anything subscribes to it; data is built only then.
+func (h *Handler) emit(name string, data func() map[string]any) {
+	app, ctx := h.events, h.eventsCtx
+	if app == nil || !app.ShouldEmit(name) {
+		return
+	}
+	if emitting.Add(1) > maxEmitting {
+		emitting.Add(-1)
+		h.warnf("robots: dropped the event "+name+": more than "+strconv.Itoa(maxEmitting)+" events are being handled at once", zap.String("event", name))
+		return
+	}
+	d := data()
+	go func() {
+		defer emitting.Add(-1)
+		if ctx.Err() != nil {
+			return // the config is gone
+		}
+		app.Emit(ctx, name, d)
+	}()
+}
+
+// emitAny emits the event through the newest running handler that can: the
+// admin API belongs to no handler, and the running config has one events
+// app.
+func emitAny(name string, data func() map[string]any) {
+	hs := handlers()
+	for i := len(hs) - 1; i >= 0; i-- {
+		if hs[i].events != nil {
+			hs[i].emit(name, data)
+			return
+		}
+	}
+}
+
+// emitBanned announces the ban that o's strike started.
+func (h *Handler) emitBanned(o *outcome, id state.Identity, res state.BanResult, now time.Time) {
+	h.emit(EventCrawlerBanned, func() map[string]any {
+		mode := "enforce"
+		if !h.enforce {
+			mode = "log"
+		}
+		d := map[string]any{
+			"crawler":  o.agent.Name,
+			"token":    o.assessment.TokenName(o.who.Tokens),
+			"identity": id.String(),
+			"address":  "",
+			"site":     h.scopeDesc(),
+			"host":     o.host,
+			"until":    res.Until.UTC().Format(time.RFC3339),
+			"seconds":  int64(res.Until.Sub(now).Round(time.Second) / time.Second),
+			"strikes":  res.Strikes,
+			"line":     0,
+			"version":  "",
+			"mode":     mode,
+		}
+		if id.Prefix.IsValid() {
+			d["address"] = id.Prefix.String()
+		}
+		if r := o.assessment.Decision.Rule; r != nil {
+			d["line"] = r.Line
+		}
+		if v := o.assessment.Version; v != nil {
+			d["version"] = v.ID
+		}
+		return d
+	})
+}
+
+// scopeDesc names the handler's site block for people.
+func (h *Handler) scopeDesc() string {
+	if h.scope == nil {
+		return noScope.desc
+	}
+	if s := h.scope.Load(); s != nil {
+		return s.desc
+	}
+	return noScope.desc
+}
+
+// emitLifted announces a ban lifted through the admin API by the client at
+// by.
+func emitLifted(id state.Identity, key, by string) {
+	emitAny(EventBanLifted, func() map[string]any {
+		d := map[string]any{"identity": key, "crawler": id.Name, "address": "", "by": by}
+		if id.Prefix.IsValid() {
+			d["address"] = id.Prefix.String()
+		}
+		return d
+	})
+}
+
+// emitPublished announces a new robots.txt version of host.
+func (h *Handler) emitPublished(host, id, previous string) {
+	h.emit(EventVersionPublished, func() map[string]any {
+		return map[string]any{"host": host, "version": id, "previous": previous, "source": h.sourceName()}
+	})
+}
+
+// emitLoadFailed announces a failed load of host's robots.txt.
+func (h *Handler) emitLoadFailed(host string, err error) {
+	h.emit(EventLoadFailed, func() map[string]any {
+		return map[string]any{"host": host, "source": h.sourceName(), "error": err.Error()}
+	})
+}
+
+// sourceName says where the handler's rules come from: "site", or "file
+// <path>", or "inline".
+func (h *Handler) sourceName() string {
+	if h.Source == "file" {
+		return "file " + h.File
+	}
+	return h.Source
+}

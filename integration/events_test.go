@@ -1,0 +1,211 @@
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/modules/caddyevents"
+)
+
+// eventRecorder is an events handler for the tests, subscribed with
+// `events { on <event> robots_test_record <file> }` as an operator
+// subscribes exec or a webhook: it appends each event it handles to the
+// file, as a JSON line {"name", "module", "data"}.
+type eventRecorder struct {
+	File string `json:"file"`
+}
+
+func init() { caddy.RegisterModule(eventRecorder{}) }
+
+// CaddyModule returns the Caddy module information.
+func (eventRecorder) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{ID: "events.handlers.robots_test_record", New: func() caddy.Module { return new(eventRecorder) }}
+}
+
+// UnmarshalCaddyfile reads `robots_test_record <file>`.
+func (r *eventRecorder) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	d.Next()
+	if !d.NextArg() {
+		return d.ArgErr()
+	}
+	r.File = d.Val()
+	return nil
+}
+
+var recordMu sync.Mutex
+
+// Handle appends the event to the file.
+func (r *eventRecorder) Handle(_ context.Context, e caddy.Event) error {
+	line, err := json.Marshal(map[string]any{"name": e.Name(), "module": string(e.Origin().CaddyModule().ID), "data": e.Data})
+	if err != nil {
+		return err
+	}
+	recordMu.Lock()
+	defer recordMu.Unlock()
+	f, err := os.OpenFile(r.File, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = f.Write(append(line, '\n'))
+	return err
+}
+
+type recordedEvent struct {
+	Name   string         `json:"name"`
+	Module string         `json:"module"`
+	Data   map[string]any `json:"data"`
+}
+
+// recorded reads the events of file.
+func recorded(t *testing.T, file string) []recordedEvent {
+	t.Helper()
+	recordMu.Lock()
+	defer recordMu.Unlock()
+	b, err := os.ReadFile(file)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []recordedEvent
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if l == "" {
+			continue
+		}
+		var e recordedEvent
+		if err := json.Unmarshal([]byte(l), &e); err != nil {
+			t.Fatalf("event line %q: %v", l, err)
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// waitEvent waits for an event named name whose data has every key of want
+// with its value (compared as text), and returns it.
+func waitEvent(t *testing.T, file, name string, want map[string]string) recordedEvent {
+	t.Helper()
+	var found recordedEvent
+	eventually(t, 5*time.Second, "event "+name+" "+fmt.Sprint(want), func() bool {
+		for _, e := range recorded(t, file) {
+			if e.Name != name {
+				continue
+			}
+			ok := true
+			for k, v := range want {
+				if fmt.Sprint(e.Data[k]) != v {
+					ok = false
+				}
+			}
+			if ok {
+				found = e
+				return true
+			}
+		}
+		return false
+	})
+	return found
+}
+
+// TestEvents: the handler emits Caddy events when a robots.txt version is
+// published, a crawler is banned, a ban is lifted through the admin API and
+// a load fails, and an events handler subscribed in the Caddyfile's events
+// option receives them with their data.
+func TestEvents(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "events.jsonl")
+	backend.set("events.localhost", 200, "User-agent: *\nDisallow: /private/\n")
+	c := newClient(t, globalsWith(`	events {
+		on robots_crawler_banned robots_test_record `+file+`
+		on robots_ban_lifted robots_test_record `+file+`
+		on robots_version_published robots_test_record `+file+`
+		on robots_load_failed robots_test_record `+file+`
+	}
+`)+siteURL("events.localhost")+` {
+	robots {
+		strikes 2 10m 1h
+		crawl_delay off
+	}
+	reverse_proxy `+backend.addr+`
+}
+`)
+	settle(c, siteURL("events.localhost")+"/")
+	const bot = "EventBot/1.0 (+https://events.example/bot)"
+	c.expect(siteURL("events.localhost")+"/public", bot, 200)
+	pub := waitEvent(t, file, "robots_version_published", map[string]string{"host": "events.localhost", "source": "site", "previous": ""})
+	if pub.Module != "http.handlers.robots" || len(fmt.Sprint(pub.Data["version"])) != 12 {
+		t.Errorf("published event: %+v", pub)
+	}
+
+	c.expect(siteURL("events.localhost")+"/private/1", bot, 403)
+	c.expect(siteURL("events.localhost")+"/private/2", bot, 403)
+	c.expect(siteURL("events.localhost")+"/public", bot, 403, "banned until")
+	ban := waitEvent(t, file, "robots_crawler_banned", map[string]string{
+		"crawler": "EventBot", "token": "*", "address": "127.0.0.1/32", "host": "events.localhost",
+		"line": "2", "version": fmt.Sprint(pub.Data["version"]), "strikes": "2", "mode": "enforce", "seconds": "3600",
+	})
+	identity := fmt.Sprint(ban.Data["identity"])
+	if !strings.Contains(identity, "EventBot@127.0.0.1/32") || !strings.Contains(fmt.Sprint(ban.Data["site"]), "events.localhost") {
+		t.Errorf("banned event: %+v", ban)
+	}
+	// A request refused by the ban starts no new ban: one event.
+	if n := countEvents(t, file, "robots_crawler_banned"); n != 1 {
+		t.Errorf("%d banned events, want 1", n)
+	}
+
+	status, body := admin(t, http.MethodDelete, "/robots/bans/"+url.PathEscape(identity), nil)
+	if status != http.StatusOK {
+		t.Fatalf("unban: %d %s", status, body)
+	}
+	lifted := waitEvent(t, file, "robots_ban_lifted", map[string]string{"identity": identity, "crawler": "EventBot", "address": "127.0.0.1/32"})
+	if lifted.Data["by"] == "" {
+		t.Errorf("lifted event does not say who asked: %+v", lifted)
+	}
+	c.expect(siteURL("events.localhost")+"/public", bot, 200)
+
+	// The origin fails: the load fails, the last good version stays.
+	backend.set("events.localhost", 500, "down")
+	status, body = admin(t, http.MethodPost, "/robots/reload", nil)
+	if status != http.StatusOK {
+		t.Fatalf("reload: %d %s", status, body)
+	}
+	failed := waitEvent(t, file, "robots_load_failed", map[string]string{"host": "events.localhost", "source": "site"})
+	if !strings.Contains(fmt.Sprint(failed.Data["error"]), "500") {
+		t.Errorf("load failed event does not say why: %+v", failed)
+	}
+	c.expect(siteURL("events.localhost")+"/private/3", bot, 403, "Disallow: /private/")
+
+	// A changed file is a new version, with its previous one.
+	backend.set("events.localhost", 200, "User-agent: *\nDisallow: /other/\n")
+	admin(t, http.MethodPost, "/robots/reload", nil)
+	waitEvent(t, file, "robots_version_published", map[string]string{"host": "events.localhost", "previous": fmt.Sprint(pub.Data["version"])})
+}
+
+// countEvents counts the events named name in file.
+func countEvents(t *testing.T, file, name string) int {
+	n := 0
+	for _, e := range recorded(t, file) {
+		if e.Name == name {
+			n++
+		}
+	}
+	return n
+}
+
+// Interface guards.
+var (
+	_ caddyevents.Handler   = (*eventRecorder)(nil)
+	_ caddyfile.Unmarshaler = (*eventRecorder)(nil)
+)
