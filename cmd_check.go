@@ -230,6 +230,13 @@ func (ce *checkEnv) judge(ctx context.Context, ua string, ip netip.Addr, method,
 	}
 	j.target = policy.ParseTarget(method, target, rewrites...)
 	sh := ce.ident.IdentifyShared(ua)
+	if !sh.Bot && ce.version != nil {
+		// A browser string with a word the site's groups name is that
+		// group's bot, as the handler judges it.
+		if tok := policy.NamedBySite(sh, []*policy.Version{ce.version}); tok != "" {
+			sh = agents.NewShared(policy.NamedAgent(tok))
+		}
+	}
 	if !sh.Bot || (ce.h.Libraries == "ignore" && sh.Category == agents.CategoryHTTPLibrary) {
 		return j
 	}

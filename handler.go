@@ -82,6 +82,9 @@ func (h *Handler) classify(r *http.Request) *outcome {
 // person (or an HTTP library with libraries ignore). A request with several
 // User-Agent headers is a bot's if any of them is: a browser string followed
 // by "GPTBot" is GPTBot.
+//
+// A browser whose User-Agent carries a word that the site's own robots.txt
+// names as a group is that group's bot (namedBySite).
 func (h *Handler) identifyRequest(r *http.Request) *agents.Shared {
 	uas := r.Header["User-Agent"]
 	if len(uas) == 0 {
@@ -93,17 +96,51 @@ func (h *Handler) identifyRequest(r *http.Request) *agents.Shared {
 			ua = uas[0]
 		}
 		a := h.ident.IdentifyShared(ua)
-		if !h.judged(a) {
-			return nil
+		if h.judged(a) {
+			return a
 		}
-		return a
+		if len(a.Candidates) > 0 && !a.Bot {
+			return h.namedBySite(r, a)
+		}
+		return nil
 	}
 	for _, ua := range uas {
 		if a := h.ident.IdentifyShared(ua); h.judged(a) {
 			return a
 		}
 	}
+	for _, ua := range uas {
+		if a := h.ident.IdentifyShared(ua); len(a.Candidates) > 0 && !a.Bot {
+			if n := h.namedBySite(r, a); n != nil {
+				return n
+			}
+		}
+	}
 	return nil
+}
+
+// namedBySite returns the bot a browser's User-Agent names in a group of
+// the site's robots.txt (policy.NamedBySite), or nil. The site's versions
+// are peeked: a site not loaded yet starts loading and names nobody until
+// it is, so a person is never kept waiting.
+func (h *Handler) namedBySite(r *http.Request, a *agents.Shared) *agents.Shared {
+	if h.rules == nil || h.named == nil {
+		return nil
+	}
+	snap := h.rules.Peek(r, hostOf(sentRequest(r).Host))
+	if snap == nil {
+		return nil
+	}
+	tok := policy.NamedBySite(a, snap.Judged)
+	if tok == "" {
+		return nil
+	}
+	if n, ok := h.named.Get(tok); ok {
+		return n
+	}
+	n := agents.NewShared(policy.NamedAgent(tok))
+	h.named.Put(tok, n)
+	return n
 }
 
 // judged reports whether a is judged: every bot, except HTTP libraries and

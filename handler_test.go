@@ -258,6 +258,19 @@ func BenchmarkServeHTTPBrowser(b *testing.B) {
 	benchServe(b, h, "/private/index.html", benchBrowserUA, "203.0.113.1:5000", false)
 }
 
+// BenchmarkServeHTTPPhoneBrowser is a person on a phone whose User-Agent
+// carries a device model ("Pixel 7"): a word a site's robots.txt might name,
+// so the site's groups are looked up (namedBySite) before it passes.
+func BenchmarkServeHTTPPhoneBrowser(b *testing.B) {
+	h, done := newTestHandler(b, &Handler{})
+	defer done()
+	h.logger, h.debug = zap.NewNop(), false
+	benchServe(b, h, "/private/index.html", benchPhoneUA, "203.0.113.1:5000", false)
+}
+
+// benchPhoneUA is Chrome on a Pixel 7, whose model is a candidate word.
+const benchPhoneUA = "Mozilla/5.0 (Linux; Android 14; Pixel 7) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Mobile Safari/537.36"
+
 // BenchmarkServeHTTPBotAllowed is a crawler's allowed request: identify,
 // group selection and match, the ban check, placeholders, vars and counters.
 // Each request is prepared anew, as in a server; the baseline below measures

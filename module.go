@@ -225,10 +225,13 @@ type Handler struct {
 	// request touches few cache lines of the handler (in a busy server
 	// they are cold between two requests). Some are the config above in a
 	// form that costs no pointer or string to read.
-	rules    *ruleSource
-	ident    *agents.Identifier
-	stats    *crawlerStats // decisions per crawler name, for the admin API
-	banHint  banHinter     // the store, when it can skip ban lookups; else nil
+	rules *ruleSource
+	ident *agents.Identifier
+	stats *crawlerStats // decisions per crawler name, for the admin API
+	// named are the bots that sites' groups name in browsers' User-Agents
+	// (namedBySite), one answer per group token.
+	named    *boundedMap[string, *agents.Shared]
+	banHint  banHinter // the store, when it can skip ban lookups; else nil
 	store    state.Store
 	strikes  state.StrikePolicy
 	exempt   []netip.Prefix
@@ -377,6 +380,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	h.scope = new(atomic.Pointer[handlerScope])
 	h.rotations = rotationTable
 	h.stats = newCrawlerStats()
+	h.named = newBoundedMap[string, *agents.Shared](1024)
 	if h.now == nil {
 		h.now = time.Now
 	}

@@ -330,3 +330,46 @@ func TestAdversarialIPListCoverage(t *testing.T) {
 		t.Errorf("a GPTBot claim from 8.8.8.8 was verified by a list of all IPv4: %d %q", res.status, res.body)
 	}
 }
+
+// TestAdversarialSiteNamedBrowserString: a client that dresses as Chrome
+// but carries a word the site's own robots.txt names as a group is that
+// group's bot: "User-agent: MyAgent / Disallow: /" refuses it everywhere,
+// through the server and in the admin API's check, while a real Chrome
+// string (and a group for "Mozilla" or "Chrome") turns no browser into a
+// bot. Before the fix it passed as a person.
+func TestAdversarialSiteNamedBrowserString(t *testing.T) {
+	const robots = "User-agent: *\nDisallow: /private/\n\nUser-agent: MyAgent\nDisallow: /\n\nUser-agent: Mozilla\nUser-agent: Chrome\nDisallow: /\n"
+	backend.set("named.localhost", 200, robots)
+	c := newClient(t, globals+siteURL("named.localhost")+` {
+	robots {
+		crawl_delay off
+	}
+	reverse_proxy `+backend.addr+`
+}
+`)
+	settle(c, siteURL("named.localhost")+"/")
+	// A bot's request loads the site's robots.txt (a person's never waits
+	// for it).
+	c.expect(siteURL("named.localhost")+"/public", exampleUA, 200)
+
+	const disguised = "Mozilla/5.0 (Windows NT 10.0; Win64; x64; MyAgent/2.0) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36"
+	c.expect(siteURL("named.localhost")+"/public", disguised, 403, "User-agent: MyAgent", "Disallow: /")
+	c.expect(siteURL("named.localhost")+"/robots.txt", disguised, 200, "User-agent: MyAgent")
+	// The same word in another case, after the browser's products.
+	c.expect(siteURL("named.localhost")+"/public", "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36 myagent", 403, "User-agent: MyAgent")
+	// A substring is not a name.
+	c.expect(siteURL("named.localhost")+"/public", "Mozilla/5.0 (Windows NT 10.0; Win64; x64; MyAgentX/2.0) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36", 200)
+	// People: the groups for Mozilla and Chrome name no browser.
+	c.expect(siteURL("named.localhost")+"/public", chromeUA, 200)
+	c.expect(siteURL("named.localhost")+"/private/x", chromeUA, 200)
+
+	var res adminCheck
+	adminJSON(t, http.MethodPost, "/robots/check", map[string]string{"user_agent": disguised, "ip": "127.0.0.1", "url": siteURL("named.localhost") + "/public"}, http.StatusOK, &res)
+	if res.Decision != "block" || res.Crawler != "MyAgent" || !strings.Contains(res.Group, "User-agent: MyAgent") {
+		t.Errorf("admin check of the disguised string: %+v", res)
+	}
+	adminJSON(t, http.MethodPost, "/robots/check", map[string]string{"user_agent": chromeUA, "ip": "127.0.0.1", "url": siteURL("named.localhost") + "/public"}, http.StatusOK, &res)
+	if res.Decision != "allow" || res.Reason != "not a crawler" {
+		t.Errorf("admin check of Chrome: %+v", res)
+	}
+}

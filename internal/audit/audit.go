@@ -416,6 +416,13 @@ func (a *Auditor) Line(line []byte) error {
 // identify identifies a User-Agent and caches the answer.
 func (a *Auditor) identify(ua string) *uaEntry {
 	ue := &uaEntry{sh: a.ident.IdentifyShared(ua)}
+	if !ue.sh.Bot {
+		// A browser string with a word the site's groups name is that
+		// group's bot, as the handler judges it.
+		if tok := policy.NamedBySite(ue.sh, a.site.Versions); tok != "" {
+			ue.sh = agents.NewShared(policy.NamedAgent(tok))
+		}
+	}
 	switch {
 	case !ue.sh.Bot:
 	case IsOwn(ua):
