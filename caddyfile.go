@@ -62,6 +62,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //		robots_txt    serve | pass           # source file/inline: who answers /robots.txt; default serve
 //		max_rule_memory <size>               # default 64MiB: parsed robots.txt versions kept
 //		use_error_routes                     # refusals go to handle_errors
+//		case_insensitive_paths               # /PRIVATE/ is /private/ (IIS); see the README's cost
 //		disguised [off | log | enforce] {    # undeclared crawlers; default: per signal
 //			fetch_metadata        off | log | enforce   # default enforce
 //			fetch_metadata_safari off | log | enforce   # default log
@@ -172,6 +173,11 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Errf("robots: use_error_routes takes no argument")
 			}
 			h.UseErrorRoutes = true
+		case "case_insensitive_paths":
+			if d.NextArg() {
+				return d.Errf("robots: case_insensitive_paths takes no argument")
+			}
+			h.CaseInsensitivePaths = true
 		default:
 			return d.Errf("robots: unrecognized option %q", opt)
 		}

@@ -86,6 +86,7 @@ func TestUnmarshalCaddyfileErrors(t *testing.T) {
 		"robots {\n verify {\n ranges x\n }\n}":             "ranges needs <method> <file>",
 		"robots {\n crawl_delay sometimes\n}":               `crawl_delay: unknown value "sometimes"`,
 		"robots {\n use_error_routes yes\n}":                "use_error_routes takes no argument",
+		"robots {\n case_insensitive_paths on\n}":           "case_insensitive_paths takes no argument",
 	}
 	for src, want := range cases {
 		h := new(Handler)

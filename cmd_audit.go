@@ -114,7 +114,11 @@ func runAudit(env *cliEnv) (int, error) {
 		if err != nil {
 			return exitFailure, fmt.Errorf("robots audit: --robots-new: %w", err)
 		}
-		cfg.RobotsNew = enforce.Parse(ns.body)
+		body := ns.body
+		if cfg.Options.CaseInsensitive {
+			body = enforce.FoldCaseBytes(body) // as the handler's own rules
+		}
+		cfg.RobotsNew = enforce.Parse(body)
 	}
 
 	w := env.stdout

@@ -188,7 +188,7 @@ func newCheckEnv(env *cliEnv) (*checkEnv, error) {
 		return nil, err
 	}
 	if !ce.src.unavailable {
-		ce.robots = enforce.Parse(ce.src.body)
+		ce.robots = ce.h.parseRules(ce.src.body)
 		ce.version = &policy.Version{Robots: ce.robots, ID: contentID(ce.src.body)}
 	}
 	return ce, nil

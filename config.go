@@ -30,6 +30,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 
+	"github.com/caddyrobots/caddy-robots/enforce"
 	"github.com/caddyrobots/caddy-robots/enforce/state"
 	"github.com/caddyrobots/caddy-robots/internal/policy"
 )
@@ -265,6 +266,7 @@ func (h *Handler) decisionOptions() policy.Options {
 		UnavailableDisallow: h.Unavailable == "disallow",
 		Preferences:         h.Preferences == "enforce",
 		Strikes:             h.strikePolicy().Enabled(),
+		CaseInsensitive:     h.CaseInsensitivePaths,
 	}
 	if o.Burst == 0 {
 		o.Burst = state.DefaultBurst
@@ -277,4 +279,14 @@ func (h *Handler) decisionOptions() policy.Options {
 		o.CrawlDelay = policy.CrawlDelayAll
 	}
 	return o
+}
+
+// parseRules parses a robots.txt body as the handler's rules: case-folded
+// with case_insensitive_paths (the sites table does the same for the
+// handler's own loads).
+func (h *Handler) parseRules(body []byte) *enforce.Robots {
+	if h.CaseInsensitivePaths {
+		return enforce.Parse(enforce.FoldCaseBytes(body))
+	}
+	return enforce.Parse(body)
 }

@@ -282,6 +282,16 @@ func BenchmarkServeHTTPBotAllowed(b *testing.B) {
 	benchServe(b, h, "/about.html", benchBotUA, "203.0.113.2:5000", true)
 }
 
+// BenchmarkServeHTTPBotCaseInsensitive is BenchmarkServeHTTPBotAllowed
+// with case_insensitive_paths and a target with capitals: the cost of
+// folding the target's forms.
+func BenchmarkServeHTTPBotCaseInsensitive(b *testing.B) {
+	h, done := newTestHandler(b, &Handler{CrawlDelay: "off", CaseInsensitivePaths: true})
+	defer done()
+	h.logger, h.debug = zap.NewNop(), false
+	benchServe(b, h, "/About/Company.html", benchBotUA, "203.0.113.2:5000", true)
+}
+
 // BenchmarkServeHTTPBotBaseline is BenchmarkServeHTTPBotAllowed's loop
 // through a handler that only calls next: preparing the request.
 // BotAllowed minus this is the handler's own cost.

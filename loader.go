@@ -77,14 +77,25 @@ func newRuleSource(h *Handler, ctx caddy.Context) (*ruleSource, error) {
 		sum := sha256.Sum256([]byte(h.Inline))
 		key, kind = "inline:"+hex.EncodeToString(sum[:8])+trapKeySuffix(h), sites.FromInline
 	}
-	val, _, err := versionPool.LoadOrNew(key, func() (caddy.Destructor, error) {
-		return &tableEntry{table: sites.NewTable(key), fetched: newBoundedMap[state.Identity, time.Time](maxFetchers)}, nil
+	// A case-insensitive handler parses the same bodies differently: a
+	// table of its own, under the same name (the versions, history and
+	// storage are the site's, whichever way they are parsed).
+	poolKey := key
+	if h.CaseInsensitivePaths {
+		poolKey += "|casefold"
+	}
+	val, _, err := versionPool.LoadOrNew(poolKey, func() (caddy.Destructor, error) {
+		t := sites.NewTable(key)
+		if h.CaseInsensitivePaths {
+			t.FoldCase()
+		}
+		return &tableEntry{table: t, fetched: newBoundedMap[state.Identity, time.Time](maxFetchers)}, nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("robots: version table: %w", err)
 	}
 	e := val.(*tableEntry)
-	s := &ruleSource{h: h, tableKey: key, fetched: e.fetched, hasPrefs: prefsFlag{e.table}}
+	s := &ruleSource{h: h, tableKey: poolKey, fetched: e.fetched, hasPrefs: prefsFlag{e.table}}
 	s.Loader, err = sites.NewLoader(ctx, e.table, sites.Config{
 		Kind:          kind,
 		File:          h.File,
@@ -108,7 +119,7 @@ func newRuleSource(h *Handler, ctx caddy.Context) (*ruleSource, error) {
 		Failed: h.emitLoadFailed,
 	})
 	if err != nil {
-		_, _ = versionPool.Delete(key)
+		_, _ = versionPool.Delete(poolKey)
 		return nil, fmt.Errorf("robots: %w", err)
 	}
 	return s, nil

@@ -221,6 +221,18 @@ type Handler struct {
 	// that throttling does not log an ERROR line per request.
 	UseErrorRoutes bool `json:"use_error_routes,omitempty"`
 
+	// CaseInsensitivePaths compares paths ignoring the case of ASCII
+	// letters, for sites whose server does (IIS, a file server on a
+	// case-insensitive file system): there "/PRIVATE/x" is "/private/x",
+	// and "Disallow: /private/" must govern both. The rules are parsed
+	// from the robots.txt folded and every target is folded before it is
+	// matched; the robots.txt served and stored stays as written. RFC 9309
+	// compares case-sensitively, so with this option a crawler that
+	// requests a differently-cased spelling of a disallowed path is
+	// refused where the RFC would let it fetch. Costs one pass over each
+	// form of a bot's target (an allocation when it has capitals).
+	CaseInsensitivePaths bool `json:"case_insensitive_paths,omitempty"`
+
 	// The fields a bot's request reads come first, together, so that a
 	// request touches few cache lines of the handler (in a busy server
 	// they are cold between two requests). Some are the config above in a

@@ -373,3 +373,62 @@ func TestAdversarialSiteNamedBrowserString(t *testing.T) {
 		t.Errorf("admin check of Chrome: %+v", res)
 	}
 }
+
+// TestAdversarialCaseInsensitiveBackend: an IIS-like backend serves
+// /PRIVATE/x as /private/x. With case_insensitive_paths, every spelling of
+// a disallowed path is refused (capitals, escaped letters), rules written
+// with capitals govern lower-case targets, and /robots.txt is served as
+// written. Without the option the capitalised spelling gets the secret,
+// which is what the option is for.
+func TestAdversarialCaseInsensitiveBackend(t *testing.T) {
+	const robots = "User-agent: *\nDisallow: /Private/\nAllow: /Private/Press/\n"
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := strings.ToLower(r.URL.Path) // the file system ignores case
+		switch {
+		case p == "/robots.txt":
+			_, _ = io.WriteString(w, robots)
+		case strings.HasPrefix(p, "/private/"):
+			_, _ = io.WriteString(w, "secret:"+p)
+		default:
+			_, _ = io.WriteString(w, "page:"+p)
+		}
+	})}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+
+	c := newClient(t, globals+siteURL("iis.localhost")+` {
+	robots {
+		crawl_delay off
+		case_insensitive_paths
+	}
+	reverse_proxy `+ln.Addr().String()+`
+}
+`+siteURL("cs.localhost")+` {
+	robots {
+		crawl_delay off
+	}
+	reverse_proxy `+ln.Addr().String()+`
+}
+`)
+	settle(c, siteURL("iis.localhost")+"/")
+	const bot = "CaseBot/1.0 (+https://case.example/bot)"
+	for _, p := range []string{"/private/x", "/PRIVATE/x", "/Private/x", "/%50rivate/x", "/pRiVaTe/%58"} {
+		c.expect(siteURL("iis.localhost")+p, bot, 403, "Disallow: /private/")
+	}
+	c.expect(siteURL("iis.localhost")+"/PRIVATE/press/a", bot, 200, "secret:/private/press/a")
+	c.expect(siteURL("iis.localhost")+"/Public", bot, 200, "page:/public")
+	c.expect(siteURL("iis.localhost")+"/robots.txt", bot, 200, "Disallow: /Private/")
+	var res adminCheck
+	adminJSON(t, http.MethodPost, "/robots/check", map[string]string{"user_agent": bot, "ip": "127.0.0.1", "url": siteURL("iis.localhost") + "/PRIVATE/y"}, http.StatusOK, &res)
+	if res.Decision != "block" || res.Line != 2 {
+		t.Errorf("admin check of /PRIVATE/y: %+v", res)
+	}
+	// Without the option, RFC 9309's case-sensitive comparison: the rule
+	// written /Private/ does not cover /private/ or /PRIVATE/.
+	c.expect(siteURL("cs.localhost")+"/Private/x", bot, 403, "Disallow: /Private/")
+	c.expect(siteURL("cs.localhost")+"/PRIVATE/x", bot, 200, "secret:/private/x")
+}

@@ -105,6 +105,11 @@ type Options struct {
 	// BriefFor is how long a version must have been current to earn grace
 	// for every crawler; 0 means the default, BriefFor.
 	BriefFor time.Duration
+	// CaseInsensitive compares paths ignoring the case of ASCII letters,
+	// for sites whose server does (IIS): Assess folds the target's forms
+	// in place (Target.FoldCase) before matching, and the caller must have
+	// parsed every version from a folded body (enforce.FoldCaseBytes).
+	CaseInsensitive bool
 }
 
 // Version is one robots.txt version as a site served it. Immutable.
@@ -319,6 +324,9 @@ func Assess(f *Facts, o *Options) Assessment {
 		a.Action, a.Reason, a.BanUntil = Ban, Banned, f.Ban.Until
 		a.RetryAfter = f.Ban.Until.Sub(f.Now)
 		return a
+	}
+	if o.CaseInsensitive {
+		t.FoldCase()
 	}
 	site, who := f.Site, f.Who
 	if len(site.Versions) == 0 {

@@ -55,6 +55,8 @@ type Target struct {
 	// the others, so Assess refuses it as a bad target rather than judge
 	// it in part.
 	overflow bool
+	// folded is set once FoldCase folded the forms.
+	folded bool
 	// Method is the request's method.
 	Method string
 	// Raw is the target as the client sent it: path and query (an
@@ -92,6 +94,19 @@ func (s FormSource) String() string { return formSourceNames[s] }
 // Forms returns the forms to judge, the target as sent first. The slice
 // aliases t: do not modify it.
 func (t *Target) Forms() []string { return t.forms[:t.n] }
+
+// FoldCase folds every form with enforce.FoldCase, once: for sites whose
+// paths are case-insensitive (Options.CaseInsensitive). Raw keeps the
+// target as sent.
+func (t *Target) FoldCase() {
+	if t.folded {
+		return
+	}
+	t.folded = true
+	for i := 0; i < t.n; i++ {
+		t.forms[i] = enforce.FoldCase(t.forms[i])
+	}
+}
 
 // Source says where form i of Forms comes from.
 func (t *Target) Source(i int) FormSource { return t.from[i] }

@@ -249,7 +249,7 @@ func (l *Loader) readHistory(ctx context.Context, k key) ([]*version, []string, 
 		}
 		p := l.t.acquire(sv.ID)
 		if p == nil {
-			robots := enforce.Parse(body)
+			robots := l.t.parse(body)
 			p = l.t.adopt(sv.ID, body, robots, robots.RulesFingerprint(), l.cfg.MaxRuleMemory)
 		}
 		if p == nil {

@@ -611,7 +611,7 @@ func (t *Table) candidate(id string, body []byte) candidate {
 	if p := t.acquire(id); p != nil {
 		return candidate{id: id, body: body, robots: p.robots, fp: p.fp, p: p}
 	}
-	r := enforce.Parse(body)
+	r := t.parse(body)
 	return candidate{id: id, body: body, robots: r, fp: r.RulesFingerprint()}
 }
 

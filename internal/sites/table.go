@@ -128,6 +128,22 @@ type Table struct {
 	// hasPrefs is set once any version of the table states AI usage
 	// preferences; until then requests skip them at the cost of one load.
 	hasPrefs atomic.Bool
+	// fold parses bodies case-folded (FoldCase).
+	fold atomic.Bool
+}
+
+// FoldCase makes the table parse every body it loads case-folded
+// (enforce.FoldCaseBytes), for handlers whose site's paths are
+// case-insensitive; call it before the first load. The body kept, stored
+// and served stays as the site wrote it.
+func (t *Table) FoldCase() { t.fold.Store(true) }
+
+// parse parses body as the table's rules.
+func (t *Table) parse(body []byte) *enforce.Robots {
+	if t.fold.Load() {
+		return enforce.Parse(enforce.FoldCaseBytes(body))
+	}
+	return enforce.Parse(body)
 }
 
 // parsed is one robots.txt body and its parsed form, shared by every site
