@@ -3,7 +3,7 @@ SHELL := /bin/bash
 #
 #   make test    everything CI runs: tools check, vet, staticcheck, unit + integration tests
 #   make bench   the Go benchmarks (engine, agents, state)
-#   make fuzz    a short fuzzing pass over the parser and matcher
+#   make fuzz    a short fuzzing pass over the parser, the matcher, case folding and target forms
 #   make wrk     the end-to-end throughput comparison (bench/wrk.sh)
 #   make mixed   a mixed 60 s load with and without the directive (bench/mixed.sh)
 
@@ -45,6 +45,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzMatch -fuzztime 30s ./enforce
 	$(GO) test -run '^$$' -fuzz FuzzOnePass -fuzztime 30s ./enforce
 	$(GO) test -run '^$$' -fuzz FuzzPreferences -fuzztime 30s ./enforce
+	$(GO) test -run '^$$' -fuzz FuzzFoldCase -fuzztime 30s ./enforce
+	$(GO) test -run '^$$' -fuzz FuzzParseTarget -fuzztime 30s ./internal/policy
 
 wrk:
 	./bench/wrk.sh
