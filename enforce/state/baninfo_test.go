@@ -251,9 +251,6 @@ func TestStrikeLogSize(t *testing.T) {
 // the banning strike the ban's info; other strikes, and reading a ban,
 // allocate nothing.
 func TestMemoryStrikeAllocs(t *testing.T) {
-	if raceEnabled {
-		t.Skip("allocation counts differ under the race detector")
-	}
 	m := NewMemory(MemoryConfig{})
 	id := NewIdentity("*", false, ip4(5))
 	p := StrikePolicy{Strikes: 1000, Window: time.Hour, Ban: time.Hour}
