@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -83,9 +84,10 @@ func crawlURL() string { return "http://" + hostPort("localhost", crawlPort) }
 // accessEntry is the part of a Caddy JSON access log entry the tests read.
 type accessEntry struct {
 	Request struct {
-		Method  string              `json:"method"`
-		URI     string              `json:"uri"`
-		Headers map[string][]string `json:"headers"`
+		Method   string              `json:"method"`
+		URI      string              `json:"uri"`
+		Headers  map[string][]string `json:"headers"`
+		RemoteIP string              `json:"remote_ip"`
 	} `json:"request"`
 	Status int `json:"status"`
 }
@@ -149,18 +151,18 @@ func TestRealCrawlers(t *testing.T) {
 			return []string{"-r", "-l", "inf", "--wait=0.2", "--max-threads=1", "--robots=on", "-nv", "-nH", "-P", out, "--tries=1", url}
 		}},
 	}
-	for i, cr := range crawlers {
-		t.Run(cr.name, func(t *testing.T) {
-			bin := requireCrawler(t, cr.bin)
-			site := t.TempDir()
-			allowed, searches := makeCrawlSite(t, site)
-			logPath := filepath.Join(t.TempDir(), "access.log")
-			// A store of its own (the pool keys stores by their config), so
-			// that no throttle, strike or ban leaks into another test.
-			newClient(t, globals+crawlURL()+` {
+	// The three crawl at once, each from an address of its own (wget and
+	// wget --random-wait send the same User-Agent: from one address they
+	// would be one crawler), so the test takes one crawl's time, not three.
+	// A store of its own (the pool keys stores by their config), so that no
+	// throttle, strike or ban leaks into another test.
+	site := t.TempDir()
+	allowed, searches := makeCrawlSite(t, site)
+	logPath := filepath.Join(t.TempDir(), "access.log")
+	newClient(t, globals+crawlURL()+` {
 	root * `+site+`
 	robots {
-		store memory `+strconv.Itoa(20001+i)+`
+		store memory 20001
 	}
 	file_server
 	log {
@@ -169,17 +171,39 @@ func TestRealCrawlers(t *testing.T) {
 	}
 }
 `)
-			out := t.TempDir()
+	type run struct {
+		from   string
+		took   time.Duration
+		output []byte
+		err    error
+	}
+	runs := make([]run, len(crawlers))
+	var wg sync.WaitGroup
+	for i, cr := range crawlers {
+		bin := requireCrawler(t, cr.bin)
+		runs[i].from = fmt.Sprintf("127.0.0.%d", 11+i)
+		out := t.TempDir()
+		home := t.TempDir() // no user configuration reaches the crawler
+		rc := filepath.Join(home, "wgetrc")
+		if err := os.WriteFile(rc, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(bin, append([]string{"--bind-address=" + runs[i].from}, cr.args(out, crawlURL()+"/")...)...)
+		cmd.Env = append(os.Environ(), "HOME="+home, "WGETRC="+rc)
+		wg.Add(1)
+		go func(r *run) {
+			defer wg.Done()
 			start := time.Now()
-			cmd := exec.Command(bin, cr.args(out, crawlURL()+"/")...)
-			home := t.TempDir() // no user configuration reaches the crawler
-			rc := filepath.Join(home, "wgetrc")
-			if err := os.WriteFile(rc, nil, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			cmd.Env = append(os.Environ(), "HOME="+home, "WGETRC="+rc)
-			output, err := cmd.CombinedOutput()
-			took := time.Since(start)
+			r.output, r.err = cmd.CombinedOutput()
+			r.took = time.Since(start)
+		}(&runs[i])
+	}
+	wg.Wait()
+	time.Sleep(300 * time.Millisecond) // let the access log flush
+	log := readAccessLog(t, logPath)
+	for i, cr := range crawlers {
+		t.Run(cr.name, func(t *testing.T) {
+			from, took, output, err := runs[i].from, runs[i].took, runs[i].output, runs[i].err
 			if err != nil {
 				// wget exits 8 when the server answered an error (our 403s).
 				var ee *exec.ExitError
@@ -187,8 +211,12 @@ func TestRealCrawlers(t *testing.T) {
 					t.Fatalf("%s: %v\n%s", cr.name, err, output)
 				}
 			}
-			time.Sleep(300 * time.Millisecond) // let the access log flush
-			entries := readAccessLog(t, logPath)
+			var entries []accessEntry
+			for _, e := range log {
+				if e.Request.RemoteIP == from {
+					entries = append(entries, e)
+				}
+			}
 
 			got := map[string][]int{} // URI -> statuses
 			ua := ""
