@@ -15,6 +15,7 @@ import (
 
 	"github.com/caddyrobots/caddy-robots/enforce"
 	"github.com/caddyrobots/caddy-robots/internal/audit"
+	"github.com/caddyrobots/caddy-robots/internal/policy"
 )
 
 // auditFormats are the values of caddy robots audit --format.
@@ -223,11 +224,11 @@ func auditConfig(env *cliEnv) (audit.Config, *source, error) {
 		return audit.Config{}, nil, fmt.Errorf("the handler's exempt: %w", err)
 	}
 	if site, _ := fl.GetString("site"); site != "" {
-		cfg.Site = hostOf(site)
+		cfg.Site = policy.HostOf(site)
 	}
 	hosts, _ := fl.GetStringArray("host")
 	for _, h := range hosts {
-		if hostOf(strings.TrimSpace(h)) == "" {
+		if policy.HostOf(strings.TrimSpace(h)) == "" {
 			return audit.Config{}, nil, fmt.Errorf("--host %q: want a host name", h)
 		}
 	}

@@ -3,10 +3,11 @@ package caddyrobots
 import (
 	"net"
 
-	"github.com/miekg/dns"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/miekg/dns"
 )
 
 const siteRobots = "testdata/cli/site.robots.txt"

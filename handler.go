@@ -127,7 +127,7 @@ func (h *Handler) namedBySite(r *http.Request, a *agents.Shared) *agents.Shared 
 	if h.rules == nil || h.named == nil {
 		return nil
 	}
-	snap := h.rules.Peek(r, hostOf(sentRequest(r).Host))
+	snap := h.rules.Peek(r, policy.HostOf(sentRequest(r).Host))
 	if snap == nil {
 		return nil
 	}
@@ -196,7 +196,7 @@ func (h *Handler) judge(r *http.Request, a *agents.Shared, signer string) *outco
 func (o *outcome) read(r *http.Request) bool {
 	s := sentRequest(r)
 	o.target = policy.ParseTarget(s.Method, s.RequestURI, rewriteValues(r)...)
-	o.host = hostOf(s.Host)
+	o.host = policy.HostOf(s.Host)
 	return !o.target.IsRobotsTxt()
 }
 
@@ -405,27 +405,6 @@ func clientIP(vars map[string]any, r *http.Request) netip.Addr {
 	}
 	a, _ := netip.ParseAddr(host)
 	return a.Unmap()
-}
-
-// hostOf returns the host name of a Host header (host[:port]): lower-cased,
-// without port, brackets or a trailing dot. It names a site in texts, logs,
-// state and fetch records; siteKey keeps the trailing dot apart.
-func hostOf(hostport string) string {
-	h := hostport
-	if strings.HasPrefix(h, "[") {
-		if i := strings.IndexByte(h, ']'); i > 0 {
-			h = h[1:i]
-		}
-	} else if i := strings.LastIndexByte(h, ':'); i >= 0 && strings.IndexByte(h, ':') == i {
-		h = h[:i]
-	}
-	h = strings.TrimSuffix(h, ".")
-	for i := 0; i < len(h); i++ {
-		if c := h[i]; c >= 'A' && c <= 'Z' {
-			return strings.ToLower(h)
-		}
-	}
-	return h
 }
 
 // logLimiter lets a warning through at most once every 30 seconds.

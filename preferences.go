@@ -22,7 +22,7 @@ import (
 // It runs only when some robots.txt version of the table states
 // preferences.
 func (h *Handler) withPreferences(w http.ResponseWriter, r *http.Request) http.ResponseWriter {
-	v := h.rules.Peek(r, hostOf(r.Host)).Current()
+	v := h.rules.Peek(r, policy.HostOf(r.Host)).Current()
 	if v == nil || !v.Robots.HasPreferences() {
 		return w
 	}

@@ -31,7 +31,7 @@ func (h *Handler) serveRobotsTxt(w http.ResponseWriter, r *http.Request, next ca
 		c := policy.Client{Agent: &a.Agent}
 		c.Verdict = h.verify(r.Context(), &c, &addr)
 		who := policy.Identify(&c)
-		h.rules.fetched.Put(policy.FetchIdentity(hostOf(r.Host), &who, addr.get()), h.now())
+		h.rules.fetched.Put(policy.FetchIdentity(policy.HostOf(r.Host), &who, addr.get()), h.now())
 	}
 	if h.serveEnforced {
 		if r.Method == http.MethodGet || r.Method == http.MethodHead {
@@ -48,9 +48,9 @@ func (h *Handler) serveRobotsTxt(w http.ResponseWriter, r *http.Request, next ca
 		return err
 	}
 	id := hex.EncodeToString(hw.h.Sum(nil)[:6])
-	if cur := h.rules.Lookup(r, hostOf(r.Host)).Current(); cur == nil || cur.ID != id {
+	if cur := h.rules.Lookup(r, policy.HostOf(r.Host)).Current(); cur == nil || cur.ID != id {
 		if h.Source == "site" {
-			h.rules.Prompt(r, hostOf(r.Host))
+			h.rules.Prompt(r, policy.HostOf(r.Host))
 		} else {
 			h.warnf("robots: the site's /robots.txt differs from the rules enforced (robots_txt pass): crawlers that follow it may be refused",
 				zap.String("source", h.Source), zap.String("served_version", id))
@@ -61,7 +61,7 @@ func (h *Handler) serveRobotsTxt(w http.ResponseWriter, r *http.Request, next ca
 
 // writeEnforced answers /robots.txt with the text of the version enforced.
 func (h *Handler) writeEnforced(w http.ResponseWriter, r *http.Request) error {
-	snap := h.rules.Lookup(r, hostOf(r.Host))
+	snap := h.rules.Lookup(r, policy.HostOf(r.Host))
 	v := snap.Current()
 	hdr := w.Header()
 	hdr.Set("Content-Type", "text/plain; charset=utf-8")

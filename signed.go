@@ -161,7 +161,7 @@ func (h *Handler) invalidSignature(r *http.Request, res *webbotauth.Result) *out
 	a := agents.NewShared(agents.Agent{Bot: true, Name: res.Agent, Category: agents.CategoryOther, Purpose: agents.PurposeOther})
 	o := outcome{published: published{agent: a, action: policy.Block, reason: policy.Spoofed, verdict: agents.Spoofed, token: policy.TokenNone}}
 	o.read(r)
-	o.host = hostOf(r.Host)
+	o.host = policy.HostOf(r.Host)
 	o.text = fmt.Sprintf("Refused: this request carries a Web Bot Auth signature for %s that does not verify (%s).\n", res.Agent, res.Reason)
 	vars, _ := r.Context().Value(caddyhttp.VarsCtxKey).(map[string]any)
 	return h.publishOutcome(r, vars, &o)

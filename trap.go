@@ -204,7 +204,7 @@ func (h *Handler) takeTrap(r *http.Request, t *trapConfig) *outcome {
 	if !ok {
 		if ok, n := t.warn.allow(time.Now()); ok {
 			h.logger.Warn("robots: a client asked for the trap, but the site's robots.txt does not disallow it for \"*\": nobody is marked. Add `Disallow: "+t.path+"` to every group of robots.txt",
-				zap.String("trap", t.path), zap.String("host", hostOf(r.Host)), zap.Int("suppressed_since_last_warning", n))
+				zap.String("trap", t.path), zap.String("host", policy.HostOf(r.Host)), zap.Int("suppressed_since_last_warning", n))
 		}
 		return nil
 	}
@@ -236,7 +236,7 @@ func (h *Handler) takeTrap(r *http.Request, t *trapConfig) *outcome {
 	ip := clientIP(nil, r)
 	if c := h.logger.Check(zapcore.InfoLevel, "robots: trap taken"); c != nil {
 		c.Write(zap.String("trap", t.path), zap.String("target", truncateUTF8(r.RequestURI, maxLoggedTarget)),
-			zap.String("remote_ip", ip.String()), zap.String("host", hostOf(r.Host)),
+			zap.String("remote_ip", ip.String()), zap.String("host", policy.HostOf(r.Host)),
 			zap.String("user_agent", truncateUTF8(ua, maxLoggedUA)), zap.String("rule", rule),
 			zap.Bool("confirmed", confirmed), zap.Time("until", until), zap.String("mode", mode.String()))
 	}
@@ -256,7 +256,7 @@ func (h *Handler) takeTrap(r *http.Request, t *trapConfig) *outcome {
 // trapDisallowed reports whether the site's current robots.txt disallows
 // the request's path for "*", and the rule that does.
 func (h *Handler) trapDisallowed(r *http.Request, t *trapConfig) (string, bool) {
-	v := h.rules.Peek(r, hostOf(r.Host)).Current()
+	v := h.rules.Peek(r, policy.HostOf(r.Host)).Current()
 	if v == nil {
 		return "", false
 	}

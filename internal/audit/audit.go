@@ -293,7 +293,7 @@ func New(cfg Config) (*Auditor, error) {
 	if len(cfg.Hosts) > 0 {
 		a.keep = map[string]bool{}
 		for _, h := range cfg.Hosts {
-			a.keep[HostOf(strings.TrimSpace(h))] = true
+			a.keep[policy.HostOf(strings.TrimSpace(h))] = true
 		}
 	}
 	if cfg.Decisions != nil {
@@ -468,9 +468,9 @@ func (a *Auditor) hostFor(e *Entry) (*hostEntry, error) {
 		return he, nil
 	}
 	he := &hostEntry{raw: string(e.Host)}
-	he.host = HostOf(he.raw)
+	he.host = policy.HostOf(he.raw)
 	if !e.HasHost {
-		he.host = HostOf(a.cfg.Site)
+		he.host = policy.HostOf(a.cfg.Site)
 	}
 	he.scope = stateScope(he.host, a.cfg.LogMode)
 	he.keep = a.keep == nil || a.keep[he.host]

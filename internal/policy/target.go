@@ -416,3 +416,26 @@ func escapeDecoded(p string) string {
 	}
 	return b.String()
 }
+
+// HostOf returns the host name of a Host header (host[:port]): lower-cased,
+// without port, brackets or a trailing dot. It names a site everywhere: in
+// the site table, the state, fetch records, texts and logs, and in the
+// audit's replay, which must name sites as the handler does. It allocates
+// only when the host has capitals.
+func HostOf(hostport string) string {
+	h := hostport
+	if strings.HasPrefix(h, "[") {
+		if i := strings.IndexByte(h, ']'); i > 0 {
+			h = h[1:i]
+		}
+	} else if i := strings.LastIndexByte(h, ':'); i >= 0 && strings.IndexByte(h, ':') == i {
+		h = h[:i]
+	}
+	h = strings.TrimSuffix(h, ".")
+	for i := 0; i < len(h); i++ {
+		if c := h[i]; c >= 'A' && c <= 'Z' {
+			return strings.ToLower(h)
+		}
+	}
+	return h
+}

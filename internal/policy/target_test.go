@@ -178,3 +178,19 @@ func TestParseTargetOverflow(t *testing.T) {
 		t.Errorf("with one header: forms %q, overflow %v", tg.Forms(), tg.overflow)
 	}
 }
+
+// TestHostOf: one name per site, however the Host header spells it.
+func TestHostOf(t *testing.T) {
+	for in, want := range map[string]string{
+		"example.com": "example.com", "Example.COM:8443": "example.com", "example.com.": "example.com",
+		"EXAMPLE.com.:443": "example.com", "[2001:DB8::1]:443": "2001:db8::1", "2001:db8::1": "2001:db8::1",
+		"": "", "xn--bcher-kva.example:80": "xn--bcher-kva.example", "a:b:c": "a:b:c", "127.0.0.1:80": "127.0.0.1",
+	} {
+		if got := HostOf(in); got != want {
+			t.Errorf("HostOf(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { _ = HostOf("example.com:8080") }); n != 0 {
+		t.Errorf("HostOf of a lower-case host allocates %v times", n)
+	}
+}

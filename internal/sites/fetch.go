@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/caddyrobots/caddy-robots/enforce"
+	"github.com/caddyrobots/caddy-robots/internal/policy"
 )
 
 // LoaderUserAgent is the User-Agent of the loader's virtual request for
@@ -67,7 +68,7 @@ func fetchVirtual(ctx context.Context, srv http.Handler, host string, https bool
 		req.RequestURI = path
 		if https {
 			req.URL.Scheme = "https"
-			req.TLS = &tls.ConnectionState{HandshakeComplete: true, ServerName: hostOf(host)}
+			req.TLS = &tls.ConnectionState{HandshakeComplete: true, ServerName: policy.HostOf(host)}
 			req.Header.Set("X-Forwarded-Proto", "https")
 		}
 		req.Header.Set("Accept-Encoding", "identity")
@@ -126,30 +127,15 @@ func resolveRedirect(host string, https bool, path, location string) (string, bo
 		return "", false, false, fmt.Errorf("bad redirect location %q: %w", location, err)
 	}
 	target := base.ResolveReference(loc)
-	if hostOf(target.Host) != hostOf(host) {
+	if policy.HostOf(target.Host) != policy.HostOf(host) {
 		return "", false, false, nil
 	}
 	return target.RequestURI(), target.Scheme == "https", true, nil
 }
 
-// hostOf returns the host name of a Host header (host[:port]): lower-cased,
-// without port, brackets or a trailing dot; as the handler's hostOf reads a
-// request's Host.
-func hostOf(hostport string) string {
-	h := hostport
-	if strings.HasPrefix(h, "[") {
-		if i := strings.IndexByte(h, ']'); i > 0 {
-			h = h[1:i]
-		}
-	} else if i := strings.LastIndexByte(h, ':'); i >= 0 && strings.IndexByte(h, ':') == i {
-		h = h[:i]
-	}
-	return strings.ToLower(strings.TrimSuffix(h, "."))
-}
-
 // siteName is the host of a Host header as a site key keeps it:
 // lower-cased, without port or brackets, a trailing dot kept. host is the
-// handler's hostOf(hostport), which callers have at hand (a bot's request
+// handler's policy.HostOf(hostport), which callers have at hand (a bot's request
 // parses its Host once).
 func siteName(hostport, host string) string {
 	if strings.HasSuffix(hostport, ".") || strings.Contains(hostport, ".:") {

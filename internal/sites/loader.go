@@ -264,7 +264,7 @@ func (l *Loader) Server() string {
 }
 
 // keyOf is the key of the site r is for; host is the handler's
-// hostOf(r.Host). The first request tells the server (Config.ServerOf).
+// policy.HostOf(r.Host). The first request tells the server (Config.ServerOf).
 func (l *Loader) keyOf(r *http.Request, host string) key {
 	s := l.srv.Load()
 	if s == nil {

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/caddyrobots/caddy-robots/internal/policy"
 )
 
 // fakeSite is a server the loader sends its virtual requests through: it
@@ -64,7 +66,7 @@ func request(host, target string) *http.Request {
 
 // snapshot is what the handler reads for a request with Host host.
 func snapshot(l *Loader, host string) *Snapshot {
-	return l.Snapshot(request(host, "/x"), hostOf(host))
+	return l.Snapshot(request(host, "/x"), policy.HostOf(host))
 }
 
 // TestLoaderHost: the loader names the site as the site would, whatever

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/caddyrobots/caddy-robots/internal/policy"
 )
 
 // newTestLoader starts a loader of kind FromSite (unless cfg says
@@ -95,11 +97,11 @@ func TestSiteKeys(t *testing.T) {
 		return r
 	}
 	a := l.keyOf(req("localhost:8080"), "localhost")
-	c := l.keyOf(req("LocalHost.:8080"), hostOf("LocalHost.:8080"))
+	c := l.keyOf(req("LocalHost.:8080"), policy.HostOf("LocalHost.:8080"))
 	if a == c || c.host != "localhost." || a.server != ":8080" {
 		t.Errorf("keys %+v %+v", a, c)
 	}
-	if k := l.keyOf(req("Example.COM:443"), hostOf("Example.COM:443")); k.host != "example.com" {
+	if k := l.keyOf(req("Example.COM:443"), policy.HostOf("Example.COM:443")); k.host != "example.com" {
 		t.Errorf("site name %q", k.host)
 	}
 	other := newTestLoader(t, Config{})
