@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
@@ -17,6 +16,7 @@ import (
 	"github.com/caddyrobots/caddy-robots/enforce/state"
 	"github.com/caddyrobots/caddy-robots/internal/policy"
 	"github.com/caddyrobots/caddy-robots/internal/sites"
+	"github.com/caddyrobots/caddy-robots/internal/warnlimit"
 )
 
 // ServeHTTP judges the request: /robots.txt, browsers and exempt clients pass
@@ -407,26 +407,11 @@ func clientIP(vars map[string]any, r *http.Request) netip.Addr {
 	return a.Unmap()
 }
 
-// logLimiter lets a warning through at most once every 30 seconds.
-type logLimiter struct {
-	mu         sync.Mutex
-	last       time.Time
-	suppressed int
-}
+// logLimiter lets a warning through at most once every 30 seconds
+// (warnlimit.Limiter).
+type logLimiter struct{ warnlimit.Limiter }
 
-// allow reports whether a warning may be logged at now, and how many were
-// held back since the last one that was.
-func (l *logLimiter) allow(now time.Time) (bool, int) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if now.Sub(l.last) < 30*time.Second {
-		l.suppressed++
-		return false, 0
-	}
-	n := l.suppressed
-	l.last, l.suppressed = now, 0
-	return true, n
-}
+func (l *logLimiter) allow(now time.Time) (bool, int) { return l.Allow(now) }
 
 // warnf logs a warning at most once every 30 seconds per handler.
 func (h *Handler) warnf(msg string, fields ...zap.Field) {

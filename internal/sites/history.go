@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddyrobots/caddy-robots/enforce"
+	"github.com/caddyrobots/caddy-robots/internal/warnlimit"
 )
 
 // The version history of every site is kept in storage, so that a crawler
@@ -50,7 +51,7 @@ const (
 var storedSites atomic.Int64
 
 // storeFull limits the warning about maxStoredSites.
-var storeFull limiter
+var storeFull warnlimit.Limiter
 
 // established reports whether a site was requested at least establishAfter
 // after it was first seen.
@@ -121,7 +122,7 @@ func (l *Loader) persist(st *site) {
 	if !st.stored {
 		if storedSites.Add(1) > maxStoredSites {
 			storedSites.Add(-1)
-			if ok, n := storeFull.allow(time.Now()); ok {
+			if ok, n := storeFull.Allow(time.Now()); ok {
 				l.cfg.Logger.Warn("robots: too many site histories written by this process; new sites' robots.txt history is not kept in storage",
 					zap.Int("max", maxStoredSites), zap.String("host", st.key.host), zap.Int("suppressed_since_last_warning", n))
 			}

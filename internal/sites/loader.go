@@ -18,6 +18,7 @@ import (
 
 	"github.com/caddyrobots/caddy-robots/enforce"
 	"github.com/caddyrobots/caddy-robots/internal/policy"
+	"github.com/caddyrobots/caddy-robots/internal/warnlimit"
 )
 
 // Limits and delays of the loader.
@@ -169,8 +170,8 @@ type Loader struct {
 	size    int64
 	// full limits the warning about the table being full or over its
 	// memory bound.
-	full limiter
-	warn limiter
+	full warnlimit.Limiter
+	warn warnlimit.Limiter
 }
 
 // generations numbers loaders in the order they are made.
@@ -401,7 +402,7 @@ func (l *Loader) Prompt(r *http.Request, host string) {
 }
 
 func (l *Loader) tableFull() {
-	if ok, n := l.full.allow(time.Now()); ok {
+	if ok, n := l.full.Allow(time.Now()); ok {
 		l.cfg.Logger.Warn("robots: too many sites in active use; new ones are answered as unavailable (503 for crawlers) until some go idle",
 			zap.Int("max_sites", maxSites), zap.Int("suppressed_since_last_warning", n))
 	}
@@ -421,7 +422,7 @@ func (l *Loader) warnf(msg string, fields ...zap.Field) {
 		l.cfg.Warn(msg, fields...)
 		return
 	}
-	if ok, _ := l.warn.allow(time.Now()); ok {
+	if ok, _ := l.warn.Allow(time.Now()); ok {
 		l.cfg.Logger.Warn(msg, fields...)
 	}
 }
@@ -705,7 +706,7 @@ func (l *Loader) offer(st *site, body []byte, status int) error {
 	p := c.keep(l.t, l.cfg.MaxRuleMemory)
 	if p == nil {
 		l.m.RuleMemoryRefused()
-		if ok, n := l.full.allow(time.Now()); ok {
+		if ok, n := l.full.Allow(time.Now()); ok {
 			l.cfg.Logger.Warn("robots: rule memory bound reached; keeping the last good robots.txt",
 				zap.String("host", st.key.host), zap.Int64("max_rule_memory", l.cfg.MaxRuleMemory), zap.Int("suppressed_since_last_warning", n))
 		}
@@ -901,25 +902,4 @@ func (l *Loader) watchFile(st *site) {
 			}
 		}
 	}
-}
-
-// limiter lets a warning through at most once every 30 seconds.
-type limiter struct {
-	mu         sync.Mutex
-	last       time.Time
-	suppressed int
-}
-
-// allow reports whether a warning may be logged at now, and how many were
-// held back since the last one that was.
-func (l *limiter) allow(now time.Time) (bool, int) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if now.Sub(l.last) < 30*time.Second {
-		l.suppressed++
-		return false, 0
-	}
-	n := l.suppressed
-	l.last, l.suppressed = now, 0
-	return true, n
 }
