@@ -231,6 +231,32 @@ func TestRedisTwoInstances(t *testing.T) {
 	greedy(a+"/robots.txt", 200, "")
 	c.expect(a+"/page", chromeUA, 200)
 
+	// A ban lifted on one instance is gone from the other's list and
+	// decisions within a second or two.
+	bansOn := func(admin int) string {
+		t.Helper()
+		res, err := http.Get("http://" + hostPort("localhost", admin) + "/robots/bans")
+		if err != nil {
+			t.Fatalf("GET /robots/bans on %d: %v", admin, err)
+		}
+		defer res.Body.Close()
+		body, _ := io.ReadAll(res.Body)
+		return string(body)
+	}
+	if !strings.Contains(bansOn(admin2Port), "GreedyBot") {
+		t.Fatalf("the second instance does not list GreedyBot's ban: %s", bansOn(admin2Port))
+	}
+	req, _ := http.NewRequest(http.MethodDelete, adminURL()+"/robots/bans?crawler=GreedyBot", nil)
+	if res, err := http.DefaultClient.Do(req); err != nil || res.StatusCode != 200 {
+		t.Fatalf("unban on the first instance: %v %v", res, err)
+	}
+	lifted := time.Now()
+	eventually(t, 2*time.Second, "the ban gone from the second instance", func() bool {
+		return !strings.Contains(bansOn(admin2Port), "GreedyBot")
+	})
+	greedy(b+"/page", 200, "")
+	t.Logf("[report] redis: a ban lifted on one instance left the other's list in %s", time.Since(lifted).Round(time.Millisecond))
+
 	// Redis stops: fail open, errors counted.
 	r.stop()
 	const outage = "OutageBot/1.0 (+https://outage.example/bot)"
@@ -241,6 +267,11 @@ func TestRedisTwoInstances(t *testing.T) {
 			t.Errorf("OutageBot during the outage on %s: %d %q, want 200 (fail open)", base, res.status, res.body)
 		}
 		c.expect(base+"/page", chromeUA, 200)
+	}
+	// The lifted ban does not come back from an instance's local copy
+	// (a throttle, from the local budget, may answer).
+	if res := c.get(b+"/other", bad, "X-Forwarded-For: 203.0.113.66"); res.status == 403 {
+		t.Errorf("GreedyBot on the second instance during the outage: %d %q: the lifted ban came back", res.status, res.body)
 	}
 	if n := metricValue(t, adminURL()+"/metrics", `caddy_robots_state_errors_total{store="redis"}`); n < 1 {
 		t.Errorf("state errors counted during the outage: %v, want > 0", n)
