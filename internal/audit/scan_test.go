@@ -134,10 +134,15 @@ func newGenerator(t testing.TB, seed uint64) *generator {
 
 func (g *generator) line(i int) []byte {
 	g.t += g.rng.Float64() * 0.05
-	var ua, ip string
+	var ua, ip, sec string
 	if g.rng.IntN(10) < 6 {
 		ua = g.browsers[g.rng.IntN(len(g.browsers))]
 		ip = fmt.Sprintf("203.0.%d.%d", g.rng.IntN(256), g.rng.IntN(256))
+		// What a browser sends over HTTPS; one line in 50 is a script
+		// that only wears the browser's User-Agent.
+		if g.rng.IntN(50) != 0 {
+			sec = browserSecHeaders(ua)
+		}
 	} else {
 		c := crawlerUAs[g.rng.IntN(len(crawlerUAs))]
 		ua, ip = c.ua, fmt.Sprintf(c.ip, g.rng.IntN(8)+1)
@@ -151,8 +156,19 @@ func (g *generator) line(i int) []byte {
 		client = `"client_ip":"` + ip + `",`
 	}
 	ua, _ = jsonString(ua)
-	return fmt.Appendf(nil, `{"level":"info","ts":%.7f,"logger":"http.log.access.log0","msg":"handled request","request":{"remote_ip":"%s","remote_port":"%d",%s"proto":"HTTP/2.0","method":"GET","host":"example.com","uri":"%s","headers":{"Accept-Encoding":["gzip, deflate, br"],"User-Agent":[%s],"Accept":["text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"],"Accept-Language":["en-US,en;q=0.9"]},"tls":{"resumed":false,"version":772,"cipher_suite":4865,"proto":"h2","server_name":"example.com"}},"bytes_read":0,"user_id":"","duration":0.000%d,"size":%d,"status":%d,"resp_headers":{"Server":["Caddy"],"Content-Type":["text/html; charset=utf-8"]}}`,
-		g.t, ip, 40000+g.rng.IntN(20000), client, p, ua, 100+g.rng.IntN(900), g.rng.IntN(50000), []int{200, 200, 200, 304, 404, 403}[g.rng.IntN(6)])
+	return fmt.Appendf(nil, `{"level":"info","ts":%.7f,"logger":"http.log.access.log0","msg":"handled request","request":{"remote_ip":"%s","remote_port":"%d",%s"proto":"HTTP/2.0","method":"GET","host":"example.com","uri":"%s","headers":{"Accept-Encoding":["gzip, deflate, br"],%s"User-Agent":[%s],"Accept":["text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"],"Accept-Language":["en-US,en;q=0.9"]},"tls":{"resumed":false,"version":772,"cipher_suite":4865,"proto":"h2","server_name":"example.com"}},"bytes_read":0,"user_id":"","duration":0.000%d,"size":%d,"status":%d,"resp_headers":{"Server":["Caddy"],"Content-Type":["text/html; charset=utf-8"]}}`,
+		g.t, ip, 40000+g.rng.IntN(20000), client, p, sec, ua, 100+g.rng.IntN(900), g.rng.IntN(50000), []int{200, 200, 200, 304, 404, 403}[g.rng.IntN(6)])
+}
+
+// browserSecHeaders are the headers a browser of ua's engine sends with a
+// navigation over HTTPS, as Caddy logs them: Fetch Metadata from every
+// engine, and the client hints from Chromium.
+func browserSecHeaders(ua string) string {
+	const fetch = `"Sec-Fetch-Site":["none"],"Sec-Fetch-Mode":["navigate"],"Sec-Fetch-User":["?1"],"Sec-Fetch-Dest":["document"],"Upgrade-Insecure-Requests":["1"],`
+	if strings.Contains(ua, "Chrome/") {
+		return `"Sec-Ch-Ua":["\"Chromium\";v=\"131\", \"Not_A Brand\";v=\"24\""],"Sec-Ch-Ua-Mobile":["?0"],"Sec-Ch-Ua-Platform":["\"Windows\""],` + fetch
+	}
+	return fetch
 }
 
 func jsonString(s string) (string, error) {
