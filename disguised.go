@@ -40,68 +40,17 @@ import (
 	"github.com/caddyrobots/caddy-robots/internal/policy"
 )
 
-// signal is one way an undeclared crawler shows itself.
-type signal uint8
-
-// The signals, in the order they are checked.
-const (
-	// signalFetchMetadata: a Chromium (80+) or Firefox (90+) claim over a
-	// secure context without any Sec-Fetch-Site, -Mode or -Dest header.
-	signalFetchMetadata signal = iota
-	// signalFetchMetadataSafari: the same for a Safari 16.4+ claim (every
-	// browser on iOS included). Not proven on a real Safari here.
-	signalFetchMetadataSafari
-	// signalClientHints: a Chromium 89+ claim (Chrome, Edge, Opera) over a
-	// secure context without Sec-CH-UA.
-	signalClientHints
-	// signalTrap: the client asked for the trap path.
-	signalTrap
-	numSignals
-)
-
-// signalNames are the signals' names in the config, the metric labels and
-// the log lines.
-var signalNames = [numSignals]string{"fetch_metadata", "fetch_metadata_safari", "client_hints", "trap"}
-
-// defaultSignalModes are the modes of the signals when `disguised` is not
-// set: enforce for the signals that real, headed Chromium and Firefox
-// passed with no false positive (integration/browsers_test.go); log for
-// the others: no Safari runs here, and a Firefox or Safari whose
-// User-Agent was switched to Chrome's (a common extension) sends Fetch
-// Metadata but no Sec-CH-UA.
-var defaultSignalModes = [numSignals]string{"enforce", "log", "log", "enforce"}
-
-// signalMode is what happens when a signal fires.
-type signalMode uint8
-
-const (
-	modeOff signalMode = iota
-	modeLog
-	modeEnforce
-)
-
-func parseSignalMode(s string) signalMode {
-	switch s {
-	case "log":
-		return modeLog
-	case "enforce":
-		return modeEnforce
-	}
-	return modeOff
-}
-
-func (m signalMode) String() string {
-	return [...]string{"off", "log", "enforce"}[m]
-}
+// The signals, their modes and the choice among them are policy's
+// (policy.Signal, policy.DisguiseModes), shared with caddy robots audit.
 
 // disguise is a handler's state for undeclared crawlers; nil when every
 // signal is off.
 type disguise struct {
-	modes [numSignals]signalMode
-	// headers is set when a header signal is on; hints when client_hints is.
-	headers, hints bool
-	claims         *agents.BrowserClaims
-	trap           *trapConfig // nil without a trap
+	modes policy.DisguiseModes
+	// headers is set when a header signal is on.
+	headers bool
+	claims  *agents.BrowserClaims
+	trap    *trapConfig // nil without a trap
 	// proxied: 0 not known yet, 1 the server trusts no proxy, 2 it does
 	// (then X-Forwarded-Proto from a trusted proxy says the client used
 	// HTTPS).
@@ -115,31 +64,16 @@ type disguise struct {
 // provisionDisguised reads the disguised, disguised_signals, trap and
 // trap_hold options (with their defaults, see applyDefaults) into h.disguise.
 func (h *Handler) provisionDisguised() error {
-	d := &disguise{}
-	on := false
-	for i := range d.modes {
-		mode := h.Disguised
-		if v, ok := h.DisguisedSignals[signalNames[i]]; ok {
-			mode = v
-		} else if mode == "" {
-			mode = defaultSignalModes[i]
-		}
-		d.modes[i] = parseSignalMode(mode)
-		if signal(i) == signalTrap && h.Trap == "" {
-			d.modes[i] = modeOff
-		}
-		on = on || d.modes[i] != modeOff
-	}
-	if !on {
+	d := &disguise{modes: policy.NewDisguiseModes(h.Disguised, h.DisguisedSignals, h.Trap != "")}
+	if !d.modes.On() {
 		h.disguise = nil
 		return nil
 	}
-	d.headers = d.modes[signalFetchMetadata] != modeOff || d.modes[signalFetchMetadataSafari] != modeOff || d.modes[signalClientHints] != modeOff
-	d.hints = d.modes[signalClientHints] != modeOff
+	d.headers = d.modes.Headers()
 	if d.headers {
 		d.claims = sharedBrowserClaims()
 	}
-	if h.Trap != "" && d.modes[signalTrap] != modeOff {
+	if h.Trap != "" && d.modes[policy.SignalTrap] != policy.SignalOff {
 		// The served and enforced text of a file or inline source carry
 		// the trap's Disallow line: the loader adds it on every read
 		// (loader.go, sites.Config.Rules).
@@ -196,12 +130,12 @@ func (h *Handler) checkUndeclared(r *http.Request, d *disguise) *outcome {
 	}
 	if t := d.trap; t != nil {
 		t.offer(r)
-		if t.isTrap(r.URL.Path) {
+		if policy.IsTrap(r.URL.Path, t.path) {
 			return h.takeTrap(r, t)
 		}
 		if t.live() {
 			if mode, ok := h.trapMarked(r, t); ok {
-				return h.judgeUndeclared(r, sharedBrowserClaims().Lookup(userAgent(r)).Undeclared, signalTrap, mode)
+				return h.judgeUndeclared(r, sharedBrowserClaims().Lookup(userAgent(r)).Undeclared, policy.SignalTrap, mode)
 			}
 		}
 	}
@@ -210,58 +144,16 @@ func (h *Handler) checkUndeclared(r *http.Request, d *disguise) *outcome {
 	}
 	// A real browser's request carries the headers: decided without
 	// looking the User-Agent up.
-	fetch := hasFetchMetadata(r.Header)
-	if fetch && !d.hints {
+	present := policy.HeaderSignals(r.Header)
+	if d.modes.PassesHeaders(present) {
 		return nil
-	}
-	if fetch {
-		if _, ok := r.Header["Sec-Ch-Ua"]; ok {
-			return nil
-		}
 	}
 	e := d.claims.Lookup(userAgent(r))
-	missing := e.Claim.Missing(r.Header, true)
-	if missing == 0 {
-		return nil
-	}
-	s, mode := d.strongest(&e.Claim, missing)
-	if mode == modeOff {
+	s, mode := d.modes.JudgeHeaders(&e.Claim, present)
+	if mode == policy.SignalOff {
 		return nil
 	}
 	return h.judgeUndeclared(r, e.Undeclared, s, mode)
-}
-
-// hasFetchMetadata reports whether h carries a Fetch Metadata header.
-func hasFetchMetadata(h http.Header) bool {
-	if _, ok := h["Sec-Fetch-Site"]; ok {
-		return true
-	}
-	if _, ok := h["Sec-Fetch-Mode"]; ok {
-		return true
-	}
-	_, ok := h["Sec-Fetch-Dest"]
-	return ok
-}
-
-// strongest returns the signal among missing with the strictest mode.
-func (d *disguise) strongest(c *agents.BrowserClaim, missing agents.Signals) (signal, signalMode) {
-	best, mode := signalFetchMetadata, modeOff
-	consider := func(s signal) {
-		if d.modes[s] > mode {
-			best, mode = s, d.modes[s]
-		}
-	}
-	if missing&agents.FetchMetadata != 0 {
-		if c.Engine == agents.EngineWebKit {
-			consider(signalFetchMetadataSafari)
-		} else {
-			consider(signalFetchMetadata)
-		}
-	}
-	if missing&agents.ClientHints != 0 {
-		consider(signalClientHints)
-	}
-	return best, mode
 }
 
 // secure reports whether the client reached the site in a secure context,
@@ -293,9 +185,9 @@ func (d *disguise) secure(r *http.Request) bool {
 // Crawl-delay. In log mode (the signal's or the handler's), the handler's
 // log twin judges it: counted and logged as mode log, with its own state,
 // never refused.
-func (h *Handler) judgeUndeclared(r *http.Request, a *agents.Shared, s signal, mode signalMode) *outcome {
+func (h *Handler) judgeUndeclared(r *http.Request, a *agents.Shared, s policy.Signal, mode policy.SignalMode) *outcome {
 	hh := h
-	if mode != modeEnforce && h.enforce {
+	if mode != policy.SignalEnforce && h.enforce {
 		hh = h.disguise.logTwin(h)
 	}
 	vars, _ := r.Context().Value(caddyhttp.VarsCtxKey).(map[string]any)
@@ -329,11 +221,11 @@ func (d *disguise) logTwin(h *Handler) *Handler {
 
 // undeclaredWhy is the first paragraph of the refusal of an undeclared
 // crawler: what gave it away.
-func undeclaredWhy(r *http.Request, s signal) string {
+func undeclaredWhy(r *http.Request, s policy.Signal) string {
 	switch s {
-	case signalTrap:
+	case policy.SignalTrap:
 		return "This client asked for a path that robots.txt disallows for every crawler and that no person sees (a trap), so it is judged as a crawler: by the \"*\" group of robots.txt."
-	case signalClientHints:
+	case policy.SignalClientHints:
 		c := sharedBrowserClaims().Lookup(userAgent(r)).Claim
 		return "Your User-Agent claims " + c.Name + ", which always sends Sec-CH-UA over HTTPS and to localhost; this request carries none, so it is judged as an undeclared crawler: by the \"*\" group of robots.txt."
 	}
@@ -344,7 +236,7 @@ func undeclaredWhy(r *http.Request, s signal) string {
 // logUndeclared writes an INFO line when a client is first judged as an
 // undeclared crawler by a signal (then at most every 10 minutes per signal,
 // address and agent), so that the log shows why before any refusal.
-func (h *Handler) logUndeclared(r *http.Request, s signal, o *outcome, mode string) {
+func (h *Handler) logUndeclared(r *http.Request, s policy.Signal, o *outcome, mode string) {
 	if h.logger == nil || !h.logger.Core().Enabled(zapcore.InfoLevel) {
 		return
 	}
@@ -352,10 +244,10 @@ func (h *Handler) logUndeclared(r *http.Request, s signal, o *outcome, mode stri
 	if !ip.IsValid() {
 		ip = clientIP(nil, r)
 	}
-	key := "undeclared\x00" + mode + "\x00" + signalNames[s] + "\x00" + ip.String() + "\x00" + o.agent.Name
+	key := "undeclared\x00" + mode + "\x00" + s.String() + "\x00" + ip.String() + "\x00" + o.agent.Name
 	if ok, suppressed, _ := refusals.allow(key, h.now(), 10*time.Minute); ok {
 		if c := h.logger.Check(zapcore.InfoLevel, "robots: undeclared crawler"); c != nil {
-			c.Write(zap.String("signal", signalNames[s]), zap.String("crawler", o.agent.Name),
+			c.Write(zap.String("signal", s.String()), zap.String("crawler", o.agent.Name),
 				zap.String("remote_ip", ip.String()), zap.String("host", o.host),
 				zap.String("user_agent", truncateUTF8(userAgent(r), maxLoggedUA)),
 				zap.String("target", truncateUTF8(o.target.Raw, maxLoggedTarget)),
@@ -370,7 +262,7 @@ func (h *Handler) logUndeclared(r *http.Request, s signal, o *outcome, mode stri
 // [signal][action or trap][mode].
 type disguisedCounters struct {
 	vec    *prometheus.CounterVec
-	byKind [numSignals][policy.Actions + 1][2]prometheus.Counter
+	byKind [policy.NumSignals][policy.Actions + 1][2]prometheus.Counter
 }
 
 // actionTrap is the action label of a trap request itself.
@@ -381,14 +273,14 @@ func newDisguisedCounters() *disguisedCounters {
 		Namespace: "caddy", Subsystem: "robots", Name: "disguised_total",
 		Help: "Requests judged as an undeclared crawler's, by the signal that gave it away (fetch_metadata, fetch_metadata_safari, client_hints, trap), the decision (allow, block, throttle, ban; trap for the trap request itself) and mode (enforce, log).",
 	}, []string{"signal", "action", "mode"})}
-	for s := range numSignals {
+	for s := range policy.Signal(policy.NumSignals) {
 		for a := 0; a <= policy.Actions; a++ {
 			act := "trap"
 			if a < policy.Actions {
 				act = policy.Action(a).String()
 			}
 			for m, mode := range [...]string{"enforce", "log"} {
-				d.byKind[s][a][m] = d.vec.WithLabelValues(signalNames[s], act, mode)
+				d.byKind[s][a][m] = d.vec.WithLabelValues(s.String(), act, mode)
 			}
 		}
 	}
@@ -396,11 +288,11 @@ func newDisguisedCounters() *disguisedCounters {
 }
 
 // countDisguised counts one request of an undeclared crawler.
-func countDisguised(s signal, a policy.Action, logMode bool) {
+func countDisguised(s policy.Signal, a policy.Action, logMode bool) {
 	countDisguisedKind(s, int(a), logMode)
 }
 
-func countDisguisedKind(s signal, a int, logMode bool) {
+func countDisguisedKind(s policy.Signal, a int, logMode bool) {
 	m := 0
 	if logMode {
 		m = 1
@@ -409,9 +301,7 @@ func countDisguisedKind(s signal, a int, logMode bool) {
 }
 
 // validDisguisedMode reports whether v is a mode of disguised.
-func validDisguisedMode(v string) bool {
-	return v == "off" || v == "log" || v == "enforce"
-}
+func validDisguisedMode(v string) bool { return policy.ValidSignalMode(v) }
 
 // checkDisguised validates the disguised, disguised_signals, trap and
 // trap_hold options.
@@ -422,7 +312,7 @@ func (h *Handler) checkDisguised() []error {
 	}
 	for k, v := range h.DisguisedSignals {
 		if !isSignalName(k) {
-			errs = append(errs, fmt.Errorf("disguised: unknown signal %q (want %s)", k, strings.Join(signalNames[:], ", ")))
+			errs = append(errs, fmt.Errorf("disguised: unknown signal %q (want %s)", k, strings.Join(policy.SignalNames(), ", ")))
 		}
 		if !validDisguisedMode(v) {
 			errs = append(errs, fmt.Errorf("disguised %s: unknown value %q (want off, log or enforce)", k, v))
@@ -442,10 +332,6 @@ func (h *Handler) checkDisguised() []error {
 }
 
 func isSignalName(s string) bool {
-	for _, n := range signalNames {
-		if n == s {
-			return true
-		}
-	}
-	return false
+	_, ok := policy.ParseSignal(s)
+	return ok
 }

@@ -53,23 +53,20 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
-	"github.com/caddyrobots/caddy-robots/agents"
 	"github.com/caddyrobots/caddy-robots/enforce"
 	"github.com/caddyrobots/caddy-robots/internal/policy"
 )
 
-// Bounds and defaults of the trap.
+// Bounds and defaults of the trap (policy's, shared with caddy robots
+// audit).
 const (
 	// DefaultTrapHold is how long a client that took the trap is judged as
 	// a crawler: a day, as long as a crawler may keep robots.txt (RFC 9309
 	// §2.4), long enough to cover one crawl.
-	DefaultTrapHold = 24 * time.Hour
-	MinTrapHold     = time.Minute
-	MaxTrapHold     = 7 * 24 * time.Hour
-	// trapHumanGap is the shortest gap between two requests of a text
-	// browser on probation that still reads as a person's pace.
-	trapHumanGap = time.Second
-	trapMarksMax = 65536
+	DefaultTrapHold = policy.DefaultTrapHold
+	MinTrapHold     = policy.MinTrapHold
+	MaxTrapHold     = policy.MaxTrapHold
+	trapMarksMax    = policy.TrapMarksMax
 )
 
 // trapConfig is a handler's trap.
@@ -126,12 +123,6 @@ func (t *trapConfig) offer(r *http.Request) {
 	}
 }
 
-// isTrap reports whether path is the trap or below it (robots.txt's
-// Disallow matches by prefix).
-func (t *trapConfig) isTrap(path string) bool {
-	return strings.HasPrefix(path, t.path)
-}
-
 // trapKey is whom a mark belongs to: the handler's scope (log mode's kept
 // apart), the address's network and the User-Agent's hash.
 type trapKey struct {
@@ -140,13 +131,11 @@ type trapKey struct {
 	ua     uint64
 }
 
-// trapMark is what is known of a client that took the trap.
+// trapMark is what is known of a client that took the trap (the rules are
+// policy.TrapMark's), under its lock.
 type trapMark struct {
-	mu        sync.Mutex
-	until     time.Time // judged as a crawler until then
-	last      time.Time // its last request
-	hits      int       // trap requests
-	confirmed bool      // judged on every request (else: at a crawler's pace)
+	mu sync.Mutex
+	policy.TrapMark
 }
 
 var (
@@ -162,22 +151,22 @@ func (t *trapConfig) live() bool {
 }
 
 // trapMode returns the trap signal's mode and the scope key of its marks.
-func (h *Handler) trapMode(r *http.Request) (signalMode, string) {
-	mode := h.disguise.modes[signalTrap]
+func (h *Handler) trapMode(r *http.Request) (policy.SignalMode, string) {
+	mode := h.disguise.modes[policy.SignalTrap]
 	sc := h.scopeFor(r)
-	if mode == modeEnforce && h.enforce {
+	if mode.Enforced(h.enforce) {
 		return mode, sc.key
 	}
 	return mode, sc.logKey
 }
 
 func (h *Handler) trapKeyOf(r *http.Request, scope string) trapKey {
-	return trapKey{scope: scope, prefix: clientPrefix(clientIP(nil, r)), ua: maphash.String(trapSeed, userAgent(r))}
+	return trapKey{scope: scope, prefix: policy.TrapPrefix(clientIP(nil, r)), ua: maphash.String(trapSeed, userAgent(r))}
 }
 
 // trapMarked reports whether r comes from a client that took the trap and
 // is judged as a crawler now, with the trap signal's mode.
-func (h *Handler) trapMarked(r *http.Request, t *trapConfig) (signalMode, bool) {
+func (h *Handler) trapMarked(r *http.Request, t *trapConfig) (policy.SignalMode, bool) {
 	mode, scope := h.trapMode(r)
 	m, ok := trapMarks.Get(h.trapKeyOf(r, scope))
 	if !ok {
@@ -186,14 +175,7 @@ func (h *Handler) trapMarked(r *http.Request, t *trapConfig) (signalMode, bool) 
 	now := h.now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if now.After(m.until) {
-		return mode, false
-	}
-	if !m.confirmed && now.Sub(m.last) < trapHumanGap {
-		m.confirmed = true
-	}
-	m.last = now
-	return mode, m.confirmed
+	return mode, m.Judged(now)
 }
 
 // takeTrap answers a request for the trap: the client is marked and, in
@@ -209,7 +191,7 @@ func (h *Handler) takeTrap(r *http.Request, t *trapConfig) *outcome {
 		return nil
 	}
 	mode, scope := h.trapMode(r)
-	enforcing := mode == modeEnforce && h.enforce
+	enforcing := mode.Enforced(h.enforce)
 	ua := userAgent(r)
 	key := h.trapKeyOf(r, scope)
 	now := h.now()
@@ -219,12 +201,8 @@ func (h *Handler) takeTrap(r *http.Request, t *trapConfig) *outcome {
 		trapMarks.Put(key, m)
 	}
 	m.mu.Lock()
-	m.hits++
-	m.until, m.last = now.Add(t.hold), now
-	if !agents.IsTextBrowser(ua) || m.hits >= 2 {
-		m.confirmed = true
-	}
-	confirmed, until := m.confirmed, m.until
+	m.Take(now, t.hold, ua)
+	confirmed, until := m.Confirmed, m.Until
 	m.mu.Unlock()
 	for till := until.Unix(); ; {
 		old := trapLiveTill.Load()
@@ -232,7 +210,7 @@ func (h *Handler) takeTrap(r *http.Request, t *trapConfig) *outcome {
 			break
 		}
 	}
-	countDisguisedKind(signalTrap, actionTrap, !enforcing)
+	countDisguisedKind(policy.SignalTrap, actionTrap, !enforcing)
 	ip := clientIP(nil, r)
 	if c := h.logger.Check(zapcore.InfoLevel, "robots: trap taken"); c != nil {
 		c.Write(zap.String("trap", t.path), zap.String("target", truncateUTF8(r.RequestURI, maxLoggedTarget)),
@@ -260,15 +238,11 @@ func (h *Handler) trapDisallowed(r *http.Request, t *trapConfig) (string, bool) 
 	if v == nil {
 		return "", false
 	}
-	g, _ := v.Robots.SelectIndex(nil, true)
-	if g == nil {
+	rule, ok := policy.TrapRule(v.Robots, r.URL.EscapedPath())
+	if !ok {
 		return "", false
 	}
-	d := g.Decide(r.URL.EscapedPath())
-	if d.Allowed || d.Rule == nil {
-		return "", false
-	}
-	return d.Rule.String(), true
+	return rule.String(), true
 }
 
 // checkTrapVersion warns, once per version, when a robots.txt the loader
@@ -354,16 +328,4 @@ func trapKeySuffix(h *Handler) string {
 		return ""
 	}
 	return "|trap:" + h.Trap
-}
-
-// clientPrefix is a client address's network as state identities count
-// it: IPv4 /32, IPv6 /64 (a subscriber's usual share).
-func clientPrefix(ip netip.Addr) netip.Prefix {
-	ip = ip.Unmap().WithZone("")
-	bits := 32
-	if ip.Is6() {
-		bits = 64
-	}
-	p, _ := ip.Prefix(bits)
-	return p
 }

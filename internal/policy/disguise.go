@@ -1,0 +1,308 @@
+package policy
+
+// Undeclared crawlers: the pure part of what the handler does with clients
+// that wear a browser's User-Agent (disguised.go and trap.go in the root
+// package), here so that the handler and `caddy robots audit` apply the same
+// rules: which signal catches a request and in which mode, how a trap
+// request marks its client, when a text browser on probation is confirmed,
+// and whether robots.txt disallows the trap for "*". No I/O, no clock, no
+// lock: the callers keep the marks and pass the time.
+
+import (
+	"net/netip"
+	"strings"
+	"time"
+
+	"github.com/caddyrobots/caddy-robots/agents"
+	"github.com/caddyrobots/caddy-robots/enforce"
+)
+
+// Signal is one way an undeclared crawler shows itself.
+type Signal uint8
+
+// The signals, in the order the handler checks them.
+const (
+	// SignalFetchMetadata: a Chromium (80+) or Firefox (90+) claim over a
+	// secure context without any Sec-Fetch-Site, -Mode or -Dest header.
+	SignalFetchMetadata Signal = iota
+	// SignalFetchMetadataSafari: the same for a Safari 16.4+ claim (every
+	// browser on iOS included).
+	SignalFetchMetadataSafari
+	// SignalClientHints: a Chromium 89+ claim (Chrome, Edge, Opera) over a
+	// secure context without Sec-CH-UA.
+	SignalClientHints
+	// SignalTrap: the client asked for the trap path.
+	SignalTrap
+)
+
+// NumSignals is the number of signals.
+const NumSignals = 4
+
+// signalNames are the signals' names in the config, the metric labels, the
+// log lines and the audit's reports.
+var signalNames = [NumSignals]string{"fetch_metadata", "fetch_metadata_safari", "client_hints", "trap"}
+
+// String returns the signal's name: fetch_metadata, fetch_metadata_safari,
+// client_hints or trap.
+func (s Signal) String() string { return signalNames[s] }
+
+// SignalNames returns the names of the signals, in order.
+func SignalNames() []string { return append([]string(nil), signalNames[:]...) }
+
+// ParseSignal returns the signal named name.
+func ParseSignal(name string) (Signal, bool) {
+	for i, n := range signalNames {
+		if n == name {
+			return Signal(i), true
+		}
+	}
+	return 0, false
+}
+
+// SignalMode is what happens when a signal fires.
+type SignalMode uint8
+
+// The modes of a signal.
+const (
+	// SignalOff: the signal is not checked.
+	SignalOff SignalMode = iota
+	// SignalLog: what it catches is judged, counted and logged as mode log
+	// does, with its own state, and never refused.
+	SignalLog
+	// SignalEnforce: what it catches is judged and refused as any unnamed
+	// bot is.
+	SignalEnforce
+)
+
+// ParseSignalMode reads "log" or "enforce"; anything else is off.
+func ParseSignalMode(s string) SignalMode {
+	switch s {
+	case "log":
+		return SignalLog
+	case "enforce":
+		return SignalEnforce
+	}
+	return SignalOff
+}
+
+// ValidSignalMode reports whether s is a mode of a signal: off, log or
+// enforce.
+func ValidSignalMode(s string) bool { return s == "off" || s == "log" || s == "enforce" }
+
+// String returns off, log or enforce.
+func (m SignalMode) String() string { return [...]string{"off", "log", "enforce"}[m] }
+
+// Enforced reports whether a signal in mode m refuses, in a handler whose
+// own mode is enforce when handlerEnforce is set: the handler's mode log
+// wins over a signal's enforce.
+func (m SignalMode) Enforced(handlerEnforce bool) bool { return m == SignalEnforce && handlerEnforce }
+
+// defaultSignalModes are the modes of the signals when `disguised` is not
+// set: enforce for the signals that real, headed Chromium and Firefox
+// passed with no false positive (integration/browsers_test.go); log for
+// the others: no Safari runs there, and a Firefox or Safari whose
+// User-Agent was switched to Chrome's (a common extension) sends Fetch
+// Metadata but no Sec-CH-UA.
+var defaultSignalModes = [NumSignals]SignalMode{SignalEnforce, SignalLog, SignalLog, SignalEnforce}
+
+// DisguiseModes are the modes of a handler's signals, indexed by Signal.
+type DisguiseModes [NumSignals]SignalMode
+
+// NewDisguiseModes reads a handler's options: all is `disguised` (every
+// signal; "" leaves each signal its default), signals is
+// `disguised_signals` (a signal's own mode, over all), and trap says
+// whether a trap path is set (the trap signal is off without one).
+func NewDisguiseModes(all string, signals map[string]string, trap bool) DisguiseModes {
+	var m DisguiseModes
+	for i := range m {
+		mode, ok := signals[signalNames[i]]
+		switch {
+		case ok:
+		case all != "":
+			mode = all
+		default:
+			mode = defaultSignalModes[i].String()
+		}
+		m[i] = ParseSignalMode(mode)
+	}
+	if !trap {
+		m[SignalTrap] = SignalOff
+	}
+	return m
+}
+
+// On reports whether any signal is on.
+func (m *DisguiseModes) On() bool {
+	return m.Headers() || m[SignalTrap] != SignalOff
+}
+
+// Headers reports whether a header signal is on: fetch_metadata,
+// fetch_metadata_safari or client_hints.
+func (m *DisguiseModes) Headers() bool {
+	return m[SignalFetchMetadata] != SignalOff || m[SignalFetchMetadataSafari] != SignalOff || m[SignalClientHints] != SignalOff
+}
+
+// Hints reports whether client_hints is on.
+func (m *DisguiseModes) Hints() bool { return m[SignalClientHints] != SignalOff }
+
+// String lists the modes: "fetch_metadata enforce, fetch_metadata_safari
+// log, client_hints log, trap enforce".
+func (m *DisguiseModes) String() string {
+	var b strings.Builder
+	for i, mode := range m {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(signalNames[i] + " " + mode.String())
+	}
+	return b.String()
+}
+
+// HeaderSignals returns the browser signals a request's header map (keys
+// canonical, as Go's HTTP servers store them and Caddy's access log records
+// them) carries: FetchMetadata for any of Sec-Fetch-Site, -Mode and -Dest,
+// ClientHints for Sec-CH-UA. For a claim c over a secure context,
+// c.Signals &^ HeaderSignals(h) is what c.Missing(h, true) returns.
+func HeaderSignals(h map[string][]string) agents.Signals {
+	var s agents.Signals
+	if _, ok := h["Sec-Fetch-Site"]; ok {
+		s |= agents.FetchMetadata
+	} else if _, ok := h["Sec-Fetch-Mode"]; ok {
+		s |= agents.FetchMetadata
+	} else if _, ok := h["Sec-Fetch-Dest"]; ok {
+		s |= agents.FetchMetadata
+	}
+	if _, ok := h["Sec-Ch-Ua"]; ok {
+		s |= agents.ClientHints
+	}
+	return s
+}
+
+// PassesHeaders reports whether a request to a secure context that carries
+// the signals present passes the header signals whatever its User-Agent
+// claims: a real browser's request, decided without looking its claim up.
+func (m *DisguiseModes) PassesHeaders(present agents.Signals) bool {
+	return present&agents.FetchMetadata != 0 && (!m.Hints() || present&agents.ClientHints != 0)
+}
+
+// JudgeHeaders returns the signal that catches a request to a secure
+// context whose User-Agent claims c and that carries the signals present,
+// with its mode: of the signals the claim promises and the request lacks,
+// the one with the strictest mode. The mode is SignalOff when nothing
+// catches it.
+func (m *DisguiseModes) JudgeHeaders(c *agents.BrowserClaim, present agents.Signals) (Signal, SignalMode) {
+	missing := c.Signals &^ present
+	if missing == 0 {
+		return SignalFetchMetadata, SignalOff
+	}
+	return m.Strongest(c, missing)
+}
+
+// Strongest returns the signal among missing (the signals claim c promises
+// that a request lacks) with the strictest mode.
+func (m *DisguiseModes) Strongest(c *agents.BrowserClaim, missing agents.Signals) (Signal, SignalMode) {
+	best, mode := SignalFetchMetadata, SignalOff
+	consider := func(s Signal) {
+		if m[s] > mode {
+			best, mode = s, m[s]
+		}
+	}
+	if missing&agents.FetchMetadata != 0 {
+		if c.Engine == agents.EngineWebKit {
+			consider(SignalFetchMetadataSafari)
+		} else {
+			consider(SignalFetchMetadata)
+		}
+	}
+	if missing&agents.ClientHints != 0 {
+		consider(SignalClientHints)
+	}
+	return best, mode
+}
+
+// Bounds and defaults of the trap.
+const (
+	// DefaultTrapHold is how long a client that took the trap is judged as
+	// a crawler: a day, as long as a crawler may keep robots.txt (RFC 9309
+	// §2.4), long enough to cover one crawl.
+	DefaultTrapHold = 24 * time.Hour
+	// MinTrapHold and MaxTrapHold bound trap_hold.
+	MinTrapHold = time.Minute
+	MaxTrapHold = 7 * 24 * time.Hour
+	// TrapHumanGap is the shortest gap between two requests of a text
+	// browser on probation that still reads as a person's pace.
+	TrapHumanGap = time.Second
+	// TrapMarksMax bounds the marks kept.
+	TrapMarksMax = 65536
+)
+
+// IsTrap reports whether path (the request's path, decoded, as
+// r.URL.Path holds it) is the trap or below it: robots.txt's Disallow
+// matches by prefix.
+func IsTrap(path, trap string) bool { return trap != "" && strings.HasPrefix(path, trap) }
+
+// TrapRule returns the rule of rb's "*" group that disallows escapedPath
+// (the request's path as sent, r.URL.EscapedPath()), and whether one does.
+// A trap that the robots.txt in force does not disallow for "*" marks
+// nobody: the client did nothing robots.txt forbids.
+func TrapRule(rb *enforce.Robots, escapedPath string) (*enforce.Rule, bool) {
+	g, _ := rb.SelectIndex(nil, true)
+	if g == nil {
+		return nil, false
+	}
+	d := g.Decide(escapedPath)
+	if d.Allowed || d.Rule == nil {
+		return nil, false
+	}
+	return d.Rule, true
+}
+
+// TrapPrefix is the network a trap mark belongs to, as state identities
+// count a client: IPv4 /32, IPv6 /64 (a subscriber's usual share).
+func TrapPrefix(ip netip.Addr) netip.Prefix {
+	ip = ip.Unmap().WithZone("")
+	bits := 32
+	if ip.Is6() {
+		bits = 64
+	}
+	p, _ := ip.Prefix(bits)
+	return p
+}
+
+// TrapMark is what is known of a client (an address's network and a whole
+// User-Agent string) that took the trap. The zero value is a client that
+// never did. It is not safe for concurrent use.
+type TrapMark struct {
+	Until     time.Time // judged as a crawler until then
+	Last      time.Time // its last request
+	Hits      int       // its trap requests
+	Confirmed bool      // judged on every request (else: only at a crawler's pace)
+}
+
+// Take records a trap request at now by a client whose User-Agent is ua:
+// it is judged as a crawler for hold. Text browsers (Lynx, w3m, Links,
+// ELinks) show the hidden link, so a text browser's first trap request
+// only puts it on probation; any other User-Agent, or a second trap
+// request, confirms it.
+func (m *TrapMark) Take(now time.Time, hold time.Duration, ua string) {
+	m.Hits++
+	m.Until, m.Last = now.Add(hold), now
+	if !agents.IsTextBrowser(ua) || m.Hits >= 2 {
+		m.Confirmed = true
+	}
+}
+
+// Judged records a request at now of the marked client (not for the trap)
+// and reports whether it is judged as an undeclared crawler's: never past
+// the hold; a client on probation is confirmed by a request that comes
+// less than TrapHumanGap after its previous one (a crawler's pace).
+func (m *TrapMark) Judged(now time.Time) bool {
+	if now.After(m.Until) {
+		return false
+	}
+	if !m.Confirmed && now.Sub(m.Last) < TrapHumanGap {
+		m.Confirmed = true
+	}
+	m.Last = now
+	return m.Confirmed
+}

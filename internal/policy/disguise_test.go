@@ -1,0 +1,240 @@
+package policy_test
+
+import (
+	"net/http"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/caddyrobots/caddy-robots/agents"
+	"github.com/caddyrobots/caddy-robots/enforce"
+	"github.com/caddyrobots/caddy-robots/internal/policy"
+)
+
+// TestNewDisguiseModes: the defaults, disguised for every signal, a
+// signal's own mode over it, and the trap off without a trap path.
+func TestNewDisguiseModes(t *testing.T) {
+	const (
+		off     = policy.SignalOff
+		log     = policy.SignalLog
+		enforce = policy.SignalEnforce
+	)
+	for _, c := range []struct {
+		all     string
+		signals map[string]string
+		trap    bool
+		want    policy.DisguiseModes
+	}{
+		{"", nil, true, policy.DisguiseModes{enforce, log, log, enforce}},
+		{"", nil, false, policy.DisguiseModes{enforce, log, log, off}},
+		{"log", nil, true, policy.DisguiseModes{log, log, log, log}},
+		{"off", nil, true, policy.DisguiseModes{off, off, off, off}},
+		{"enforce", map[string]string{"client_hints": "off"}, true, policy.DisguiseModes{enforce, enforce, off, enforce}},
+		{"", map[string]string{"fetch_metadata": "log", "trap": "log"}, true, policy.DisguiseModes{log, log, log, log}},
+		{"", map[string]string{"trap": "enforce"}, false, policy.DisguiseModes{enforce, log, log, off}},
+	} {
+		m := policy.NewDisguiseModes(c.all, c.signals, c.trap)
+		if m != c.want {
+			t.Errorf("NewDisguiseModes(%q, %v, %v) = %s, want %s", c.all, c.signals, c.trap, m.String(), c.want.String())
+		}
+	}
+	m := policy.NewDisguiseModes("off", map[string]string{"trap": "log"}, true)
+	if !m.On() || m.Headers() || m.Hints() {
+		t.Errorf("only the trap on: On %v Headers %v Hints %v", m.On(), m.Headers(), m.Hints())
+	}
+	if m := policy.NewDisguiseModes("off", nil, true); m.On() {
+		t.Error("all off is on")
+	}
+	if got := policy.NewDisguiseModes("", nil, true); got.String() != "fetch_metadata enforce, fetch_metadata_safari log, client_hints log, trap enforce" {
+		t.Errorf("String() = %q", got.String())
+	}
+	for i, name := range policy.SignalNames() {
+		if s, ok := policy.ParseSignal(name); !ok || int(s) != i || s.String() != name {
+			t.Errorf("ParseSignal(%q) = %v, %v", name, s, ok)
+		}
+	}
+	if _, ok := policy.ParseSignal("headers"); ok {
+		t.Error("ParseSignal(headers)")
+	}
+	if !policy.SignalEnforce.Enforced(true) || policy.SignalEnforce.Enforced(false) || policy.SignalLog.Enforced(true) {
+		t.Error("Enforced: the handler's mode log wins over a signal's enforce")
+	}
+}
+
+// TestJudgeHeadersAgreesWithMissing: for every set of the browser's own
+// headers and every kind of claim, the signals read from the header map
+// give what BrowserClaim.Missing says, PassesHeaders never lets through a
+// request the claim check would catch, and JudgeHeaders picks the signal
+// with the strictest mode.
+func TestJudgeHeadersAgreesWithMissing(t *testing.T) {
+	uas := []string{
+		"Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36",
+		"Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/85.0.4183.83 Safari/537.36",
+		"Mozilla/5.0 (Linux; Android 14; SM-S918B) AppleWebKit/537.36 (KHTML, like Gecko) SamsungBrowser/25.0 Chrome/121.0.0.0 Mobile Safari/537.36",
+		"Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0",
+		"Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.1 Safari/605.1.15",
+		"Mozilla/5.0 (iPhone; CPU iPhone OS 17_4 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) CriOS/124.0.6367.88 Mobile/15E148 Safari/604.1",
+		"Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/70.0.3538.102 Safari/537.36",
+		"Lynx/2.9.0dev.12 libwww-FM/2.14 SSL-MM/1.4.1 GNUTLS/3.7.9",
+	}
+	names := []string{"Sec-Fetch-Site", "Sec-Fetch-Mode", "Sec-Fetch-Dest", "Sec-CH-UA"}
+	modes := []policy.DisguiseModes{
+		policy.NewDisguiseModes("", nil, false),
+		policy.NewDisguiseModes("enforce", nil, false),
+		policy.NewDisguiseModes("", map[string]string{"fetch_metadata": "log", "client_hints": "enforce"}, false),
+		policy.NewDisguiseModes("", map[string]string{"client_hints": "off"}, false),
+		policy.NewDisguiseModes("off", nil, false),
+	}
+	caught := 0
+	for _, ua := range uas {
+		c := agents.ParseBrowserClaim(ua)
+		for set := range 1 << len(names) {
+			h := http.Header{"User-Agent": {ua}}
+			for i, n := range names {
+				if set&(1<<i) != 0 {
+					h.Set(n, "")
+				}
+			}
+			present := policy.HeaderSignals(h)
+			missing := c.Missing(h, true)
+			if got := c.Signals &^ present; got != missing {
+				t.Fatalf("%s with %v: Signals &^ HeaderSignals = %b, Missing = %b", ua, h, got, missing)
+			}
+			for _, m := range modes {
+				s, mode := m.JudgeHeaders(&c, present)
+				ws, wmode := policy.SignalFetchMetadata, policy.SignalOff
+				if missing != 0 {
+					ws, wmode = m.Strongest(&c, missing)
+				}
+				if s != ws || mode != wmode {
+					t.Errorf("%s with %v, modes %s: JudgeHeaders = %s %s, want %s %s", ua, h, m.String(), s, mode, ws, wmode)
+				}
+				if m.PassesHeaders(present) && mode != policy.SignalOff {
+					t.Errorf("%s with %v, modes %s: PassesHeaders lets %s through", ua, h, m.String(), s)
+				}
+				if mode != policy.SignalOff {
+					caught++
+				}
+			}
+		}
+	}
+	if caught == 0 {
+		t.Fatal("nothing caught: the cases test nothing")
+	}
+	// What catches what, with the defaults.
+	m := policy.NewDisguiseModes("", nil, false)
+	for _, c := range []struct {
+		ua      string
+		present agents.Signals
+		want    policy.Signal
+		mode    policy.SignalMode
+	}{
+		{uas[0], 0, policy.SignalFetchMetadata, policy.SignalEnforce},
+		{uas[0], agents.FetchMetadata, policy.SignalClientHints, policy.SignalLog},
+		{uas[0], agents.FetchMetadata | agents.ClientHints, policy.SignalFetchMetadata, policy.SignalOff},
+		{uas[2], agents.FetchMetadata, policy.SignalFetchMetadata, policy.SignalOff}, // Samsung Internet sends no client hints
+		{uas[3], 0, policy.SignalFetchMetadata, policy.SignalEnforce},
+		{uas[4], 0, policy.SignalFetchMetadataSafari, policy.SignalLog},
+		{uas[5], 0, policy.SignalFetchMetadataSafari, policy.SignalLog}, // every iOS browser is WebKit
+		{uas[6], 0, policy.SignalFetchMetadata, policy.SignalOff},
+		{uas[7], 0, policy.SignalFetchMetadata, policy.SignalOff},
+	} {
+		claim := agents.ParseBrowserClaim(c.ua)
+		if s, mode := m.JudgeHeaders(&claim, c.present); s != c.want || mode != c.mode {
+			t.Errorf("%s with %b: %s %s, want %s %s", c.ua, c.present, s, mode, c.want, c.mode)
+		}
+	}
+}
+
+// TestTrapRule: the trap marks only when the "*" group disallows it, by a
+// rule, whatever the named groups say.
+func TestTrapRule(t *testing.T) {
+	for _, c := range []struct {
+		robots, path string
+		rule         string
+	}{
+		{"User-agent: *\nDisallow: /private/\nDisallow: /no-robots/\n", "/no-robots/", "Disallow: /no-robots/ (line 3)"},
+		{"User-agent: *\nDisallow: /no-robots/\n", "/no-robots/deeper/x.html", "Disallow: /no-robots/ (line 2)"},
+		{"User-agent: *\nDisallow: /no-robots/\nAllow: /no-robots/open\n", "/no-robots/open", ""},
+		{"User-agent: GPTBot\nDisallow: /no-robots/\n", "/no-robots/", ""},
+		{"User-agent: *\nDisallow: /private/\n", "/no-robots/", ""},
+		{"User-agent: *\nDisallow: /%6Eo-robots/\n", "/no-robots/", "Disallow: /%6Eo-robots/ (line 2)"},
+		{"", "/no-robots/", ""},
+	} {
+		rule, ok := policy.TrapRule(enforce.Parse([]byte(c.robots)), c.path)
+		got := ""
+		if ok {
+			got = rule.String()
+		}
+		if got != c.rule || ok != (c.rule != "") {
+			t.Errorf("TrapRule(%q, %q) = %q, %v; want %q", c.robots, c.path, got, ok, c.rule)
+		}
+	}
+	if _, ok := policy.TrapRule(nil, "/no-robots/"); ok {
+		t.Error("no robots.txt disallows the trap")
+	}
+	if !policy.IsTrap("/no-robots/x", "/no-robots/") || policy.IsTrap("/no-robot", "/no-robots/") || policy.IsTrap("/x", "") {
+		t.Error("IsTrap")
+	}
+}
+
+// TestTrapMark: a graphical browser's trap request confirms it at once; a
+// text browser's first only puts it on probation, which a request at a
+// crawler's pace or a second trap request ends; nothing holds past the
+// hold.
+func TestTrapMark(t *testing.T) {
+	const (
+		chrome = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36"
+		lynx   = "Lynx/2.9.0dev.12 libwww-FM/2.14 SSL-MM/1.4.1 GNUTLS/3.7.9"
+		w3m    = "w3m/0.5.3+git20230121"
+	)
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	hold := policy.DefaultTrapHold
+
+	var m policy.TrapMark
+	m.Take(now, hold, chrome)
+	if !m.Confirmed || !m.Judged(now.Add(time.Hour)) || !m.Judged(now.Add(hold)) || m.Judged(now.Add(hold+time.Second)) {
+		t.Errorf("a graphical browser's mark: %+v", m)
+	}
+
+	var p policy.TrapMark
+	p.Take(now, hold, lynx)
+	if p.Confirmed {
+		t.Fatal("a text browser confirmed by one trap request")
+	}
+	// A person's pace: never judged.
+	for i := 1; i <= 5; i++ {
+		if p.Judged(now.Add(time.Duration(i) * 1500 * time.Millisecond)) {
+			t.Fatalf("a person's pace, request %d, judged", i)
+		}
+	}
+	// A crawler's pace: confirmed, and judged from then on.
+	at := now.Add(7500*time.Millisecond + policy.TrapHumanGap - time.Millisecond)
+	if !p.Judged(at) || !p.Judged(at.Add(time.Minute)) {
+		t.Errorf("a crawler's pace: %+v", p)
+	}
+
+	var twice policy.TrapMark
+	twice.Take(now, hold, w3m)
+	twice.Take(now.Add(time.Minute), hold, w3m)
+	if !twice.Confirmed || twice.Hits != 2 || !twice.Until.Equal(now.Add(time.Minute+hold)) {
+		t.Errorf("twice the trap: %+v", twice)
+	}
+}
+
+func TestTrapPrefix(t *testing.T) {
+	for ip, want := range map[string]string{
+		"192.0.2.7":           "192.0.2.7/32",
+		"::ffff:192.0.2.7":    "192.0.2.7/32",
+		"2001:db8:1:2:3::7":   "2001:db8:1:2::/64",
+		"fe80::1%eth0":        "fe80::/64",
+		"2001:db8:1:2:ffff::": "2001:db8:1:2::/64",
+	} {
+		if got := policy.TrapPrefix(netip.MustParseAddr(ip)); got.String() != want {
+			t.Errorf("TrapPrefix(%s) = %s, want %s", ip, got, want)
+		}
+	}
+	if p := policy.TrapPrefix(netip.Addr{}); p.IsValid() {
+		t.Errorf("TrapPrefix(zero) = %s", p)
+	}
+}
