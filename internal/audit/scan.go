@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"time"
 	"unicode/utf8"
+
+	"github.com/caddyrobots/caddy-robots/agents"
 )
 
 // Format is the format of an access-log line.
@@ -39,8 +41,9 @@ func (f Format) String() string { return formatNames[f] }
 //
 // The field names are those Caddy v2 writes (modules/caddyhttp/server.go,
 // LoggableHTTPRequest in marshalers.go): "ts", "status", and inside
-// "request": "remote_ip", "client_ip", "method", "host", "uri" and
-// "headers" (each header an array of strings).
+// "request": "remote_ip", "client_ip", "method", "host", "uri", "headers"
+// (each header an array of strings, names canonical) and, for a request
+// over TLS, "tls".
 type Entry struct {
 	Time      time.Time // from "ts"; zero when absent or unreadable
 	Status    int       // "status"; 0 when absent
@@ -58,10 +61,20 @@ type Entry struct {
 	// (policy.RewriteHeaders: X-Original-Url, X-Rewrite-Url,
 	// X-Forwarded-Prefix), nil where absent.
 	Rewrites [3][]byte
-	HasURI   bool   // the line has a request.uri: it is an access-log line
-	HasUA    bool   // the format records the User-Agent (Common does not)
-	HasHost  bool   // the format records the Host (CLF does not)
-	Format   Format // the line's format
+	// ForwardedProto is the first X-Forwarded-Proto value, nil where
+	// absent.
+	ForwardedProto []byte
+	// Signals are the browser's own headers the request carried, as
+	// policy.HeaderSignals reads a header map: agents.FetchMetadata for any
+	// of Sec-Fetch-Site, Sec-Fetch-Mode and Sec-Fetch-Dest,
+	// agents.ClientHints for Sec-CH-UA (Caddy's JSON only).
+	Signals    agents.Signals
+	HasHeaders bool   // the line records the request's headers (request.headers: Caddy's JSON)
+	TLS        bool   // the request came over TLS (request.tls)
+	HasURI     bool   // the line has a request.uri: it is an access-log line
+	HasUA      bool   // the format records the User-Agent (Common does not)
+	HasHost    bool   // the format records the Host (CLF does not)
+	Format     Format // the line's format
 }
 
 // Addr returns the client's address as logged: client_ip when present,
@@ -79,7 +92,7 @@ func (e *Entry) Addr() []byte {
 // walks but is not a full JSON validator. A Scanner is not safe for
 // concurrent use; the zero value is ready.
 type Scanner struct {
-	bufs [10][]byte // unescape buffers, one per string field
+	bufs [11][]byte // unescape buffers, one per string field
 }
 
 const (
@@ -90,12 +103,41 @@ const (
 	fRemote
 	fClient
 	fTS
-	fRewrite // three buffers: one per rewrite header
+	fRewrite        // three buffers: one per rewrite header
+	fForwardedProto = fRewrite + 3
 )
 
 // rewriteHeaders are policy.RewriteHeaders, as Caddy logs them (header
 // names canonical; compared without regard to case).
 var rewriteHeaders = [3][]byte{[]byte("X-Original-Url"), []byte("X-Rewrite-Url"), []byte("X-Forwarded-Prefix")}
+
+var (
+	userAgentHeader      = []byte("User-Agent")
+	forwardedProtoHeader = []byte("X-Forwarded-Proto")
+	secFetchHeader       = []byte("Sec-Fetch-")
+	secCHUAHeader        = []byte("Sec-Ch-Ua")
+)
+
+// secSignal returns the browser signal a header name stands for
+// (policy.HeaderSignals): FetchMetadata for Sec-Fetch-Site, -Mode and
+// -Dest, ClientHints for Sec-CH-UA, compared without regard to case.
+func secSignal(key []byte) agents.Signals {
+	switch len(key) {
+	case len("Sec-Fetch-Site"):
+		if !bytes.EqualFold(key[:len(secFetchHeader)], secFetchHeader) {
+			return 0
+		}
+		switch rest := key[len(secFetchHeader):]; {
+		case bytes.EqualFold(rest, []byte("Site")), bytes.EqualFold(rest, []byte("Mode")), bytes.EqualFold(rest, []byte("Dest")):
+			return agents.FetchMetadata
+		}
+	case len("Sec-Ch-Ua"):
+		if bytes.EqualFold(key, secCHUAHeader) {
+			return agents.ClientHints
+		}
+	}
+	return 0
+}
 
 // Parse fills e from line, a JSON object, and reports whether the line was
 // well formed as far as it was read.
@@ -181,21 +223,38 @@ func (s *Scanner) object(line []byte, i int, e *Entry, lvl int) (int, bool) {
 				field = fClient
 			case "headers":
 				if line[i] == '{' {
+					e.HasHeaders = true
 					if i, ok = s.object(line, i, e, 2); !ok {
 						return 0, false
 					}
 					goto next
 				}
+			case "tls":
+				// Caddy writes it for a request over TLS only.
+				e.TLS = line[i] == '{'
 			}
 		case 2:
-			if line[i] != '[' {
+			if line[i] != '[' || len(key) == 0 {
 				break
 			}
 			buf, dst := -1, (*[]byte)(nil)
-			switch {
-			case len(key) == len("User-Agent") && bytes.EqualFold(key, []byte("User-Agent")):
-				buf, dst = fUA, &e.UserAgent
-			case len(key) >= len("X-Rewrite-Url") && (key[0] == 'X' || key[0] == 'x'):
+			switch key[0] | 0x20 {
+			case 'u':
+				if len(key) == len(userAgentHeader) && bytes.EqualFold(key, userAgentHeader) {
+					buf, dst = fUA, &e.UserAgent
+				}
+			case 's':
+				// The header is there, whatever its value: only its
+				// presence is read (skipped below).
+				e.Signals |= secSignal(key)
+			case 'x':
+				if len(key) < len("X-Rewrite-Url") {
+					break
+				}
+				if len(key) == len(forwardedProtoHeader) && bytes.EqualFold(key, forwardedProtoHeader) {
+					buf, dst = fForwardedProto, &e.ForwardedProto
+					break
+				}
 				for k, name := range rewriteHeaders {
 					if bytes.EqualFold(key, name) {
 						buf, dst = fRewrite+k, &e.Rewrites[k]

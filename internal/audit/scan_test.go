@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/caddyrobots/caddy-robots/internal/policy"
 )
 
 // caddyLine is the subset of a Caddy access-log line the scanner reads,
@@ -24,6 +26,7 @@ type caddyLine struct {
 		Host     string              `json:"host"`
 		URI      string              `json:"uri"`
 		Headers  map[string][]string `json:"headers"`
+		TLS      json.RawMessage     `json:"tls"`
 	} `json:"request"`
 }
 
@@ -66,6 +69,9 @@ func TestScannerMatchesEncodingJSON(t *testing.T) {
 			want.Request.RemoteIP, want.Request.ClientIP, want.Status)
 		if got != exp {
 			t.Fatalf("line %d:\n got %q\nwant %q\n%s", i, got, exp, line)
+		}
+		if e.Signals != policy.HeaderSignals(want.Request.Headers) || e.TLS != (want.Request.TLS != nil) || !e.HasHeaders {
+			t.Fatalf("line %d: signals %b TLS %v, want %b %v\n%s", i, e.Signals, e.TLS, policy.HeaderSignals(want.Request.Headers), want.Request.TLS != nil, line)
 		}
 		if f, ok := want.TS.(float64); ok {
 			if d := e.Time.Sub(time.Unix(0, int64(f*1e9))); d > time.Microsecond || d < -time.Microsecond {
