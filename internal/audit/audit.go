@@ -8,7 +8,10 @@
 // The report says, per site and crawler: requests, requests refused by a
 // rule (and which rules), by an AI usage preference, throttled for their
 // Crawl-delay, refused while banned, spoofed claims, strikes, fetches of
-// /robots.txt, and what a changed robots.txt would newly refuse. Memory is
+// /robots.txt, and what a changed robots.txt would newly refuse. Undeclared
+// crawlers (browser User-Agents that the handler's signals show to be
+// programs: undeclared.go) are judged as the handler judges them and
+// reported apart, per signal. Memory is
 // bounded whatever the size of the logs: per-crawler aggregates for a
 // bounded number of crawlers and sites, and a bounded state store.
 package audit
@@ -18,6 +21,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"net"
 	"net/netip"
@@ -51,6 +55,10 @@ const (
 // OtherName is the name of the bucket that collects the crawlers beyond
 // Config.MaxCrawlers.
 const OtherName = "(other crawlers)"
+
+// OtherUndeclaredName is the name of the bucket that collects the
+// undeclared crawlers beyond Config.MaxCrawlers.
+const OtherUndeclaredName = "(other undeclared crawlers)"
 
 // OtherHosts is the name of the bucket that collects the sites beyond
 // Config.MaxHosts.
@@ -120,6 +128,16 @@ type Config struct {
 	// MaxStateEntries bounds the throttle and strike state kept (the
 	// handler's store max_entries); default state.DefaultMaxEntries.
 	MaxStateEntries int
+	// Disguised are the modes of the handler's signals for undeclared
+	// crawlers (its disguised and disguised_signals options, read by
+	// policy.NewDisguiseModes); nil means the handler's defaults. The trap
+	// signal is off without a Trap.
+	Disguised *policy.DisguiseModes
+	// Trap is the handler's trap path, "" for none; TrapHold how long a
+	// client that took it is judged as a crawler (default
+	// policy.DefaultTrapHold).
+	Trap     string
+	TrapHold time.Duration
 	// Decisions, when set, receives one JSON line (a Decision) per
 	// request judged, in log order.
 	Decisions io.Writer
@@ -178,7 +196,19 @@ type Auditor struct {
 	log    string
 	lineNo int64
 
+	// Undeclared crawlers (undeclared.go): the signals' modes, whether
+	// any is on and whether a header signal is, the claims read from the
+	// User-Agents, the trap's marks, the counts per signal.
+	dis            policy.DisguiseModes
+	disOn, headers bool
+	claims         *agents.BrowserClaims
+	marks          map[trapKey]*policy.TrapMark
+	marksUntil     time.Time // no mark holds after it
+	trapSeed       maphash.Seed
+	signals        [policy.NumSignals]signalCount
+
 	lines, bad, notAccess, browsers, bots, own, noUA, ignored int64
+	undeclared, headerLines, noHeaderLines                    int64
 	skipped, outOfOrder                                       int64
 	formats                                                   [formats]int64
 	first, last                                               time.Time
@@ -208,6 +238,11 @@ type uaEntry struct {
 	// The crawler row of the last site the agent was seen on.
 	lastHost *hostAgg
 	lastRow  *crawler
+	// For a User-Agent that is not judged: what it claims (looked up on
+	// first need), and the undeclared crawler it is judged as when a
+	// signal catches it.
+	claim *agents.ClaimEntry
+	und   *uaEntry
 }
 
 // crawler is the aggregate of one crawler on one site.
@@ -242,6 +277,12 @@ type crawler struct {
 	// (crawl_delay on and a crawler documented to ignore it, or
 	// crawl_delay off).
 	unpaced int64
+	// An undeclared crawler's requests by the signal that caught them,
+	// its trap requests (probation: a text browser's first), and the
+	// refusals judged in log mode (not refused).
+	signals          [policy.NumSignals]int64
+	traps, probation int64
+	refusedLog       int64
 }
 
 // New returns an Auditor for cfg.
@@ -299,6 +340,7 @@ func New(cfg Config) (*Auditor, error) {
 	if cfg.Decisions != nil {
 		a.dec = newDecisionWriter(cfg.Decisions, a)
 	}
+	a.initUndeclared()
 	// The audit verifies with the embedded IP lists only: the context is
 	// already done, so the Verifier never starts a DNS lookup, and the
 	// resolver refuses to dial should it try. A list proves a spoof only if
@@ -366,6 +408,12 @@ func (a *Auditor) Line(line []byte) error {
 	}
 	a.lines++
 	he.agg.lines++
+	switch {
+	case e.HasHeaders:
+		a.headerLines++
+	case e.Format != FormatCaddyJSON:
+		a.noHeaderLines++
+	}
 	t := e.Time
 	if !t.IsZero() {
 		if a.first.IsZero() || t.Before(a.first) {
@@ -394,6 +442,14 @@ func (a *Auditor) Line(line []byte) error {
 		// "GPTBot/1.2" is GPTBot).
 		ue = a.firstJudged(e.UserAgents, ue)
 	}
+	if a.disOn && !ue.judged && !ue.own {
+		// A person's browser (or a library under libraries ignore), as
+		// the User-Agent says: the handler checks the claim against the
+		// browser's own headers, and the trap.
+		if caught, err := a.checkUndeclared(ue, he, e, t); caught {
+			return err
+		}
+	}
 	switch {
 	case ue.own:
 		a.own++
@@ -410,7 +466,7 @@ func (a *Auditor) Line(line []byte) error {
 	}
 	a.bots++
 	he.agg.bots++
-	return a.judge(ue, he, e, t)
+	return a.judge(ue, he, e, t, judging{scope: he.scope, log: a.cfg.LogMode})
 }
 
 // identify identifies a User-Agent and caches the answer.
@@ -473,6 +529,7 @@ func (a *Auditor) hostFor(e *Entry) (*hostEntry, error) {
 		he.host = policy.HostOf(a.cfg.Site)
 	}
 	he.scope = stateScope(he.host, a.cfg.LogMode)
+	he.logScope = stateScope(he.host, true)
 	he.keep = a.keep == nil || a.keep[he.host]
 	if he.keep {
 		he.agg = a.hostAgg(he.host)
@@ -515,12 +572,22 @@ func (a *Auditor) row(ue *uaEntry, he *hostEntry) *crawler {
 	c := h.byName[name]
 	if c == nil {
 		if a.named >= a.cfg.MaxCrawlers {
-			if h.other == nil {
-				h.other = a.newCrawler(OtherName, h, agents.Agent{Bot: true})
+			// Undeclared crawlers beyond the bound are counted apart
+			// from the declared ones, as they are reported.
+			other := &h.other
+			if ag.Category == agents.CategoryUndeclared {
+				other = &h.otherUndeclared
 			}
-			c = h.other
+			if *other == nil {
+				bucket, label := agents.Agent{Bot: true}, OtherName
+				if other == &h.otherUndeclared {
+					bucket.Category, label = agents.CategoryUndeclared, OtherUndeclaredName
+				}
+				*other = newCrawler(label, h, bucket)
+			}
+			c = *other
 		} else {
-			c = a.newCrawler(name, h, *ag)
+			c = newCrawler(name, h, *ag)
 			h.byName[name] = c
 			h.crawlers = append(h.crawlers, c)
 			a.named++
@@ -530,7 +597,7 @@ func (a *Auditor) row(ue *uaEntry, he *hostEntry) *crawler {
 	return c
 }
 
-func (a *Auditor) newCrawler(name string, h *hostAgg, ag agents.Agent) *crawler {
+func newCrawler(name string, h *hostAgg, ag agents.Agent) *crawler {
 	return &crawler{
 		name: name, host: h, agent: ag,
 		rules:     map[*enforce.Rule]int64{},
@@ -539,22 +606,46 @@ func (a *Auditor) newCrawler(name string, h *hostAgg, ag agents.Agent) *crawler 
 	}
 }
 
+// judging is how a request is judged: the scope of the state it reads
+// and writes, whether in log mode, and for an undeclared crawler the
+// signal that caught it.
+type judging struct {
+	scope      string
+	log        bool
+	undeclared bool
+	signal     policy.Signal
+}
+
+// mode is the decision's mode: enforce, or log.
+func (j *judging) mode() string {
+	if j.log {
+		return "log"
+	}
+	return "enforce"
+}
+
+// seen notes a request at t in the crawler's first and last times.
+func (c *crawler) seen(t time.Time) {
+	if t.IsZero() {
+		return
+	}
+	if c.first.IsZero() || t.Before(c.first) {
+		c.first = t
+	}
+	if t.After(c.last) {
+		c.last = t
+	}
+}
+
 // judge decides a bot's request as the handler does (see the root
 // package's Handler.decide): the target as sent and its forms, the client
 // verified (embedded IP lists only), the ban state read, policy.Assess,
 // then the strike written and the throttle budget spent, at the line's
-// time.
-func (a *Auditor) judge(ue *uaEntry, he *hostEntry, e *Entry, t time.Time) error {
+// time, in the state scope j names.
+func (a *Auditor) judge(ue *uaEntry, he *hostEntry, e *Entry, t time.Time, j judging) error {
 	c := a.row(ue, he)
 	c.requests++
-	if !t.IsZero() {
-		if c.first.IsZero() || t.Before(c.first) {
-			c.first = t
-		}
-		if t.After(c.last) {
-			c.last = t
-		}
-	}
+	c.seen(t)
 	ag := &ue.sh.Agent
 	// The target and the rewrite headers are only read during the
 	// decision, which does not keep them (samples are copied): no copy of
@@ -578,7 +669,7 @@ func (a *Auditor) judge(ue *uaEntry, he *hostEntry, e *Entry, t time.Time) error
 	ip = ip.Unmap()
 	if len(a.cfg.Exempt) > 0 && a.exempted(ip) {
 		c.exempt++
-		return a.dec.other(e, ue, "allow", "exempt network")
+		return a.dec.exempt(e, ue, &j)
 	}
 	client := policy.Client{Agent: ag, Addr: ip, Verdict: agents.Unverified}
 	if ag.Profile.Verify != "" && ip.IsValid() {
@@ -596,7 +687,7 @@ func (a *Auditor) judge(ue *uaEntry, he *hostEntry, e *Entry, t time.Time) error
 	}
 	var ban state.BanResult
 	if stateful && a.strikes.Enabled() && a.store.MayHaveBans() {
-		ban, _ = a.store.Banned(a.ctx, policy.StrikeIdentity(he.scope, &who, ip), t)
+		ban, _ = a.store.Banned(a.ctx, policy.StrikeIdentity(j.scope, &who, ip), t)
 	}
 	f := policy.Facts{Target: &target, Client: &client, Who: &who, Site: &a.site, Ban: &ban, Now: t}
 	as := policy.Assess(&f, &a.opts)
@@ -608,7 +699,7 @@ func (a *Auditor) judge(ue *uaEntry, he *hostEntry, e *Entry, t time.Time) error
 		if as.Version != nil {
 			info.Version = as.Version.ID
 		}
-		if res, err := a.store.Strike(a.ctx, policy.StrikeIdentity(he.scope, &who, ip), a.strikes, t, info); err == nil {
+		if res, err := a.store.Strike(a.ctx, policy.StrikeIdentity(j.scope, &who, ip), a.strikes, t, info); err == nil {
 			c.strikes++
 			if res.Banned {
 				c.bans++
@@ -616,24 +707,33 @@ func (a *Auditor) judge(ue *uaEntry, he *hostEntry, e *Entry, t time.Time) error
 		}
 	}
 	if as.Pace && stateful {
-		id := policy.ThrottleIdentity(he.scope, &who, ip)
+		id := policy.ThrottleIdentity(j.scope, &who, ip)
 		pace := state.Pace{Interval: as.Interval, Burst: a.opts.Burst, Fetch: state.NewFetch(target.Method, he.host, target.Raw)}
 		if res, err := a.store.ThrottlePace(a.ctx, id, pace, t); err == nil {
 			as = as.Throttled(res)
 		}
 	}
 	a.count(c, ue, &f, &as)
+	if j.undeclared {
+		a.countUndeclared(c, &j, as.Refused())
+	}
 	if a.cfg.RobotsNew != nil {
 		a.preview(c, ue, &f, &as)
 	}
-	if !t.IsZero() {
-		i := a.grid.index(t, a.allSeries)
-		c.reqSeries[i]++
-		if as.Refused() {
-			c.refSeries[i]++
-		}
+	a.series(c, t, as.Refused())
+	return a.dec.judged(e, ue, &f, &as, &j)
+}
+
+// series adds a request at t (refused or not) to the crawler's series.
+func (a *Auditor) series(c *crawler, t time.Time, refused bool) {
+	if t.IsZero() {
+		return
 	}
-	return a.dec.judged(e, ue, &f, &as)
+	i := a.grid.index(t, a.allSeries)
+	c.reqSeries[i]++
+	if refused {
+		c.refSeries[i]++
+	}
 }
 
 // count adds one assessment to the crawler's counts.
@@ -774,9 +874,11 @@ func (a *Auditor) allSeries(f func([]int64)) {
 			f(c.reqSeries)
 			f(c.refSeries)
 		}
-		if h.other != nil {
-			f(h.other.reqSeries)
-			f(h.other.refSeries)
+		for _, o := range [...]*crawler{h.other, h.otherUndeclared} {
+			if o != nil {
+				f(o.reqSeries)
+				f(o.refSeries)
+			}
 		}
 	}
 	for _, h := range a.hosts {

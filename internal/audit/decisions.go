@@ -6,6 +6,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/caddyrobots/caddy-robots/enforce"
 	"github.com/caddyrobots/caddy-robots/internal/policy"
 )
 
@@ -23,6 +24,13 @@ import (
 // served", "exempt network", "not judged (libraries ignore)" or "this
 // plugin's own request". Lines without a User-Agent (Common Log Format)
 // are not judged and have no Decision.
+//
+// An undeclared crawler (a browser's User-Agent caught by a signal) is
+// judged as the handler judges it, by the "*" group: Crawler is what it
+// claimed ("Chrome (undeclared)"), Undeclared the signal that caught it,
+// and Mode log when that signal is in log mode. Its request for the trap
+// is refused by the trap's rule (block, reason rule), and Trap says what
+// it did to the client.
 type Decision struct {
 	TS        string `json:"ts"`         // the line's time, RFC 3339 in UTC; "" when it has none
 	Host      string `json:"host"`       // the Host as logged ("" in CLF)
@@ -54,9 +62,17 @@ type Decision struct {
 	// CrawlDelaySeconds is the interval enforced between this crawler's
 	// requests.
 	CrawlDelaySeconds float64 `json:"crawl_delay_seconds,omitempty"`
-	Mode              string  `json:"mode"`     // enforce, or log (nothing refused; the decision is the same)
-	Log               string  `json:"log"`      // the log the line is in
-	LogLine           int64   `json:"log_line"` // its line number, from 1
+	Mode              string  `json:"mode"` // enforce, or log (nothing refused; the decision is the same)
+	// Undeclared is the signal that showed the client to be an undeclared
+	// crawler: fetch_metadata, fetch_metadata_safari, client_hints or
+	// trap; "" for everyone else.
+	Undeclared string `json:"undeclared,omitempty"`
+	// Trap, on a request for the trap, is what it did to the client:
+	// "marked" (judged as a crawler for the hold), or "probation" (a text
+	// browser's first trap request).
+	Trap    string `json:"trap,omitempty"`
+	Log     string `json:"log"`      // the log the line is in
+	LogLine int64  `json:"log_line"` // its line number, from 1
 }
 
 // decisionWriter writes the Decision of each line; a nil one writes
@@ -110,6 +126,44 @@ func (w *decisionWriter) other(e *Entry, ue *uaEntry, decision, reason string) e
 	return w.write(&d)
 }
 
+// exempt writes the decision on a crawler's request from an exempt network.
+func (w *decisionWriter) exempt(e *Entry, ue *uaEntry, j *judging) error {
+	if w == nil {
+		return nil
+	}
+	d := w.base(e, ue)
+	d.Decision, d.Reason = "allow", "exempt network"
+	w.judging(&d, j)
+	return w.write(&d)
+}
+
+// judging fills the mode a request was judged in and, for an undeclared
+// crawler, the signal that caught it.
+func (w *decisionWriter) judging(d *Decision, j *judging) {
+	d.Mode = j.mode()
+	if j.undeclared {
+		d.Undeclared = j.signal.String()
+	}
+}
+
+// trap writes the decision on an undeclared crawler's request for the
+// trap: refused by the rule that disallows it for "*" (in log mode: the
+// refusal enforce would make).
+func (w *decisionWriter) trap(e *Entry, ue *uaEntry, rule *enforce.Rule, confirmed bool, j *judging) error {
+	if w == nil {
+		return nil
+	}
+	d := w.base(e, ue)
+	d.Decision, d.Reason = policy.Block.String(), policy.Rule.String()
+	d.Rule, d.Line = rule.String(), rule.Line
+	w.judging(&d, j)
+	d.Trap = "marked"
+	if !confirmed {
+		d.Trap = "probation"
+	}
+	return w.write(&d)
+}
+
 // robotsTxt writes the decision on a crawler's request for /robots.txt.
 func (w *decisionWriter) robotsTxt(e *Entry, ue *uaEntry) error {
 	return w.other(e, ue, policy.Allow.String(), "/robots.txt is always served")
@@ -117,11 +171,12 @@ func (w *decisionWriter) robotsTxt(e *Entry, ue *uaEntry) error {
 
 // judged writes a judged request's decision, as the admin API's check
 // renders an assessment (fillCheckResponse).
-func (w *decisionWriter) judged(e *Entry, ue *uaEntry, f *policy.Facts, as *policy.Assessment) error {
+func (w *decisionWriter) judged(e *Entry, ue *uaEntry, f *policy.Facts, as *policy.Assessment, j *judging) error {
 	if w == nil {
 		return nil
 	}
 	d := w.base(e, ue)
+	w.judging(&d, j)
 	d.Decision = as.Action.String()
 	d.Verdict = as.Verdict.String()
 	switch as.Token {

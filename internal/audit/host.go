@@ -15,16 +15,22 @@ func stateScope(host string, logMode bool) string {
 type hostAgg struct {
 	name                                      string // HostOf the Host; "" for lines without one
 	lines, browsers, bots, own, noUA, ignored int64
+	undeclared                                int64 // requests judged as undeclared crawlers'
 	crawlers                                  []*crawler
 	byName                                    map[string]*crawler
-	other                                     *crawler // the crawlers beyond Config.MaxCrawlers
+	// other and otherUndeclared are the declared and the undeclared
+	// crawlers beyond Config.MaxCrawlers.
+	other, otherUndeclared *crawler
 }
 
 // hostEntry is what a raw Host value of the log stands for, cached.
 type hostEntry struct {
-	raw   string   // the Host as logged
-	host  string   // policy.HostOf(raw), or Config.Site for lines without a Host
-	scope string   // the state scope (stateScope)
-	agg   *hostAgg // where its lines are counted
-	keep  bool     // it passes Config.Hosts
+	raw   string // the Host as logged
+	host  string // policy.HostOf(raw), or Config.Site for lines without a Host
+	scope string // the state scope (stateScope)
+	// logScope is the state scope in mode log: that of an undeclared
+	// crawler caught by a signal in log mode.
+	logScope string
+	agg      *hostAgg // where its lines are counted
+	keep     bool     // it passes Config.Hosts
 }

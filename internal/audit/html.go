@@ -22,11 +22,12 @@ func (r *Report) WriteHTML(w io.Writer) error {
 		SVG template.HTML
 	}
 	type site struct {
-		H        HostReport
-		Crawlers []CrawlerReport
+		H          HostReport
+		Crawlers   []CrawlerReport
+		Undeclared []CrawlerReport
 	}
 	var charts []chart
-	for _, c := range r.Crawler {
+	for _, c := range append(r.Crawler[:len(r.Crawler):len(r.Crawler)], r.UndeclaredCrawlers...) {
 		if len(charts) == chartCrawlers {
 			break
 		}
@@ -37,7 +38,7 @@ func (r *Report) WriteHTML(w io.Writer) error {
 	}
 	var sites []site
 	for _, h := range r.Hosts {
-		sites = append(sites, site{H: h, Crawlers: r.crawlersOf(h.Host)})
+		sites = append(sites, site{H: h, Crawlers: r.crawlersOf(h.Host), Undeclared: r.undeclaredOf(h.Host)})
 	}
 	if len(sites) == 0 {
 		sites = []site{{}}
@@ -51,12 +52,27 @@ func (r *Report) WriteHTML(w io.Writer) error {
 		newly += c.NewlyRefused
 		conflicts += c.PreferenceConflicts
 	}
+	var undeclaredRefused int64
+	for _, c := range r.UndeclaredCrawlers {
+		undeclaredRefused += c.Refused - c.RefusedLogMode
+	}
+	cards := 5
+	if r.Preferences {
+		cards++
+	}
+	if r.Undeclared > 0 {
+		cards++
+	}
 	data := map[string]any{
 		"R": r, "Charts": charts, "Sites": sites, "Split": r.Split(),
 		"ByRule": byRule, "Throttled": throttled, "Banned": banned, "Spoofed": spoofed, "Newly": newly, "Conflicts": conflicts,
 		"PrefsEnforced": r.Options.Preferences == "enforce",
 		"NewPrefs":      r.Preview && r.PreferencesNew, "Step": fmtStep(r.SeriesStep),
 		"Others": otherReasons,
+		// Undeclared crawlers: in the lists of refusals with the declared
+		// ones, and a card of their own.
+		"All":      append(r.Crawler[:len(r.Crawler):len(r.Crawler)], r.UndeclaredCrawlers...),
+		"SixCards": cards >= 6, "UndeclaredRefused": undeclaredRefused,
 	}
 	if err := htmlPage.Execute(w, data); err != nil {
 		return fmt.Errorf("writing HTML report: %w", err)
@@ -134,6 +150,9 @@ var htmlPage = template.Must(template.New("report").Funcs(template.FuncMap{
 	"plural":    plural,
 	"times":     times,
 	"throttled": func(c CrawlerReport) string { return throttledCell(&c) },
+	"signals":   signalsCell,
+	"enforced":  func(c CrawlerReport) int64 { return c.Refused - c.RefusedLogMode },
+	"secs":      func(s Seconds) string { return shortDuration(time.Duration(s)) },
 	"other": func(c CrawlerReport, r policy.Reason) int64 {
 		return c.RefusedOther[r.String()]
 	},
@@ -201,13 +220,14 @@ code { font-size:.85rem; background:var(--card); padding:1px 4px; border-radius:
 {{if .R.Own}}<p class="meta">This plugin's own requests: {{.R.Own}} (its robots.txt loader and command line; not crawlers)</p>
 {{end}}{{if eq .R.Options.Mode "log"}}<p class="meta">Mode log: the handler refuses nothing; the counts say what mode enforce would have refused.</p>
 {{end}}
-<div class="cards{{if .R.Preferences}} six{{end}}">
+<div class="cards{{if .SixCards}} six{{end}}">
 <div class="card"><b>{{.R.Crawlers}}</b><span>crawler requests ({{pct .R.Crawlers .R.Lines}} of all)</span></div>
 <div class="card{{if .ByRule}} bad{{end}}"><b>{{.ByRule}}</b><span>refused by a rule</span></div>
 <div class="card{{if .Throttled}} bad{{end}}"><b>{{.Throttled}}</b><span>throttled (Crawl-delay)</span></div>
 <div class="card{{if .Banned}} bad{{end}}"><b>{{.Banned}}</b><span>refused while banned</span></div>
 <div class="card{{if .Spoofed}} bad{{end}}"><b>{{.Spoofed}}</b><span>spoofed claims</span></div>
 {{if .R.Preferences}}<div class="card{{if .Conflicts}} warn{{end}}"><b>{{.Conflicts}}</b><span>{{if .PrefsEnforced}}refused by AI usage preferences{{else}}conflicts with AI usage preferences{{end}}</span></div>
+{{end}}{{if .R.Undeclared}}<div class="card{{if .UndeclaredRefused}} bad{{end}}"><b>{{.R.Undeclared}}</b><span>undeclared crawler requests ({{.UndeclaredRefused}} refused)</span></div>
 {{end}}</div>
 {{range .Sites}}
 <h2>{{if $.Split}}{{host .H.Host}}: {{.H.Requests}} requests{{else}}Crawlers{{end}}</h2>
@@ -219,23 +239,43 @@ code { font-size:.85rem; background:var(--card); padding:1px 4px; border-radius:
 {{end}}</tbody>
 </table>
 </div>
-{{end}}<p class="meta">Throttled: 503 for coming faster than the Crawl-delay allows (crawl_burst {{.R.Options.CrawlBurst}}); off: its group's Crawl-delay is not enforced on it (* documented to ignore Crawl-delay); – : none applies. Banned: refused after repeated strikes (strikes {{.R.Options.Strikes}}).{{if and .R.Preferences (not .PrefsEnforced)}} Conflicts: requests the rules allow for which the AI usage preference (Content-Usage, Content-Signal) refuses the crawler's documented purpose: preferences enforce would refuse them.{{end}}</p>
-
+{{if .Undeclared}}<h2>Undeclared crawlers{{if $.Split}}: {{host .H.Host}}{{end}}</h2>
+<p class="meta">Browser User-Agents that a signal showed to be programs, judged by the "*" group. Log mode: judged by a signal in log mode (or the handler's mode log), refused by nothing: what enforce would refuse.</p>
+<div class="scroll">
+<table>
+<thead><tr><th>Undeclared crawler</th><th>Requests</th><th>Refused</th><th>Log mode</th><th>By rule</th><th>Throttled</th><th>Banned</th><th>Strikes</th><th>Trap</th><th>Signals</th><th>First seen</th><th>Last seen</th></tr></thead>
+<tbody>
+{{range .Undeclared}}{{$e := enforced .}}<tr><td>{{.Name}}</td><td>{{.Requests}}</td><td{{if $e}} class="bad"{{end}}>{{$e}}</td><td{{if .RefusedLogMode}} class="warn"{{end}}>{{.RefusedLogMode}}</td><td{{if .RefusedRule}} class="bad"{{end}}>{{.RefusedRule}}</td><td{{if .Throttled}} class="bad"{{end}}>{{throttled .}}</td><td{{if .Banned}} class="bad"{{end}}>{{.Banned}}</td><td{{if .Strikes}} class="bad"{{end}}>{{.Strikes}}</td><td>{{.TrapRequests}}{{if .TrapProbation}} ({{.TrapProbation}} probation){{end}}</td><td>{{signals .Signals}}</td><td>{{t .First}}</td><td>{{t .Last}}</td></tr>
+{{end}}</tbody>
+</table>
+</div>
+{{end}}{{end}}<p class="meta">Throttled: 503 for coming faster than the Crawl-delay allows (crawl_burst {{.R.Options.CrawlBurst}}); off: its group's Crawl-delay is not enforced on it (* documented to ignore Crawl-delay); – : none applies. Banned: refused after repeated strikes (strikes {{.R.Options.Strikes}}).{{if and .R.Preferences (not .PrefsEnforced)}} Conflicts: requests the rules allow for which the AI usage preference (Content-Usage, Content-Signal) refuses the crawler's documented purpose: preferences enforce would refuse them.{{end}}</p>
+{{with .R.UndeclaredSignals}}<h2>Signals of undeclared crawlers</h2>
+<div class="scroll">
+<table>
+<thead><tr><th>Signal</th><th>Mode</th><th>Requests</th><th>Refused</th><th>Enforce would refuse</th><th>Trap requests</th></tr></thead>
+<tbody>
+{{range .Signals}}<tr><td>{{.Signal}}</td><td>{{.Mode}}</td><td>{{.Requests}}</td><td{{if .Refused}} class="bad"{{end}}>{{.Refused}}</td><td{{if .WouldRefuse}} class="warn"{{end}}>{{.WouldRefuse}}</td><td>{{.TrapRequests}}{{if .Probation}} ({{.Probation}} probation){{end}}</td></tr>
+{{end}}</tbody>
+</table>
+</div>
+<p class="meta">{{if .Trap}}Trap <code>{{.Trap}}</code>, hold {{secs .TrapHold}}. {{end}}The header rule (fetch_metadata, fetch_metadata_safari, client_hints) read {{plural .HeaderLines "line"}} that record the request's headers (Caddy's JSON){{if .NoHeaderLines}}; {{plural .NoHeaderLines "line"}} of the Combined or Common Log Format record none: only the trap applies to them{{end}}.</p>
+{{end}}
 <h2>Over time</h2>
 <p class="legend"><i style="background:var(--req)"></i>requests<i style="background:var(--viol)"></i>refused (any reason) · one bar per {{.Step}}</p>
 <div class="charts">
 {{range .Charts}}<div class="chart"><h3>{{.C.Name}}{{if $.Split}} · {{host .C.Host}}{{end}}</h3><p>{{.C.Requests}} requests · {{.C.RefusedRule}} by rule · {{.C.Throttled}} throttled · {{.C.Banned}} banned{{if .C.Operator}} · {{.C.Operator}}{{end}}</p>{{.SVG}}</div>
 {{end}}</div>
 
-{{$rules := false}}{{range .R.Crawler}}{{if .Rules}}{{$rules = true}}{{end}}{{end}}
+{{$rules := false}}{{range .All}}{{if .Rules}}{{$rules = true}}{{end}}{{end}}
 {{if $rules}}<h2>Rules broken</h2>
 <ul>
-{{range .R.Crawler}}{{$c := .}}{{range .Rules}}<li><b>{{$c.Name}}</b>{{if $.Split}} ({{host $c.Host}}){{end}}: {{.Requests}} × <code>{{.Rule}}</code></li>
+{{range .All}}{{$c := .}}{{range .Rules}}<li><b>{{$c.Name}}</b>{{if $.Split}} ({{host $c.Host}}){{end}}: {{.Requests}} × <code>{{.Rule}}</code></li>
 {{end}}{{end}}</ul>{{end}}
 
-{{$other := false}}{{range .R.Crawler}}{{if or .RefusedOther .Bans .Banned}}{{$other = true}}{{end}}{{end}}{{if $other}}<h2>Other refusals</h2>
+{{$other := false}}{{range .All}}{{if or .RefusedOther .Bans .Banned}}{{$other = true}}{{end}}{{end}}{{if $other}}<h2>Other refusals</h2>
 <ul>
-{{range .R.Crawler}}{{$c := .}}{{range $.Others}}{{$n := other $c .Reason}}{{if $n}}<li><b>{{$c.Name}}</b>: {{$n}} × {{.Text}}</li>
+{{range .All}}{{$c := .}}{{range $.Others}}{{$n := other $c .Reason}}{{if $n}}<li><b>{{$c.Name}}</b>: {{$n}} × {{.Text}}</li>
 {{end}}{{end}}{{if or .Bans .Banned}}<li><b>{{.Name}}</b>: banned {{times .Bans}} after {{plural .Strikes "strike"}}; {{plural .Banned "request"}} refused while banned</li>
 {{end}}{{end}}</ul>
 {{end}}

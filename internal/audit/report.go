@@ -34,7 +34,11 @@ type Report struct {
 	// OtherHostNames are a few of the hosts --host left out.
 	OtherHostNames []string `json:"other_host_names,omitempty"`
 	Browsers       int64    `json:"browser_requests"` // requests by people's browsers
-	Crawlers       int64    `json:"crawler_requests"` // requests by automated clients, judged
+	Crawlers       int64    `json:"crawler_requests"` // requests by automated clients that name themselves, judged
+	// Undeclared counts the requests of undeclared crawlers: browser
+	// User-Agents that a signal (the browser's own headers, the trap)
+	// showed to be programs, judged by the "*" group; not among Browsers.
+	Undeclared int64 `json:"undeclared_requests,omitempty"`
 	// Own counts this plugin's own requests (its robots.txt loader, its
 	// command line), which are not crawlers.
 	Own int64 `json:"own_requests"`
@@ -64,7 +68,14 @@ type Report struct {
 	// Crawler lists the crawlers per site (Hosts' order), by requests,
 	// most first, each site's "other" bucket last.
 	Crawler []CrawlerReport `json:"crawlers"`
-	Notes   []string        `json:"notes,omitempty"` // caveats, for people
+	// UndeclaredSignals says what each signal caught; set when a signal
+	// caught something or a trap is set.
+	UndeclaredSignals *UndeclaredReport `json:"undeclared,omitempty"`
+	// UndeclaredCrawlers lists the undeclared crawlers per site, as
+	// Crawler lists the declared ones: named after what their User-Agent
+	// claimed ("Chrome (undeclared)").
+	UndeclaredCrawlers []CrawlerReport `json:"undeclared_crawlers,omitempty"`
+	Notes              []string        `json:"notes,omitempty"` // caveats, for people
 }
 
 // Options are the handler's options that bear on the decision, as the
@@ -91,6 +102,45 @@ func (o Options) String() string {
 	return s
 }
 
+// UndeclaredReport is what the signals for undeclared crawlers caught.
+type UndeclaredReport struct {
+	// Requests counts the requests judged as undeclared crawlers'
+	// (their trap requests included).
+	Requests int64 `json:"requests"`
+	// Signals are the signals with their modes, in the handler's order.
+	Signals []SignalReport `json:"signals"`
+	// Trap is the trap path, "" for none; TrapHold how long a client that
+	// took it is judged as a crawler.
+	Trap     string  `json:"trap,omitempty"`
+	TrapHold Seconds `json:"trap_hold_seconds,omitempty"`
+	// HeaderLines counts the lines the header rule could read: Caddy JSON
+	// lines that record the request's headers. NoHeaderLines counts the
+	// lines of the Combined and Common Log Formats, which record none: the
+	// header rule does not apply to them (the trap does, where the
+	// User-Agent is recorded).
+	HeaderLines   int64 `json:"header_rule_lines"`
+	NoHeaderLines int64 `json:"no_header_lines"`
+}
+
+// SignalReport is what one signal caught.
+type SignalReport struct {
+	Signal string `json:"signal"` // fetch_metadata, fetch_metadata_safari, client_hints or trap
+	// Mode is the signal's mode as applied: off, log or enforce (log in a
+	// handler in mode log).
+	Mode string `json:"mode"`
+	// Requests counts the requests judged as undeclared crawlers' because
+	// of this signal, trap requests included.
+	Requests int64 `json:"requests"`
+	// Refused counts those refused; WouldRefuse those judged in log mode
+	// that enforce would refuse (the handler served them).
+	Refused     int64 `json:"refused"`
+	WouldRefuse int64 `json:"would_refuse"`
+	// TrapRequests counts the requests for the trap that marked a client;
+	// Probation those that only put a text browser on probation.
+	TrapRequests int64 `json:"trap_requests,omitempty"`
+	Probation    int64 `json:"trap_probation,omitempty"`
+}
+
 // HostReport is what one site of the log received.
 type HostReport struct {
 	Host        string `json:"host"` // "" for lines without a Host (CLF)
@@ -100,6 +150,7 @@ type HostReport struct {
 	Own         int64  `json:"own_requests"`
 	NotJudged   int64  `json:"not_judged,omitempty"`
 	NoUserAgent int64  `json:"no_user_agent,omitempty"`
+	Undeclared  int64  `json:"undeclared_requests,omitempty"`
 }
 
 // CrawlerReport is the behaviour of one crawler on one site, and what the
@@ -160,6 +211,14 @@ type CrawlerReport struct {
 	NewlyConflictingRefusals []RefusalCount `json:"newly_conflicting_refusals,omitempty"`
 	SeriesRequests           []int64        `json:"series_requests"`
 	SeriesRefused            []int64        `json:"series_refused"`
+	// For an undeclared crawler: its requests by the signal that caught
+	// them; its requests for the trap (TrapProbation: a text browser's
+	// first, probation only); and of the refusals, those judged in log mode
+	// (counted, not refused).
+	Signals        map[string]int64 `json:"signals,omitempty"`
+	TrapRequests   int64            `json:"trap_requests,omitempty"`
+	TrapProbation  int64            `json:"trap_probation,omitempty"`
+	RefusedLogMode int64            `json:"refused_log_mode,omitempty"`
 }
 
 // RuleCount is how many requests one rule refused.
@@ -212,7 +271,7 @@ func (a *Auditor) Report() *Report {
 		Options: a.options(),
 		Formats: map[string]int64{},
 		Lines:   a.lines, Unreadable: a.bad, NotAccess: a.notAccess, OtherHosts: a.skipped, OtherHostNames: a.skippedHosts,
-		Browsers: a.browsers, Crawlers: a.bots, Own: a.own, NotJudged: a.ignored, NoUserAgent: a.noUA,
+		Browsers: a.browsers, Crawlers: a.bots, Undeclared: a.undeclared, Own: a.own, NotJudged: a.ignored, NoUserAgent: a.noUA,
 		OutOfOrder: a.outOfOrder, FirstUnreadable: a.firstBad,
 		First: a.first, Last: a.last,
 		Preview:     a.cfg.RobotsNew != nil,
@@ -240,9 +299,16 @@ func (a *Auditor) Report() *Report {
 		hosts = append(hosts, a.otherHost)
 	}
 	r.Notes = a.notes()
+	if a.disOn && (a.undeclared > 0 || a.trapOn()) {
+		r.UndeclaredSignals = &UndeclaredReport{Requests: a.undeclared, Signals: a.undeclaredSignals(),
+			HeaderLines: a.headerLines, NoHeaderLines: a.noHeaderLines}
+		if a.trapOn() {
+			r.UndeclaredSignals.Trap, r.UndeclaredSignals.TrapHold = a.cfg.Trap, Seconds(a.cfg.TrapHold)
+		}
+	}
 	for _, h := range hosts {
 		r.Hosts = append(r.Hosts, HostReport{Host: h.name, Requests: h.lines, Browsers: h.browsers, Crawlers: h.bots,
-			Own: h.own, NotJudged: h.ignored, NoUserAgent: h.noUA})
+			Own: h.own, NotJudged: h.ignored, NoUserAgent: h.noUA, Undeclared: h.undeclared})
 		list := append([]*crawler(nil), h.crawlers...)
 		sort.SliceStable(list, func(i, j int) bool {
 			if list[i].requests != list[j].requests {
@@ -250,11 +316,21 @@ func (a *Auditor) Report() *Report {
 			}
 			return list[i].name < list[j].name
 		})
+		for _, c := range list {
+			if c.agent.Category != agents.CategoryUndeclared {
+				r.Crawler = append(r.Crawler, c.report())
+			}
+		}
 		if h.other != nil {
-			list = append(list, h.other)
+			r.Crawler = append(r.Crawler, h.other.report())
 		}
 		for _, c := range list {
-			r.Crawler = append(r.Crawler, c.report())
+			if c.agent.Category == agents.CategoryUndeclared {
+				r.UndeclaredCrawlers = append(r.UndeclaredCrawlers, c.report())
+			}
+		}
+		if h.otherUndeclared != nil {
+			r.UndeclaredCrawlers = append(r.UndeclaredCrawlers, h.otherUndeclared.report())
 		}
 	}
 	return r
@@ -340,6 +416,17 @@ func (c *crawler) report() CrawlerReport {
 	}
 	if cr.Tokens == nil {
 		cr.Tokens = []string{}
+	}
+	if c.agent.Category == agents.CategoryUndeclared {
+		for i, n := range c.signals {
+			if n > 0 {
+				if cr.Signals == nil {
+					cr.Signals = map[string]int64{}
+				}
+				cr.Signals[policy.Signal(i).String()] = n
+			}
+		}
+		cr.TrapRequests, cr.TrapProbation, cr.RefusedLogMode = c.traps, c.probation, c.refusedLog
 	}
 	for _, o := range otherReasons {
 		if n := c.reasons[o.Reason]; n > 0 {
@@ -520,6 +607,13 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if len(r.Formats) > 0 {
 		fmt.Fprintf(&b, "formats      %s\n", r.formatsText())
 	}
+	if u := r.UndeclaredSignals; u != nil {
+		fmt.Fprintf(&b, "undeclared   %s\n", u.signalsText())
+		if u.Trap != "" {
+			fmt.Fprintf(&b, "             trap %s, hold %s\n", u.Trap, shortDuration(time.Duration(u.TrapHold)))
+		}
+		fmt.Fprintf(&b, "             %s\n", u.headerRuleText())
+	}
 	if r.Own > 0 {
 		fmt.Fprintf(&b, "this plugin's own requests: %d (its robots.txt loader and command line; not crawlers)\n", r.Own)
 	}
@@ -531,14 +625,21 @@ func (r *Report) WriteTable(w io.Writer) error {
 			fmt.Fprintf(&b, "host         %s\n", HostLabel(r.Hosts[0].Host))
 		}
 		b.WriteString("\n")
-		if err := r.writeCrawlers(&b, r.Crawler); err != nil {
+		if err := r.writeCrawlers(&b, r.Crawler, len(r.UndeclaredCrawlers) > 0); err != nil {
+			return err
+		}
+		if err := r.writeUndeclared(&b, r.UndeclaredCrawlers); err != nil {
 			return err
 		}
 	}
 	if r.Split() {
 		for _, h := range r.Hosts {
 			fmt.Fprintf(&b, "\n== %s: %s\n\n", HostLabel(h.Host), hostText(h))
-			if err := r.writeCrawlers(&b, r.crawlersOf(h.Host)); err != nil {
+			und := r.undeclaredOf(h.Host)
+			if err := r.writeCrawlers(&b, r.crawlersOf(h.Host), len(und) > 0); err != nil {
+				return err
+			}
+			if err := r.writeUndeclared(&b, und); err != nil {
 				return err
 			}
 		}
@@ -550,9 +651,67 @@ func (r *Report) WriteTable(w io.Writer) error {
 	return err
 }
 
+// undeclaredOf returns the undeclared crawlers of one site.
+func (r *Report) undeclaredOf(host string) []CrawlerReport {
+	var out []CrawlerReport
+	for _, c := range r.UndeclaredCrawlers {
+		if c.Host == host {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// signalsText says what each signal that is on caught, on one line.
+func (u *UndeclaredReport) signalsText() string {
+	var parts []string
+	for _, s := range u.Signals {
+		if s.Mode == "off" {
+			continue
+		}
+		parts = append(parts, s.Signal+" "+s.Mode+": "+s.text())
+	}
+	if len(parts) == 0 {
+		return "every signal off"
+	}
+	return strings.Join(parts, "; ")
+}
+
+// text says what one signal caught.
+func (s *SignalReport) text() string {
+	var t string
+	if s.TrapRequests > 0 {
+		t = plural(s.TrapRequests, "trap request")
+		if s.Probation > 0 {
+			t += fmt.Sprintf(" (%d on probation)", s.Probation)
+		}
+		t += ", "
+	}
+	t += plural(s.Requests, "request")
+	if s.Refused > 0 {
+		t += fmt.Sprintf(", %d refused", s.Refused)
+	}
+	if s.WouldRefuse > 0 {
+		t += fmt.Sprintf(", %d enforce would refuse", s.WouldRefuse)
+	}
+	return t
+}
+
+// headerRuleText says which lines the header rule could read.
+func (u *UndeclaredReport) headerRuleText() string {
+	s := fmt.Sprintf("the header rule read %s that record the request's headers (Caddy's JSON)", plural(u.HeaderLines, "line"))
+	if u.NoHeaderLines > 0 {
+		s += fmt.Sprintf("; %s of the Combined or Common Log Format record none: only the trap applies to them", plural(u.NoHeaderLines, "line"))
+	}
+	return s
+}
+
 // linesText summarises the lines read.
 func (r *Report) linesText() string {
 	s := fmt.Sprintf("%d requests (%d by browsers, %d by crawlers", r.Lines, r.Browsers, r.Crawlers)
+	if r.Undeclared > 0 {
+		s += fmt.Sprintf(", %d by undeclared crawlers", r.Undeclared)
+	}
 	if r.Own > 0 {
 		s += fmt.Sprintf(", %d by this plugin", r.Own)
 	}
@@ -581,6 +740,9 @@ func (r *Report) formatsText() string {
 
 func hostText(h HostReport) string {
 	s := fmt.Sprintf("%d requests (%d by browsers, %d by crawlers", h.Requests, h.Browsers, h.Crawlers)
+	if h.Undeclared > 0 {
+		s += fmt.Sprintf(", %d by undeclared crawlers", h.Undeclared)
+	}
 	if h.Own > 0 {
 		s += fmt.Sprintf(", %d by this plugin", h.Own)
 	}
@@ -609,10 +771,15 @@ func times(n int64) string {
 	return strconv.FormatInt(n, 10) + " times"
 }
 
-// writeCrawlers writes the table of crawlers and what explains it.
-func (r *Report) writeCrawlers(b *strings.Builder, list []CrawlerReport) error {
+// writeCrawlers writes the table of crawlers and what explains it;
+// undeclared says undeclared crawlers follow.
+func (r *Report) writeCrawlers(b *strings.Builder, list []CrawlerReport, undeclared bool) error {
 	if len(list) == 0 {
-		b.WriteString("no crawler's request was judged\n")
+		if undeclared {
+			b.WriteString("no declared crawler's request was judged\n")
+		} else {
+			b.WriteString("no crawler's request was judged\n")
+		}
 		return nil
 	}
 	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
@@ -675,6 +842,51 @@ func (r *Report) writeCrawlers(b *strings.Builder, list []CrawlerReport) error {
 	if r.Preferences && !prefsEnforced || newPrefs {
 		b.WriteString("conflicts: requests the rules allow for which the AI usage preference (Content-Usage, Content-Signal) refuses the crawler's documented purpose: preferences enforce would refuse them\n")
 	}
+	r.writeDetails(b, list)
+	return nil
+}
+
+// writeUndeclared writes the table of undeclared crawlers (nothing when
+// there is none) and what explains it.
+func (r *Report) writeUndeclared(b *strings.Builder, list []CrawlerReport) error {
+	if len(list) == 0 {
+		return nil
+	}
+	b.WriteString("\nundeclared crawlers: browser User-Agents that a signal showed to be programs, judged by the \"*\" group\n\n")
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "UNDECLARED CRAWLER\tREQUESTS\tREFUSED\tLOG MODE\tBY RULE\tTHROTTLED\tBANNED\tSTRIKES\tTRAP\tSIGNALS\tFIRST SEEN\tLAST SEEN")
+	for i := range list {
+		c := &list[i]
+		trap := strconv.FormatInt(c.TrapRequests, 10)
+		if c.TrapProbation > 0 {
+			trap += fmt.Sprintf(" (%d probation)", c.TrapProbation)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%d\t%d\t%s\t%s\t%s\t%s\n", c.Name, c.Requests, c.Refused-c.RefusedLogMode, c.RefusedLogMode,
+			c.RefusedRule, throttledCell(c), c.Banned, c.Strikes, trap, signalsCell(c.Signals), fmtTime(c.First), fmtTime(c.Last))
+	}
+	if err := tw.Flush(); err != nil {
+		return fmt.Errorf("writing the table: %w", err)
+	}
+	b.WriteString("refused: refused by the handler; log mode: judged by a signal in log mode (or the handler's mode log), refused by nothing: what enforce would refuse\n")
+	r.writeDetails(b, list)
+	return nil
+}
+
+// signalsCell lists an undeclared crawler's requests per signal.
+func signalsCell(m map[string]int64) string {
+	var parts []string
+	for _, name := range policy.SignalNames() {
+		if n := m[name]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", name, n))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// writeDetails writes, below a table, the rules and reasons that refused
+// its crawlers.
+func (r *Report) writeDetails(b *strings.Builder, list []CrawlerReport) {
+	prefsEnforced := r.Options.Preferences == "enforce"
 	first := true
 	line := func(format string, args ...any) {
 		if first {
@@ -713,5 +925,4 @@ func (r *Report) writeCrawlers(b *strings.Builder, list []CrawlerReport) error {
 			line("%s: with the new robots.txt, %d more allowed, but %s\n", c.Name, rc.Requests, rc.Refusal)
 		}
 	}
-	return nil
 }

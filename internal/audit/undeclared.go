@@ -1,0 +1,331 @@
+package audit
+
+// Undeclared crawlers: scripts that wear a browser's User-Agent, caught as
+// the handler catches them (disguised.go and trap.go in the root package,
+// whose rules are policy's: policy.DisguiseModes, policy.TrapMark,
+// policy.TrapRule).
+//
+//   - The header rule: over a secure context, a browser's claim without the
+//     headers that browser always sends. It needs the request's headers,
+//     which only Caddy's JSON log records (request.headers, request.tls):
+//     the Common and Combined Log Formats record none, and their lines are
+//     never judged by it.
+//   - The trap: a client that asks for the trap path, which the robots.txt
+//     in force disallows for "*", is marked (address, whole User-Agent)
+//     for the hold, at the line's time; text browsers are on probation
+//     first. It applies to every format that records the User-Agent.
+//
+// An undeclared crawler is judged like any unnamed bot, by the "*" group,
+// with its state under its identity (judge), in log mode (its own state,
+// nothing refused) when its signal is in log mode.
+
+import (
+	"bytes"
+	"hash/maphash"
+	"net/netip"
+	"net/url"
+	"time"
+
+	"github.com/caddyrobots/caddy-robots/agents"
+	"github.com/caddyrobots/caddy-robots/internal/policy"
+)
+
+// trapKey is whom a trap mark belongs to, as the handler keys it: the state
+// scope (log mode's apart), the address's network, the User-Agent's hash.
+type trapKey struct {
+	scope  string
+	prefix netip.Prefix
+	ua     uint64
+}
+
+// signalCount is what one signal caught.
+type signalCount struct {
+	requests    int64 // judged as an undeclared crawler's (trap requests included)
+	refused     int64 // refused (the signal and the handler enforce)
+	wouldRefuse int64 // judged in log mode and refused there: what enforce would refuse
+	traps       int64 // trap requests that marked a client
+	probation   int64 // of them, a text browser's first: probation only
+}
+
+// initUndeclared reads the signals' modes and the trap from the Config.
+func (a *Auditor) initUndeclared() {
+	if a.cfg.Disguised != nil {
+		a.dis = *a.cfg.Disguised
+	} else {
+		a.dis = policy.NewDisguiseModes("", nil, a.cfg.Trap != "")
+	}
+	if a.cfg.Trap == "" {
+		a.dis[policy.SignalTrap] = policy.SignalOff
+	}
+	if a.cfg.TrapHold <= 0 {
+		a.cfg.TrapHold = policy.DefaultTrapHold
+	}
+	a.disOn, a.headers = a.dis.On(), a.dis.Headers()
+	if a.disOn {
+		a.claims = agents.NewBrowserClaims(4096)
+		a.trapSeed = maphash.MakeSeed()
+	}
+}
+
+// trapOn reports whether the trap signal is on.
+func (a *Auditor) trapOn() bool { return a.dis[policy.SignalTrap] != policy.SignalOff }
+
+// secure reports whether the request reached the site in a secure context,
+// as the handler reads it: over TLS, to a loopback host
+// (agents.IsSecureHost), or from a proxy the server trusts whose
+// X-Forwarded-Proto says https. The log does not say whether the proxy was
+// trusted; Caddy sets client_ip from X-Forwarded-For only for a trusted
+// proxy, so a client_ip other than the remote_ip is one (a trusted proxy
+// that sends no X-Forwarded-For is not seen: its requests are not judged by
+// the header rule here).
+func secure(e *Entry) bool {
+	if e.TLS || agents.IsSecureHost(unsafeString(e.Host)) {
+		return true
+	}
+	return len(e.ForwardedProto) > 0 && len(e.ClientIP) > 0 && !bytes.Equal(e.ClientIP, e.RemoteIP) &&
+		bytes.EqualFold(bytes.TrimSpace(e.ForwardedProto), []byte("https"))
+}
+
+// checkUndeclared is the handler's check of a request it took for a
+// person's (disguised.go, checkUndeclared): the trap first, then the
+// header rule. It reports whether the request was an undeclared crawler's,
+// and then judges and counts it.
+func (a *Auditor) checkUndeclared(ue *uaEntry, he *hostEntry, e *Entry, t time.Time) (bool, error) {
+	trap := a.trapOn()
+	headers := a.headers && e.HasHeaders && !a.dis.PassesHeaders(e.Signals) && secure(e)
+	if !trap && !headers {
+		return false, nil
+	}
+	path, escaped := requestPath(e.URI)
+	if path == "/robots.txt" {
+		// Always served, before anything is judged.
+		return false, nil
+	}
+	if trap {
+		if policy.IsTrap(path, a.cfg.Trap) {
+			return a.takeTrap(ue, he, e, t, escaped)
+		}
+		if mode, ok := a.trapMarked(he, e, t); ok {
+			return true, a.judgeUndeclared(ue, he, e, t, policy.SignalTrap, mode)
+		}
+	}
+	if !headers {
+		return false, nil
+	}
+	s, mode := a.dis.JudgeHeaders(&a.claimOf(ue, e.UserAgent).Claim, e.Signals)
+	if mode == policy.SignalOff {
+		return false, nil
+	}
+	return true, a.judgeUndeclared(ue, he, e, t, s, mode)
+}
+
+// claimOf returns what the User-Agent of ue (ua) claims, looked up once.
+func (a *Auditor) claimOf(ue *uaEntry, ua []byte) *agents.ClaimEntry {
+	if ue.claim == nil {
+		ue.claim = a.claims.Lookup(string(ua))
+	}
+	return ue.claim
+}
+
+// undeclaredEntry returns the undeclared crawler a client whose User-Agent
+// is ue's is judged as (agents.UndeclaredAgent: "Chrome (undeclared)").
+func (a *Auditor) undeclaredEntry(ue *uaEntry, ua []byte) *uaEntry {
+	if ue.und == nil {
+		ue.und = &uaEntry{sh: a.claimOf(ue, ua).Undeclared, judged: true}
+	}
+	return ue.und
+}
+
+// enforced reports whether a signal in mode m refuses here.
+func (a *Auditor) enforced(m policy.SignalMode) bool { return m.Enforced(!a.cfg.LogMode) }
+
+// judgeUndeclared judges the request of an undeclared crawler caught by
+// signal s in mode m: like any unnamed bot, by the "*" group, in the
+// handler's state scope when the signal enforces, in log mode's otherwise.
+func (a *Auditor) judgeUndeclared(ue *uaEntry, he *hostEntry, e *Entry, t time.Time, s policy.Signal, m policy.SignalMode) error {
+	j := judging{scope: he.scope, log: a.cfg.LogMode, undeclared: true, signal: s}
+	if !a.enforced(m) {
+		j.scope, j.log = he.logScope, true
+	}
+	a.undeclared++
+	he.agg.undeclared++
+	return a.judge(a.undeclaredEntry(ue, e.UserAgent), he, e, t, j)
+}
+
+// countUndeclared counts an undeclared crawler's judged request.
+func (a *Auditor) countUndeclared(c *crawler, j *judging, refused bool) {
+	c.signals[j.signal]++
+	sc := &a.signals[j.signal]
+	sc.requests++
+	if !refused {
+		return
+	}
+	if j.log {
+		c.refusedLog++
+		sc.wouldRefuse++
+	} else {
+		sc.refused++
+	}
+}
+
+// trapKeyOf is the key of the request's client among the marks of the
+// trap in mode m (the handler's trapMode and trapKeyOf).
+func (a *Auditor) trapKeyOf(he *hostEntry, e *Entry, m policy.SignalMode) trapKey {
+	scope := he.logScope
+	if a.enforced(m) {
+		scope = he.scope
+	}
+	ip, _ := netip.ParseAddr(unsafeString(e.Addr()))
+	return trapKey{scope: scope, prefix: policy.TrapPrefix(ip), ua: maphash.Bytes(a.trapSeed, e.UserAgent)}
+}
+
+// trapMarked reports whether the request comes from a client that took the
+// trap and is judged as a crawler at t (policy.TrapMark.Judged), with the
+// trap signal's mode. A line without a time is never judged so: the marks
+// are replayed in time.
+func (a *Auditor) trapMarked(he *hostEntry, e *Entry, t time.Time) (policy.SignalMode, bool) {
+	mode := a.dis[policy.SignalTrap]
+	if len(a.marks) == 0 || t.IsZero() || t.After(a.marksUntil) {
+		return mode, false
+	}
+	m := a.marks[a.trapKeyOf(he, e, mode)]
+	if m == nil {
+		return mode, false
+	}
+	return mode, m.Judged(t)
+}
+
+// takeTrap is a request for the trap (the handler's takeTrap): when the
+// robots.txt in force disallows it for "*", the client is marked at the
+// line's time and the request is refused (403) in enforce; otherwise it
+// passes as a person's, judged by nothing else.
+func (a *Auditor) takeTrap(ue *uaEntry, he *hostEntry, e *Entry, t time.Time, escaped string) (bool, error) {
+	rule, ok := policy.TrapRule(a.robotsNow, escaped)
+	if !ok {
+		return false, nil
+	}
+	mode := a.dis[policy.SignalTrap]
+	j := judging{scope: he.scope, log: a.cfg.LogMode, undeclared: true, signal: policy.SignalTrap}
+	if !a.enforced(mode) {
+		j.scope, j.log = he.logScope, true
+	}
+	ua := unsafeString(e.UserAgent)
+	confirmed := !agents.IsTextBrowser(ua)
+	if !t.IsZero() {
+		key := a.trapKeyOf(he, e, mode)
+		m := a.marks[key]
+		if m == nil {
+			m = a.newMark(key)
+		}
+		m.Take(t, a.cfg.TrapHold, ua)
+		confirmed = m.Confirmed
+		if m.Until.After(a.marksUntil) {
+			a.marksUntil = m.Until
+		}
+	}
+	a.undeclared++
+	he.agg.undeclared++
+	und := a.undeclaredEntry(ue, e.UserAgent)
+	c := a.row(und, he)
+	c.requests++
+	c.seen(t)
+	c.traps++
+	c.signals[policy.SignalTrap]++
+	c.refused++
+	c.reasons[policy.Rule]++
+	c.rules[rule]++
+	sc := &a.signals[policy.SignalTrap]
+	sc.requests++
+	sc.traps++
+	if !confirmed {
+		c.probation++
+		sc.probation++
+	}
+	if j.log {
+		c.refusedLog++
+		sc.wouldRefuse++
+	} else {
+		sc.refused++
+	}
+	a.series(c, t, true)
+	return true, a.dec.trap(e, und, rule, confirmed, &j)
+}
+
+// newMark adds a mark for key to the bounded table of marks (an arbitrary
+// one is dropped when it is full, as the handler's table drops one).
+func (a *Auditor) newMark(key trapKey) *policy.TrapMark {
+	if a.marks == nil {
+		a.marks = map[trapKey]*policy.TrapMark{}
+	}
+	if len(a.marks) >= policy.TrapMarksMax {
+		for k := range a.marks {
+			delete(a.marks, k)
+			break
+		}
+	}
+	m := &policy.TrapMark{}
+	a.marks[key] = m
+	return m
+}
+
+// requestPath returns the path of a request target as Go's HTTP server
+// reads it into the request's URL: decoded (URL.Path) and as sent
+// (URL.EscapedPath()). A target of plain characters costs no allocation; a
+// target Go would not parse has no path.
+func requestPath(uri []byte) (path, escaped string) {
+	if len(uri) > 0 && uri[0] == '/' {
+		end, plain := len(uri), true
+		for i, c := range uri {
+			if c == '?' {
+				end = i
+				break
+			}
+			if !pathPlain[c] {
+				plain = false
+				break
+			}
+		}
+		if plain {
+			p := unsafeString(uri[:end])
+			return p, p
+		}
+	}
+	u, err := url.ParseRequestURI(string(uri))
+	if err != nil {
+		return "", ""
+	}
+	return u.Path, u.EscapedPath()
+}
+
+// pathPlain are the bytes a path may hold that read the same decoded and
+// as sent (url.URL.EscapedPath keeps them as they are).
+var pathPlain = func() (t [256]bool) {
+	for c := 'a'; c <= 'z'; c++ {
+		t[c] = true
+	}
+	for c := 'A'; c <= 'Z'; c++ {
+		t[c] = true
+	}
+	for c := '0'; c <= '9'; c++ {
+		t[c] = true
+	}
+	for _, c := range "-._~/!$&'()*+,;=:@" {
+		t[c] = true
+	}
+	return t
+}()
+
+// undeclaredSignals reports what each signal caught, with the modes as
+// applied (the handler's mode log makes every signal's log).
+func (a *Auditor) undeclaredSignals() []SignalReport {
+	out := make([]SignalReport, 0, policy.NumSignals)
+	for i, sc := range a.signals {
+		s, m := policy.Signal(i), a.dis[i]
+		if m == policy.SignalEnforce && a.cfg.LogMode {
+			m = policy.SignalLog
+		}
+		out = append(out, SignalReport{Signal: s.String(), Mode: m.String(), Requests: sc.requests, Refused: sc.refused,
+			WouldRefuse: sc.wouldRefuse, TrapRequests: sc.traps, Probation: sc.probation})
+	}
+	return out
+}
