@@ -2,6 +2,7 @@ package caddyrobots
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"net/netip"
@@ -10,7 +11,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/caddyserver/caddy/v2"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
 	"github.com/caddyrobots/caddy-robots/enforce"
@@ -48,10 +51,21 @@ Common and Combined Log Formats do not).
 
 The handler's options come from the same flags as caddy robots check
 (--mode, --preferences, --crawl-delay, --spoofed, --libraries,
---unavailable, --strikes, and --crawl-burst), or from a config: with
+--unavailable, --strikes), --crawl-burst, --disguised, --trap and
+--trap-hold, or from a config: with
 --config <Caddyfile|caddy.json> --site <host[:port]>, the options of the
 robots handler that serves that site (and its robots.txt when its source is
 a file or inline text).
+
+Undeclared crawlers (browser User-Agents that the handler's signals show
+to be programs) are judged as the handler judges them, by the "*" group
+with their own state, and reported apart from the crawlers that name
+themselves, per signal: the header rule (a browser's claim over HTTPS or to
+a loopback host without the headers that browser always sends) needs the
+request headers that only Caddy's JSON log records; the trap (--trap, or
+the config's trap) applies to every format with a User-Agent. The signals'
+modes are the config's, or --disguised off|log|enforce (default: each
+signal's own).
 
 With --robots-new, it also previews what a changed robots.txt would newly
 refuse, and which allowed requests would newly conflict with its
@@ -62,7 +76,10 @@ with the fields of the admin API's POST /robots/check ("decision": allow,
 block, throttle or ban; "reason": rule, spoofed, unavailable, ban, rate,
 target, length, unverified or preference; "rule", "line", "preference",
 "judged_as", "strike", ...) and the line's "ts", "host", "method", "uri",
-"client_ip" and "user_agent".
+"client_ip" and "user_agent"; for an undeclared crawler, "undeclared" names
+the signal that caught it (fetch_metadata, fetch_metadata_safari,
+client_hints, trap) and "trap" what a trap request did ("marked",
+"probation").
 
 Memory stays bounded: per-crawler aggregates for at most --max-crawlers
 crawlers (the rest are counted together), and the handler's bounded state
@@ -91,12 +108,16 @@ shows the first unreadable line).`,
 	f.Int("max-crawlers", audit.DefaultMaxCrawlers, "crawlers reported by name; the others are counted together")
 	addOptionFlags(f)
 	f.Int("crawl-burst", 0, "how many requests may come back to back before Crawl-delay throttles (default 4)")
+	f.String("disguised", "", "off | log | enforce: every signal for undeclared crawlers at once (default: fetch_metadata and trap enforce, the others log)")
+	f.String("trap", "", "the handler's trap path (e.g. /no-robots/): whoever asks for it is an undeclared crawler for --trap-hold")
+	f.Duration("trap-hold", DefaultTrapHold, "with --trap: how long a client that took the trap is judged as a crawler")
 	return c
 }
 
 // auditOptionFlags are the flags of the handler's options, which --config
 // replaces.
-var auditOptionFlags = []string{"mode", "preferences", "crawl-delay", "spoofed", "libraries", "unavailable", "grace", "strikes", "crawl-burst"}
+var auditOptionFlags = []string{"mode", "preferences", "crawl-delay", "spoofed", "libraries", "unavailable", "grace", "strikes", "crawl-burst",
+	"disguised", "trap", "trap-hold"}
 
 func runAudit(env *cliEnv) (int, error) {
 	fl := env.flags
@@ -116,6 +137,9 @@ func runAudit(env *cliEnv) (int, error) {
 			return exitFailure, fmt.Errorf("robots audit: --robots-new: %w", err)
 		}
 		body := ns.body
+		if src.trapRules != "" {
+			body = []byte(withTrapRules(string(body), src.trapRules)) // as the judged rules
+		}
 		if cfg.Options.CaseInsensitive {
 			body = enforce.FoldCaseBytes(body) // as the handler's own rules
 		}
@@ -146,6 +170,9 @@ func runAudit(env *cliEnv) (int, error) {
 
 	r := a.Report()
 	r.Robots, r.Logs = src.name, env.args
+	if src.trapRules != "" {
+		r.Robots += " (with Disallow: " + src.trapRules + " in every group, as the handler serves it)"
+	}
 	if newSrc != "" {
 		r.RobotsNew = newSrc
 	}
@@ -156,6 +183,12 @@ func runAudit(env *cliEnv) (int, error) {
 		"spoofed claims are judged with the embedded IP lists only (no DNS): a list proves a spoof only if it was at most 30 days old at the time of the request, and crawlers verified by reverse DNS alone are never counted as spoofed here; their claims from addresses outside the lists are judged as unverified claims (their own group and \"*\"), where the server may verify them by DNS")
 	if src.note != "" {
 		r.Notes = append(r.Notes, src.name+": "+src.note)
+	}
+	if cfg.Trap != "" && src.trapRules == "" && !cfg.Unavailable {
+		if _, ok := policy.TrapRule(cfg.Robots, cfg.Trap); !ok {
+			r.Notes = append(r.Notes, src.name+" does not disallow the trap "+cfg.Trap+" for \"*\": as the handler, the audit marks nobody who takes it. "+
+				"With source file or inline the handler adds the line: audit with --config, or give the robots.txt as the site serves it")
+		}
 	}
 	switch format {
 	case "decisions":
@@ -181,10 +214,17 @@ func runAudit(env *cliEnv) (int, error) {
 	return exitOK, nil
 }
 
+// auditSource is the robots.txt the audit judges with, and trapRules the
+// trap path the handler adds to it in every group ("" when it adds none).
+type auditSource struct {
+	*source
+	trapRules string
+}
+
 // auditConfig builds the audit's configuration from the flags: the
 // handler's options and robots.txt as caddy robots check reads them
-// (newCheckEnv), --crawl-burst and --host.
-func auditConfig(env *cliEnv) (audit.Config, *source, error) {
+// (newCheckEnv), --crawl-burst, --disguised, --trap and --host.
+func auditConfig(env *cliEnv) (audit.Config, *auditSource, error) {
 	fl := env.flags
 	cfgPath, _ := fl.GetString("config")
 	if cfgPath != "" {
@@ -204,6 +244,9 @@ func auditConfig(env *cliEnv) (audit.Config, *source, error) {
 		if err := h.Validate(); err != nil {
 			return audit.Config{}, nil, fmt.Errorf("--crawl-burst: %w", err)
 		}
+	}
+	if err := disguisedFlags(fl, h); err != nil {
+		return audit.Config{}, nil, err
 	}
 	opts, strikes := h.decisionOptions(), h.strikePolicy()
 	cfg := audit.Config{
@@ -234,7 +277,46 @@ func auditConfig(env *cliEnv) (audit.Config, *source, error) {
 	}
 	cfg.Hosts = hosts
 	cfg.MaxCrawlers, _ = fl.GetInt("max-crawlers")
-	return cfg, ce.src, nil
+
+	// Undeclared crawlers, with the handler's modes and trap.
+	src := &auditSource{source: ce.src}
+	modes := policy.NewDisguiseModes(h.Disguised, h.DisguisedSignals, h.Trap != "")
+	cfg.Disguised = &modes
+	if modes[policy.SignalTrap] != policy.SignalOff {
+		cfg.Trap, cfg.TrapHold = h.Trap, time.Duration(h.TrapHold)
+		robotsFlag, _ := fl.GetString("robots")
+		if robotsFlag == "" && (h.Source == "inline" || h.Source == "file") && !ce.src.unavailable {
+			// The loader serves and enforces a file or inline source with
+			// the trap's Disallow line in every group (trap.go): the
+			// rules, their line numbers and the version are those.
+			body := []byte(withTrapRules(string(ce.src.body), h.Trap))
+			cfg.Robots, cfg.Version = h.parseRules(body), contentID(body)
+			src.trapRules = h.Trap
+		}
+	}
+	return cfg, src, nil
+}
+
+// disguisedFlags sets the handler's disguised and trap options from
+// --disguised, --trap and --trap-hold (without --config), checked as the
+// config would check them.
+func disguisedFlags(fl *pflag.FlagSet, h *Handler) error {
+	if !fl.Changed("disguised") && !fl.Changed("trap") && !fl.Changed("trap-hold") {
+		return nil
+	}
+	h.Disguised, _ = fl.GetString("disguised")
+	h.Trap, _ = fl.GetString("trap")
+	hold, _ := fl.GetDuration("trap-hold")
+	if fl.Changed("trap-hold") && h.Trap == "" {
+		return errors.New("--trap-hold: give the trap with --trap")
+	}
+	if h.Trap != "" {
+		h.TrapHold = caddy.Duration(hold)
+	}
+	if errs := h.checkDisguised(); len(errs) > 0 {
+		return fmt.Errorf("--disguised, --trap: %w", errors.Join(errs...))
+	}
+	return nil
 }
 
 // feedLogs reads every log given into a, drawing progress on a terminal.

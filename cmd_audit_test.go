@@ -2,7 +2,9 @@ package caddyrobots
 
 import (
 	"bytes"
+	"crypto/tls"
 	"encoding/json"
+	"fmt"
 	"net/http/httptest"
 	"net/url"
 	"os"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"go.uber.org/zap"
 
 	"github.com/caddyrobots/caddy-robots/enforce"
 	"github.com/caddyrobots/caddy-robots/internal/audit"
@@ -62,8 +65,12 @@ func TestAuditGolden(t *testing.T) {
 		// Apache's common format: no User-Agent, nothing judged.
 		{"audit-common-table", []string{"--robots", siteRobots, apacheLog}},
 		// Two sites: state kept and reported per site; the loader apart.
-		{"audit-multihost-table", []string{"--robots", siteRobots, "--strikes", "2 10m 1h", multiHostLog}},
-		{"audit-multihost-json", []string{"--robots", siteRobots, "--strikes", "2 10m 1h", "--format", "json", multiHostLog}},
+		// The log's two Chrome 131 lines over TLS carry no Fetch Metadata:
+		// the handler judges them as undeclared crawlers (see
+		// TestAuditUndeclaredMultiHost); here the signals are off, the
+		// subject is the per-site state.
+		{"audit-multihost-table", []string{"--robots", siteRobots, "--strikes", "2 10m 1h", "--disguised", "off", multiHostLog}},
+		{"audit-multihost-json", []string{"--robots", siteRobots, "--strikes", "2 10m 1h", "--disguised", "off", "--format", "json", multiHostLog}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out, _, err := runCLI(t, append([]string{"audit"}, tc.args...)...)
@@ -121,19 +128,28 @@ func TestAuditOutFile(t *testing.T) {
 func TestAuditHTMLInChromium(t *testing.T) {
 	chromium := chromiumtest.Find(t)
 	dir := t.TempDir()
-	report := filepath.Join(dir, "report.html")
-	code, _, _, err := runCLI(t, "audit", "--robots", siteRobots, "--robots-new", "testdata/cli/new.robots.txt",
-		"--format", "html", "--out", report, accessLog)
-	if code != exitOK || err != nil {
-		t.Fatalf("code %d err %v", code, err)
-	}
-	img := chromiumtest.Screenshot(t, chromium, "file://"+report, 412, 915, os.Getenv("ROBOTS_SCREENSHOT"))
-	colours, red := chromiumtest.Colours(img, func(r, g, b uint32) bool { return r > 180 && g < 90 && b < 90 })
-	if colours < 8 {
-		t.Errorf("screenshot looks blank: %d distinct colours", colours)
-	}
-	if red == 0 {
-		t.Errorf("no red pixels: the violation figures and bars should show")
+	for i, args := range [][]string{
+		{"--robots", siteRobots, "--robots-new", "testdata/cli/new.robots.txt", accessLog},
+		// Undeclared crawlers, in tables of their own.
+		{"--config", undeclaredCaddyfile, "--site", "example.com", undeclaredLog},
+	} {
+		report := filepath.Join(dir, fmt.Sprintf("report%d.html", i))
+		code, _, _, err := runCLI(t, append([]string{"audit", "--format", "html", "--out", report}, args...)...)
+		if code != exitOK || err != nil {
+			t.Fatalf("%v: code %d err %v", args, code, err)
+		}
+		keep := os.Getenv("ROBOTS_SCREENSHOT")
+		if keep != "" && i > 0 {
+			keep = strings.TrimSuffix(keep, ".png") + fmt.Sprintf("-%d.png", i)
+		}
+		img := chromiumtest.Screenshot(t, chromium, "file://"+report, 412, 915, keep)
+		colours, red := chromiumtest.Colours(img, func(r, g, b uint32) bool { return r > 180 && g < 90 && b < 90 })
+		if colours < 8 {
+			t.Errorf("%v: screenshot looks blank: %d distinct colours", args, colours)
+		}
+		if red == 0 {
+			t.Errorf("%v: no red pixels: the violation figures and bars should show", args)
+		}
 	}
 }
 
@@ -441,6 +457,309 @@ func TestAuditReplaysTheServersDecisions(t *testing.T) {
 				if !kinds[k] {
 					t.Errorf("no %s among the server's decisions", k)
 				}
+			}
+		})
+	}
+}
+
+// undeclaredLog and undeclaredCaddyfile are a site with a trap and
+// client_hints enforced, and its access log: people in Chrome and Firefox
+// with their headers, a script as Chrome 131 over TLS without them, a
+// claim with Fetch Metadata but no Sec-CH-UA, a Chrome claim over plain
+// HTTP, one that takes the trap, a person in Lynx who follows it once, a
+// Safari claim without its headers, GPTBot and the loader.
+const (
+	undeclaredLog       = "internal/audit/testdata/undeclared.log"
+	undeclaredCaddyfile = "internal/audit/testdata/undeclared.Caddyfile"
+)
+
+// TestAuditUndeclared: with a config's handler, the audit judges the
+// undeclared crawlers as the handler does, with its modes and its trap,
+// by the rules it enforces (the trap's Disallow line added to the inline
+// rules: the line numbers are the served file's).
+func TestAuditUndeclared(t *testing.T) {
+	ds := decisionsOf(t, "--config", undeclaredCaddyfile, "--site", "example.com", undeclaredLog)
+	var got []string
+	for _, d := range ds {
+		s := d.Decision
+		if d.Crawler != "" {
+			s = d.Crawler + " " + s
+		}
+		if d.Undeclared != "" {
+			s += " " + d.Undeclared + " " + d.Mode
+		}
+		if d.Trap != "" {
+			s += " " + d.Trap
+		}
+		if d.Rule != "" {
+			s += " (" + d.Rule + ")"
+		}
+		got = append(got, s)
+	}
+	want := []string{
+		"caddy-robots allow",
+		"allow", // Chrome with its headers
+		"allow",
+		"Chrome (undeclared) allow fetch_metadata enforce", // a script as Chrome over TLS
+		"Chrome (undeclared) block fetch_metadata enforce (Disallow: /private/ (line 3))",
+		"Chrome (undeclared) allow fetch_metadata enforce",
+		"Chrome (undeclared) allow fetch_metadata enforce",
+		"Chrome (undeclared) allow fetch_metadata enforce",
+		"Chrome (undeclared) throttle fetch_metadata enforce", // its Crawl-delay, back to back
+		"allow", // Firefox with its headers
+		"Chrome (undeclared) block client_hints enforce (Disallow: /private/ (line 3))",
+		"GPTBot block (Disallow: / (line 9))",
+		"allow", // a Chrome claim over plain HTTP: not judged by headers
+		"Chrome (undeclared) block trap enforce marked (Disallow: /no-robots/ (line 2))",
+		"Chrome (undeclared) block trap enforce (Disallow: /private/ (line 3))",
+		"Chrome (undeclared) allow trap enforce",
+		"Lynx (undeclared) block trap enforce probation (Disallow: /no-robots/ (line 2))",
+		"allow", // the person in Lynx, at a person's pace
+		"Safari (undeclared) block fetch_metadata_safari log (Disallow: /private/ (line 3))",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("decisions:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+
+	code, out, _, err := runCLI(t, "audit", "--config", undeclaredCaddyfile, "--site", "example.com", "--format", "json", undeclaredLog)
+	if code != exitOK || err != nil {
+		t.Fatalf("code %d err %v", code, err)
+	}
+	var r audit.Report
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	u := r.UndeclaredSignals
+	if r.Undeclared != 12 || r.Browsers != 5 || r.Crawlers != 1 || len(r.Crawler) != 1 || len(r.UndeclaredCrawlers) != 3 || u == nil || u.Trap != "/no-robots/" {
+		t.Fatalf("undeclared %d, browsers %d, crawlers %d, declared %d, undeclared crawlers %d, section %+v",
+			r.Undeclared, r.Browsers, r.Crawlers, len(r.Crawler), len(r.UndeclaredCrawlers), u)
+	}
+	if s := fmt.Sprint(u.Signals); s != "[{fetch_metadata enforce 6 2 0 0 0} {fetch_metadata_safari log 1 0 1 0 0} {client_hints enforce 1 1 0 0 0} {trap enforce 4 3 0 2 1}]" {
+		t.Errorf("signals %s", s)
+	}
+	if !strings.Contains(r.Robots, "with Disallow: /no-robots/ in every group") {
+		t.Errorf("robots %q", r.Robots)
+	}
+	// A robots.txt given with --robots is taken as served: it must
+	// disallow the trap itself, and the report says when it does not.
+	code, table, _, err := runCLI(t, "audit", "--robots", siteRobots, "--trap", "/no-robots/", undeclaredLog)
+	if code != exitOK || err != nil || !strings.Contains(table, `does not disallow the trap /no-robots/ for "*"`) || strings.Contains(table, "Lynx (undeclared)") {
+		t.Errorf("--robots without the trap's line: code %d err %v\n%s", code, err, table)
+	}
+
+	// The table shows them apart.
+	_, table, _, _ = runCLI(t, "audit", "--config", undeclaredCaddyfile, "--site", "example.com", undeclaredLog)
+	for _, s := range []string{"12 by undeclared crawlers", "UNDECLARED CRAWLER", "trap /no-robots/, hold 24h",
+		"undeclared   fetch_metadata enforce: 6 requests, 2 refused;"} {
+		if !strings.Contains(table, s) {
+			t.Errorf("table lacks %q:\n%s", s, table)
+		}
+	}
+}
+
+// TestAuditUndeclaredFlags: without a config, --disguised and --trap set
+// the handler's options as the Caddyfile's disguised and trap do; the trap
+// applies to the Combined Log Format (its robots.txt must disallow it, as
+// with source site), the header rule does not.
+func TestAuditUndeclaredFlags(t *testing.T) {
+	dir := t.TempDir()
+	robots := filepath.Join(dir, "robots.txt")
+	writeFile(t, robots, "User-agent: *\nDisallow: /private/\nDisallow: /no-robots/\n")
+	log := filepath.Join(dir, "access.log")
+	chrome := benchBrowserUA
+	writeFile(t, log, strings.Join([]string{
+		`192.0.2.60 - - [11/May/2026:11:46:40 +0000] "GET /private/a HTTP/1.1" 200 512 "-" "` + chrome + `"`,
+		`192.0.2.60 - - [11/May/2026:11:46:41 +0000] "GET /no-robots/ HTTP/1.1" 403 512 "-" "` + chrome + `"`,
+		`192.0.2.60 - - [11/May/2026:11:46:42 +0000] "GET /private/b HTTP/1.1" 403 512 "-" "` + chrome + `"`,
+		`192.0.2.61 - - [11/May/2026:11:46:43 +0000] "GET /private/b HTTP/1.1" 200 512 "-" "` + chrome + `"`,
+	}, "\n")+"\n")
+	summary := func(ds []audit.Decision) string {
+		var s []string
+		for _, d := range ds {
+			s = append(s, d.Decision+"/"+d.Undeclared+"/"+d.Mode)
+		}
+		return strings.Join(s, " ")
+	}
+	if got := summary(decisionsOf(t, "--robots", robots, log)); got != "allow//enforce allow//enforce allow//enforce allow//enforce" {
+		t.Errorf("no trap: %s", got)
+	}
+	if got := summary(decisionsOf(t, "--robots", robots, "--trap", "/no-robots/", log)); got != "allow//enforce block/trap/enforce block/trap/enforce allow//enforce" {
+		t.Errorf("--trap: %s", got)
+	}
+	if got := summary(decisionsOf(t, "--robots", robots, "--trap", "/no-robots/", "--disguised", "log", log)); got != "allow//enforce block/trap/log block/trap/log allow//enforce" {
+		t.Errorf("--trap --disguised log: %s", got)
+	}
+	// The hold ends: 1m, and a request 2 minutes later.
+	writeFile(t, log, strings.Join([]string{
+		`192.0.2.60 - - [11/May/2026:11:46:41 +0000] "GET /no-robots/ HTTP/1.1" 403 512 "-" "` + chrome + `"`,
+		`192.0.2.60 - - [11/May/2026:11:48:42 +0000] "GET /private/b HTTP/1.1" 200 512 "-" "` + chrome + `"`,
+	}, "\n")+"\n")
+	if got := summary(decisionsOf(t, "--robots", robots, "--trap", "/no-robots/", "--trap-hold", "1m", log)); got != "block/trap/enforce allow//enforce" {
+		t.Errorf("--trap-hold 1m: %s", got)
+	}
+	// The multi-site fixture's two Chrome 131 lines over TLS carry no Fetch
+	// Metadata: undeclared by default, people with --disguised off.
+	for _, c := range []struct {
+		args       []string
+		undeclared int64
+	}{{nil, 2}, {[]string{"--disguised", "off"}, 0}} {
+		_, out, _, err := runCLI(t, append(append([]string{"audit", "--robots", siteRobots, "--format", "json"}, c.args...), multiHostLog)...)
+		var r audit.Report
+		if err != nil || json.Unmarshal([]byte(out), &r) != nil || r.Undeclared != c.undeclared || r.Browsers != 2-c.undeclared {
+			t.Errorf("%v: err %v, undeclared %d, browsers %d", c.args, err, r.Undeclared, r.Browsers)
+		}
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--robots", robots, "--disguised", "maybe", log}, "disguised: unknown value"},
+		{[]string{"--robots", robots, "--trap", "no-slash", log}, "not a path"},
+		{[]string{"--robots", robots, "--trap-hold", "1h", log}, "--trap-hold: give the trap with --trap"},
+		{[]string{"--robots", robots, "--trap", "/t/", "--trap-hold", "10s", log}, "outside"},
+		{[]string{"--config", undeclaredCaddyfile, "--site", "example.com", "--trap", "/t/", log}, "--trap: with --config the options are those of the site's robots handler"},
+	} {
+		code, _, _, err := runCLI(t, append([]string{"audit"}, c.args...)...)
+		if code != exitFailure || err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: code %d err %v, want %q", c.args, code, err, c.want)
+		}
+	}
+}
+
+// TestAuditReplaysUndeclared sends browsers, scripts that wear their
+// User-Agents and clients that take the trap through a live handler (a
+// fake clock), writes the access log Caddy would write for them (headers,
+// and request.tls over TLS), and replays it with caddy robots audit and
+// the same options: the audit reaches the handler's decision on every
+// request, and names the undeclared crawlers as the handler does.
+func TestAuditReplaysUndeclared(t *testing.T) {
+	const robots = "User-agent: *\nDisallow: /private/\nCrawl-delay: 5\n"
+	robotsFile := filepath.Join(t.TempDir(), "robots.txt")
+	writeFile(t, robotsFile, robots)
+	chrome, fetchOnly := benchBrowserUA, chromeHeaders[:3]
+	type request struct {
+		at      float64
+		ua, ip  string
+		target  string
+		https   bool
+		host    string
+		headers []string
+	}
+	reqs := []request{
+		{0, chrome, "198.18.7.1", "/private/a", true, "", nil},                       // fetch_metadata: 403
+		{1, chrome, "198.18.7.2", "/private/a", true, "", chromeHeaders},             // a person
+		{2, chrome, "198.18.7.3", "/private/a", true, "", fetchOnly},                 // client_hints, log: 200
+		{3, chrome, "198.18.7.4", "/private/a", false, "", nil},                      // plain HTTP: a person
+		{4, chrome, "198.18.7.5", "/private/a", false, "localhost:8080", nil},        // loopback: 403
+		{5, safariUA, "198.18.7.6", "/private/a", true, "", nil},                     // Safari, log
+		{6, firefoxUA, "198.18.7.7", "/private/a", true, "", firefoxHeaders},         // a person
+		{7, chrome, "198.18.7.8", "/trap/", false, "", chromeHeaders},                // the trap
+		{8, chrome, "198.18.7.8", "/private/x", false, "", chromeHeaders},            // judged by "*"
+		{9, chrome, "198.18.7.8", "/public", false, "", chromeHeaders},               // allowed
+		{9.1, chrome, "198.18.7.8", "/a", false, "", chromeHeaders},                  // back to back
+		{9.2, chrome, "198.18.7.8", "/b", false, "", chromeHeaders},                  //
+		{9.3, chrome, "198.18.7.8", "/c", false, "", chromeHeaders},                  //
+		{9.4, chrome, "198.18.7.8", "/d", false, "", chromeHeaders},                  // throttled
+		{10, firefoxUA, "198.18.7.8", "/private/x", false, "", firefoxHeaders},       // another browser on the address
+		{11, lynxUA, "198.18.7.9", "/trap/", false, "", nil},                         // probation
+		{12.5, lynxUA, "198.18.7.9", "/private/p", false, "", nil},                   // a person's pace
+		{12.8, lynxUA, "198.18.7.9", "/private/q", false, "", nil},                   // a crawler's
+		{13, benchBotUA, "198.18.7.10", "/trap/", false, "", nil},                    // a declared crawler on the trap
+		{24*3600 + 30, chrome, "198.18.7.8", "/private/y", false, "", chromeHeaders}, // the hold is over
+	}
+	for _, mode := range []string{"enforce", "log"} {
+		t.Run(mode, func(t *testing.T) {
+			h, done := newTestHandler(t, &Handler{Source: "file", File: robotsFile, Mode: mode, Trap: "/trap/",
+				Store: &StoreConfig{MaxEntries: 5151 + len(mode)}})
+			defer done()
+			h.logger = zap.NewNop()
+			start := time.Now().Truncate(time.Second)
+			var now time.Time
+			h.now = func() time.Time { return now }
+			var log bytes.Buffer
+			type outcome struct {
+				decision, agent string
+				status          int
+			}
+			var server []outcome
+			for _, rq := range reqs {
+				now = start.Add(time.Duration(rq.at * float64(time.Second)))
+				raw, clientIP := rawRequest(rq.target, rq.ua, rq.ip+":40000")
+				if rq.https {
+					raw.TLS = &tls.ConnectionState{}
+				}
+				if rq.host != "" {
+					raw.Host = rq.host
+				}
+				for _, hd := range rq.headers {
+					k, v, _ := strings.Cut(hd, ":")
+					raw.Header.Set(k, strings.TrimSpace(v))
+				}
+				w := httptest.NewRecorder()
+				r := prepare(raw, clientIP, w, &caddyhttp.Server{})
+				if err := h.ServeHTTP(w, r, okNext); err != nil {
+					t.Fatal(err)
+				}
+				repl := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
+				o := outcome{repl.ReplaceAll("{http.robots.decision}", ""), repl.ReplaceAll("{http.robots.agent}", ""), w.Code}
+				if o.decision == "" {
+					// Not judged, or the trap request (no placeholders).
+					o.decision = "allow"
+					if w.Code == 403 {
+						o.decision = "block"
+					}
+				}
+				server = append(server, o)
+				hs := map[string][]string{}
+				for k, v := range raw.Header {
+					hs[k] = v
+				}
+				request := map[string]any{"remote_ip": rq.ip, "remote_port": "40000", "client_ip": clientIP, "proto": "HTTP/1.1",
+					"method": raw.Method, "host": raw.Host, "uri": rq.target, "headers": hs}
+				if rq.https {
+					request["proto"] = "HTTP/2.0"
+					request["tls"] = map[string]any{"resumed": false, "version": 772, "cipher_suite": 4865, "proto": "h2", "server_name": "example.com", "ech": false}
+				}
+				line, err := json.Marshal(map[string]any{"level": "info", "ts": float64(now.UnixNano()) / 1e9, "logger": "http.log.access.log0",
+					"msg": "handled request", "request": request, "status": w.Code})
+				if err != nil {
+					t.Fatal(err)
+				}
+				log.Write(append(line, '\n'))
+			}
+			logFile := filepath.Join(t.TempDir(), "access.log")
+			writeFile(t, logFile, log.String())
+			// The same handler in a Caddyfile: its file source gets the
+			// trap's line, as the handler's does.
+			cfgFile := filepath.Join(t.TempDir(), "Caddyfile")
+			writeFile(t, cfgFile, "example.com {\n\trobots {\n\t\tsource file "+robotsFile+"\n\t\tmode "+mode+"\n\t\ttrap /trap/\n\t}\n}\n")
+			ds := decisionsOf(t, "--config", cfgFile, "--site", "example.com", logFile)
+			if len(ds) != len(reqs) {
+				t.Fatalf("%d decisions for %d requests", len(ds), len(reqs))
+			}
+			undeclared, refused := 0, 0
+			for i, d := range ds {
+				s := server[i]
+				if d.Trap != "" {
+					// The handler publishes no decision for the trap
+					// request itself: its status says it.
+					s.decision, s.agent = d.Decision, d.Crawler
+				}
+				// The handler refuses what it decides not to allow, unless
+				// it (or the signal that caught the client) is in log mode.
+				if d.Decision != s.decision || d.Crawler != s.agent || (s.status >= 400) != (d.Decision != "allow" && d.Mode == "enforce") {
+					t.Errorf("request %d (%s %s from %s): server %s %q %d, audit %s %q mode %s undeclared %q", i, reqs[i].ua, reqs[i].target, reqs[i].ip,
+						s.decision, s.agent, s.status, d.Decision, d.Crawler, d.Mode, d.Undeclared)
+				}
+				if d.Undeclared != "" {
+					undeclared++
+				}
+				if s.status >= 400 {
+					refused++
+				}
+			}
+			if undeclared < 10 || mode == "enforce" && refused < 6 {
+				t.Errorf("%d undeclared, %d refused: the requests do not exercise the signals", undeclared, refused)
 			}
 		})
 	}
