@@ -117,6 +117,15 @@ var (
 // (policy.HeaderSignals): FetchMetadata for Sec-Fetch-Site, -Mode and
 // -Dest, ClientHints for Sec-CH-UA, compared without regard to case.
 func secSignal(key []byte) agents.Signals {
+	// Caddy logs the names canonical: most are decided by one compare.
+	switch string(key) {
+	case "Sec-Fetch-Site", "Sec-Fetch-Mode", "Sec-Fetch-Dest":
+		return agents.FetchMetadata
+	case "Sec-Ch-Ua":
+		return agents.ClientHints
+	case "Sec-Fetch-User", "Sec-Ch-Ua-Mobile", "Sec-Ch-Ua-Platform":
+		return 0
+	}
 	switch len(key) {
 	case len("Sec-Fetch-Site"):
 		if !bytes.EqualFold(key[:len(secFetchHeader)], secFetchHeader) {
