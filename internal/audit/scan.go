@@ -61,6 +61,9 @@ type Entry struct {
 	// (policy.RewriteHeaders: X-Original-Url, X-Rewrite-Url,
 	// X-Forwarded-Prefix), nil where absent.
 	Rewrites [3][]byte
+	// ForwardedProto is the first X-Forwarded-Proto value, nil where
+	// absent.
+	ForwardedProto []byte
 	// Signals are the browser's own headers the request carried, as
 	// policy.HeaderSignals reads a header map: agents.FetchMetadata for any
 	// of Sec-Fetch-Site, Sec-Fetch-Mode and Sec-Fetch-Dest,
@@ -89,7 +92,7 @@ func (e *Entry) Addr() []byte {
 // walks but is not a full JSON validator. A Scanner is not safe for
 // concurrent use; the zero value is ready.
 type Scanner struct {
-	bufs [10][]byte // unescape buffers, one per string field
+	bufs [11][]byte // unescape buffers, one per string field
 }
 
 const (
@@ -100,7 +103,8 @@ const (
 	fRemote
 	fClient
 	fTS
-	fRewrite // three buffers: one per rewrite header
+	fRewrite        // three buffers: one per rewrite header
+	fForwardedProto = fRewrite + 3
 )
 
 // rewriteHeaders are policy.RewriteHeaders, as Caddy logs them (header
@@ -108,9 +112,10 @@ const (
 var rewriteHeaders = [3][]byte{[]byte("X-Original-Url"), []byte("X-Rewrite-Url"), []byte("X-Forwarded-Prefix")}
 
 var (
-	userAgentHeader = []byte("User-Agent")
-	secFetchHeader  = []byte("Sec-Fetch-")
-	secCHUAHeader   = []byte("Sec-Ch-Ua")
+	userAgentHeader      = []byte("User-Agent")
+	forwardedProtoHeader = []byte("X-Forwarded-Proto")
+	secFetchHeader       = []byte("Sec-Fetch-")
+	secCHUAHeader        = []byte("Sec-Ch-Ua")
 )
 
 // secSignal returns the browser signal a header name stands for
@@ -253,6 +258,10 @@ func (s *Scanner) object(line []byte, i int, e *Entry, lvl int) (int, bool) {
 				e.Signals |= secSignal(key)
 			case 'x':
 				if len(key) < len("X-Rewrite-Url") {
+					break
+				}
+				if len(key) == len(forwardedProtoHeader) && bytes.EqualFold(key, forwardedProtoHeader) {
+					buf, dst = fForwardedProto, &e.ForwardedProto
 					break
 				}
 				for k, name := range rewriteHeaders {

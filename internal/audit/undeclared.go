@@ -20,6 +20,7 @@ package audit
 // nothing refused) when its signal is in log mode.
 
 import (
+	"bytes"
 	"hash/maphash"
 	"net/netip"
 	"net/url"
@@ -70,14 +71,19 @@ func (a *Auditor) initUndeclared() {
 func (a *Auditor) trapOn() bool { return a.dis[policy.SignalTrap] != policy.SignalOff }
 
 // secure reports whether the request reached the site in a secure context,
-// as the handler reads it (disguised.go, secure): over TLS (Caddy logs
-// request.tls) or to a loopback host (agents.IsSecureHost). The handler
-// means to count a trusted proxy's X-Forwarded-Proto: https too, but reads
-// the server's trusted_proxies from a field Caddy clears once it has loaded
-// them, so it never does; nor does the audit, which gives the server's
-// decisions.
+// as the handler reads it: over TLS, to a loopback host
+// (agents.IsSecureHost), or from a proxy the server trusts whose
+// X-Forwarded-Proto says https. The log does not say whether the proxy was
+// trusted; Caddy sets client_ip from X-Forwarded-For only for a trusted
+// proxy, so a client_ip other than the remote_ip is one (a trusted proxy
+// that sends no X-Forwarded-For is not seen: its requests are not judged by
+// the header rule here).
 func secure(e *Entry) bool {
-	return e.TLS || agents.IsSecureHost(unsafeString(e.Host))
+	if e.TLS || agents.IsSecureHost(unsafeString(e.Host)) {
+		return true
+	}
+	return len(e.ForwardedProto) > 0 && len(e.ClientIP) > 0 && !bytes.Equal(e.ClientIP, e.RemoteIP) &&
+		bytes.EqualFold(bytes.TrimSpace(e.ForwardedProto), []byte("https"))
 }
 
 // checkUndeclared is the handler's check of a request it took for a

@@ -168,11 +168,9 @@ func TestUndeclaredHeaderRule(t *testing.T) {
 		{"Firefox 128 without", caddyReq{ip: "203.0.113.8", uri: "/private/x", ua: uaFirefox, tls: true}, "block rule fetch_metadata enforce"},
 		{"Safari 17 without: fetch_metadata_safari, log", caddyReq{ip: "203.0.113.9", uri: "/private/x", ua: uaSafari, tls: true}, "block rule fetch_metadata_safari log"},
 		{"Chrome 70 sends none", caddyReq{ip: "203.0.113.10", uri: "/private/x", ua: uaChrome70, tls: true}, "person"},
-		// The handler does not count a trusted proxy's X-Forwarded-Proto
-		// (see secure): neither does the audit.
-		{"a trusted proxy's X-Forwarded-Proto: https", caddyReq{ip: "10.0.0.2", clientIP: "203.0.113.11", uri: "/private/x", ua: uaChrome131, headers: []string{"X-Forwarded-Proto: https", "X-Forwarded-For: 203.0.113.11"}}, "person"},
+		{"a trusted proxy's X-Forwarded-Proto: https", caddyReq{ip: "10.0.0.2", clientIP: "203.0.113.11", uri: "/private/x", ua: uaChrome131, headers: []string{"X-Forwarded-Proto: https", "X-Forwarded-For: 203.0.113.11"}}, "block rule fetch_metadata enforce"},
 		{"X-Forwarded-Proto from a client no proxy vouches for", caddyReq{ip: "203.0.113.12", uri: "/private/x", ua: uaChrome131, headers: []string{"X-Forwarded-Proto: https"}}, "person"},
-		{"the TLS a proxy logs as request.tls", caddyReq{ip: "10.0.0.2", clientIP: "203.0.113.13", uri: "/private/x", ua: uaChrome131, tls: true}, "block rule fetch_metadata enforce"},
+		{"a trusted proxy's X-Forwarded-Proto: http", caddyReq{ip: "10.0.0.2", clientIP: "203.0.113.13", uri: "/private/x", ua: uaChrome131, headers: []string{"X-Forwarded-Proto: http"}}, "person"},
 		{"/robots.txt is always served", caddyReq{ip: "203.0.113.14", uri: "/robots.txt", ua: uaChrome131, tls: true}, "person"},
 		{"a declared crawler is judged as before", caddyReq{ip: "203.0.113.15", uri: "/private/x", ua: uaBot, tls: true}, "block rule"},
 	}
@@ -478,8 +476,8 @@ func TestUndeclaredHTML(t *testing.T) {
 }
 
 // TestScannerReadsSignals: the scanner records the presence of the
-// browser's own headers (whatever their case and value) and request.tls,
-// as policy.HeaderSignals reads a header map.
+// browser's own headers (whatever their case and value), X-Forwarded-Proto
+// and request.tls, as policy.HeaderSignals reads a header map.
 func TestScannerReadsSignals(t *testing.T) {
 	var s Scanner
 	var e Entry
@@ -487,13 +485,14 @@ func TestScannerReadsSignals(t *testing.T) {
 		headers string
 		tls     string
 		want    agents.Signals
+		xfp     string
 	}{
-		{`"User-Agent":["x"]`, ``, 0},
-		{`"Sec-Fetch-Site":["none"],"User-Agent":["x"]`, `,"tls":{"resumed":false}`, agents.FetchMetadata},
-		{`"sec-fetch-mode":[""],"Sec-Ch-Ua":["\"Chromium\";v=\"131\""]`, `,"tls":{}`, agents.FetchMetadata | agents.ClientHints},
-		{`"Sec-Fetch-Dest":["document"]`, ``, agents.FetchMetadata},
-		{`"Sec-Fetch-User":["?1"],"Sec-Ch-Ua-Mobile":["?0"],"Sec-Fetch-Sitex":["a"],"Sec-Fetch":["a"]`, `,"tls":null`, 0},
-		{`"X-Forwarded-Proto":["https"],"SEC-CH-UA":["x"]`, ``, agents.ClientHints},
+		{`"User-Agent":["x"]`, ``, 0, ""},
+		{`"Sec-Fetch-Site":["none"],"User-Agent":["x"]`, `,"tls":{"resumed":false}`, agents.FetchMetadata, ""},
+		{`"sec-fetch-mode":[""],"Sec-Ch-Ua":["\"Chromium\";v=\"131\""]`, `,"tls":{}`, agents.FetchMetadata | agents.ClientHints, ""},
+		{`"Sec-Fetch-Dest":["document"]`, ``, agents.FetchMetadata, ""},
+		{`"Sec-Fetch-User":["?1"],"Sec-Ch-Ua-Mobile":["?0"],"Sec-Fetch-Sitex":["a"],"Sec-Fetch":["a"]`, `,"tls":null`, 0, ""},
+		{`"X-Forwarded-Proto":[" HTTPS ","http"],"SEC-CH-UA":["x"]`, ``, agents.ClientHints, " HTTPS "},
 	} {
 		line := `{"ts":1778500000,"request":{"remote_ip":"192.0.2.1","host":"x","uri":"/","headers":{` + c.headers + `}` + c.tls + `}}`
 		if !s.Parse([]byte(line), &e) {
@@ -512,6 +511,9 @@ func TestScannerReadsSignals(t *testing.T) {
 		}
 		if e.TLS != strings.HasPrefix(c.tls, `,"tls":{`) {
 			t.Errorf("%s: TLS %v", c.tls, e.TLS)
+		}
+		if string(e.ForwardedProto) != c.xfp {
+			t.Errorf("%s: X-Forwarded-Proto %q", c.headers, e.ForwardedProto)
 		}
 	}
 	if !s.Parse([]byte(`{"request":{"uri":"/"}}`), &e) || e.HasHeaders {
@@ -566,25 +568,5 @@ func TestRequestPath(t *testing.T) {
 		if path != wp || escaped != we {
 			t.Errorf("requestPath(%q) = %q, %q; want %q, %q", target, path, escaped, wp, we)
 		}
-	}
-}
-
-// Two lines of a real Caddy's access log (the integration test's, over
-// plain HTTP to a loopback host through a trusted proxy): a person in
-// Chrome, and a script that only says Chrome.
-const (
-	realPersonLine = `{"level":"info","ts":1795630952.9422307,"logger":"http.log.access.log0","msg":"handled request","request":{"remote_ip":"127.0.0.1","remote_port":"58324","client_ip":"203.0.113.201","proto":"HTTP/1.1","method":"GET","host":"127.0.0.1:30824","uri":"/private/a","headers":{"Sec-Fetch-User":["?1"],"Connection":["close"],"Sec-Fetch-Site":["none"],"User-Agent":["Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36"],"X-Forwarded-For":["203.0.113.201"],"Sec-Ch-Ua":["\"Chromium\";v=\"131\""],"Sec-Fetch-Mode":["navigate"],"Sec-Fetch-Dest":["document"]}},"bytes_read":0,"user_id":"","duration":0.015952341,"size":13,"status":200,"resp_headers":{"Server":["Caddy"],"Content-Type":["text/plain; charset=utf-8"]}}`
-	realScriptLine = `{"level":"info","ts":1795630952.9430048,"logger":"http.log.access.log0","msg":"handled request","request":{"remote_ip":"127.0.0.1","remote_port":"58336","client_ip":"203.0.113.202","proto":"HTTP/1.1","method":"GET","host":"127.0.0.1:30824","uri":"/private/a","headers":{"Connection":["close"],"User-Agent":["Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36"],"X-Forwarded-For":["203.0.113.202"]}},"bytes_read":0,"user_id":"","duration":0.000237533,"size":484,"status":403,"resp_headers":{"Cache-Control":["no-store"],"X-Content-Type-Options":["nosniff"],"Server":["Caddy"],"Content-Type":["text/plain; charset=utf-8"]}}`
-)
-
-// TestUndeclaredRealCaddyLines: the server refused the script (403) and
-// served the person; the audit reaches the same.
-func TestUndeclaredRealCaddyLines(t *testing.T) {
-	_, ds := feed(t, Config{}, "User-agent: *\nDisallow: /private/\n", []byte(realPersonLine), []byte(realScriptLine))
-	if a, b := verdict(ds[0]), verdict(ds[1]); a != "person" || b != "block rule fetch_metadata enforce" {
-		t.Errorf("%s, %s", a, b)
-	}
-	if ds[1].ClientIP != "203.0.113.202" || ds[1].Crawler != "Chrome (undeclared)" {
-		t.Errorf("%+v", ds[1])
 	}
 }
