@@ -200,6 +200,9 @@ func (h *Handler) placementWarnings(app *caddyhttp.App) []string {
 	if me.shadow != "" {
 		ws = append(ws, "robots: in site "+site+", a route before the robots handler ends every request with "+me.shadow+": the handler never runs")
 	}
+	if srv := app.Servers[me.server]; serverTrustsProxies(srv) && srv.TrustedProxiesStrict == 0 {
+		ws = append(ws, "robots: site "+site+" is served by a server that trusts proxies without trusted_proxies_strict: the client address is the leftmost X-Forwarded-For entry, which a client can choose, so a bot could claim a verified crawler's address. Add trusted_proxies_strict to the servers options")
+	}
 	if h.UseErrorRoutes {
 		if srv := app.Servers[me.server]; srv != nil && (srv.Errors == nil || len(srv.Errors.Routes) == 0) {
 			ws = append(ws, "robots: use_error_routes in site "+site+", but its server has no handle_errors: refused bots get an empty 403 and throttled ones an empty 503. Add handle_errors, or remove use_error_routes to have the handler explain its refusals")

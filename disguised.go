@@ -166,7 +166,7 @@ func (d *disguise) secure(r *http.Request) bool {
 	p := d.proxied.Load()
 	if p == 0 {
 		p = 1
-		if srv, _ := r.Context().Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server); srv != nil && len(srv.TrustedProxiesRaw) > 0 {
+		if srv, _ := r.Context().Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server); serverTrustsProxies(srv) {
 			p = 2
 		}
 		d.proxied.Store(p)

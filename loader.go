@@ -161,9 +161,7 @@ func (s *ruleSource) learnServer(srv *caddyhttp.Server) {
 }
 
 func (s *ruleSource) noteServer(srv *caddyhttp.Server) {
-	if s.srv.CompareAndSwap(nil, srv) {
-		s.h.checkTrustedProxies(srv)
-	}
+	s.srv.CompareAndSwap(nil, srv)
 }
 
 // release gives back the table taken in newRuleSource.

@@ -268,9 +268,6 @@ type Handler struct {
 	warn          *logLimiter
 	serveEnforced bool  // answer /robots.txt with the enforced text
 	maxRuleMemory int64 // MaxRuleMemory with its default
-	// trustWarned is set once the server's trusted_proxies setting was
-	// checked (a pointer: Handler values are copied by CaddyModule).
-	trustWarned *atomic.Bool
 	// privateClaims limits the warning about crawler claims from private
 	// addresses.
 	privateClaims *logLimiter
@@ -387,7 +384,6 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	h.debug = h.logger.Core().Enabled(zapcore.DebugLevel)
 	h.warn = &logLimiter{}
 	h.privateClaims = &logLimiter{}
-	h.trustWarned = new(atomic.Bool)
 	h.configWarnings = new(warnings)
 	h.scope = new(atomic.Pointer[handlerScope])
 	h.rotations = rotationTable
@@ -590,21 +586,6 @@ func (h *Handler) Cleanup() error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// checkTrustedProxies warns, once, when the server trusts proxies without
-// trusted_proxies_strict: the client address is then the leftmost
-// X-Forwarded-For entry, which the client chooses, so it could borrow a
-// verified crawler's address (bans of verified crawlers are scoped to the
-// network that earned them for that reason).
-func (h *Handler) checkTrustedProxies(srv *caddyhttp.Server) {
-	if srv == nil || h.trustWarned == nil || !h.trustWarned.CompareAndSwap(false, true) {
-		return
-	}
-	if len(srv.TrustedProxiesRaw) > 0 && srv.TrustedProxiesStrict == 0 {
-		h.warnConfig("robots: this server trusts proxies without trusted_proxies_strict: the client address is the leftmost X-Forwarded-For entry, which a client can choose, so a bot could claim a verified crawler's address. Add trusted_proxies_strict to the servers options",
-			zap.Strings("listen", srv.Listen))
-	}
 }
 
 func parsePrefix(s string) (netip.Prefix, error) {

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -82,5 +83,58 @@ func TestConfigsThatCannotSilentlyFail(t *testing.T) {
 	} {
 		caddytest.AssertLoadError(t, globals+siteURL("bad.localhost")+" {\n\t"+tc.body+"\n}\n", "caddyfile", tc.want)
 		caddytest.AssertLoadError(t, globals+siteURL("bad.localhost")+" {\n\t"+tc.body+"\n}\n", "caddyfile", "Caddyfile:")
+	}
+}
+
+// TestTrustedProxiesWithoutStrictWarned: a server that trusts proxies
+// without trusted_proxies_strict lets a client choose its address (the
+// leftmost X-Forwarded-For entry); the handler says so once it has seen
+// its server, in the log and in /robots/status. It never did: it read
+// the trusted_proxies field that Caddy clears after loading it.
+func TestTrustedProxiesWithoutStrictWarned(t *testing.T) {
+	c := newClient(t, globalsWith("\tservers {\n\t\ttrusted_proxies static 127.0.0.1/32\n\t}\n")+siteURL("proxied.localhost")+` {
+	robots {
+		source inline "User-agent: *\nDisallow: /private/\n"
+	}
+	respond "ok"
+}
+`)
+	settle(c, siteURL("proxied.localhost")+"/")
+	c.expect(siteURL("proxied.localhost")+"/public", exampleUA, 200)
+	var st struct {
+		Handlers []struct {
+			Warnings []string `json:"config_warnings"`
+		} `json:"handlers"`
+	}
+	eventually(t, 5*time.Second, "the trusted_proxies_strict warning", func() bool {
+		adminJSON(t, http.MethodGet, "/robots/status", nil, http.StatusOK, &st)
+		for _, h := range st.Handlers {
+			for _, w := range h.Warnings {
+				if strings.Contains(w, "site proxied.localhost on :"+strconv.Itoa(httpPort)+" is served by a server that trusts proxies without trusted_proxies_strict") {
+					return true
+				}
+			}
+		}
+		return false
+	})
+
+	// With trusted_proxies_strict: no warning.
+	c = newClient(t, globalsWith("\tservers {\n\t\ttrusted_proxies static 127.0.0.1/32\n\t\ttrusted_proxies_strict\n\t}\n")+siteURL("strict.localhost")+` {
+	robots {
+		source inline "User-agent: *\nDisallow: /private/\n"
+	}
+	respond "ok"
+}
+`)
+	settle(c, siteURL("strict.localhost")+"/")
+	c.expect(siteURL("strict.localhost")+"/public", exampleUA, 200)
+	time.Sleep(200 * time.Millisecond)
+	adminJSON(t, http.MethodGet, "/robots/status", nil, http.StatusOK, &st)
+	for _, h := range st.Handlers {
+		for _, w := range h.Warnings {
+			if strings.Contains(w, "trusts proxies without") {
+				t.Errorf("warned with trusted_proxies_strict: %s", w)
+			}
+		}
 	}
 }
