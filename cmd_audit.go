@@ -279,20 +279,11 @@ func auditConfig(env *cliEnv) (audit.Config, *auditSource, error) {
 	cfg.MaxCrawlers, _ = fl.GetInt("max-crawlers")
 
 	// Undeclared crawlers, with the handler's modes and trap.
-	src := &auditSource{source: ce.src}
+	src := &auditSource{source: ce.src, trapRules: ce.trapRules}
 	modes := policy.NewDisguiseModes(h.Disguised, h.DisguisedSignals, h.Trap != "")
 	cfg.Disguised = &modes
 	if modes[policy.SignalTrap] != policy.SignalOff {
 		cfg.Trap, cfg.TrapHold = h.Trap, time.Duration(h.TrapHold)
-		robotsFlag, _ := fl.GetString("robots")
-		if robotsFlag == "" && (h.Source == "inline" || h.Source == "file") && !ce.src.unavailable {
-			// The loader serves and enforces a file or inline source with
-			// the trap's Disallow line in every group (trap.go): the
-			// rules, their line numbers and the version are those.
-			body := []byte(withTrapRules(string(ce.src.body), h.Trap))
-			cfg.Robots, cfg.Version = h.parseRules(body), contentID(body)
-			src.trapRules = h.Trap
-		}
 	}
 	return cfg, src, nil
 }

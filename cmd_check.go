@@ -104,6 +104,10 @@ type checkEnv struct {
 	timeout  time.Duration
 	resolver string
 	verdicts map[string]verdictWhy
+	// trapRules is the trap path the handler adds to its file or inline
+	// robots.txt in every group ("" when it adds none): the judged rules
+	// carry it, as the handler's do.
+	trapRules string
 }
 
 type verdictWhy struct {
@@ -188,8 +192,16 @@ func newCheckEnv(env *cliEnv) (*checkEnv, error) {
 		return nil, err
 	}
 	if !ce.src.unavailable {
-		ce.robots = ce.h.parseRules(ce.src.body)
-		ce.version = &policy.Version{Robots: ce.robots, ID: contentID(ce.src.body)}
+		body := ce.src.body
+		if robotsSrc == "" && ce.h.servesTrapRules() {
+			// The loader serves and enforces a file or inline source with
+			// the trap's Disallow line in every group (trap.go): the rules,
+			// their line numbers and the version are those.
+			body = []byte(withTrapRules(string(body), ce.h.Trap))
+			ce.trapRules = ce.h.Trap
+		}
+		ce.robots = ce.h.parseRules(body)
+		ce.version = &policy.Version{Robots: ce.robots, ID: contentID(body)}
 	}
 	return ce, nil
 }

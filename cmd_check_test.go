@@ -2,11 +2,14 @@ package caddyrobots
 
 import (
 	"net"
+	"os"
+	"path/filepath"
 
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/caddyrobots/caddy-robots/enforce"
 	"github.com/miekg/dns"
 )
 
@@ -98,5 +101,34 @@ func TestCheckDNSTimeoutIsUnverified(t *testing.T) {
 	}
 	if !strings.Contains(out, "unverified: reverse DNS did not answer within 300ms") || !strings.Contains(out, "chosen by token Googlebot") {
 		t.Errorf("want an honest unverified verdict:\n%s", out)
+	}
+}
+
+// TestCheckConfigTrapRules: with --config, a file or inline source with a
+// trap is judged as the handler serves and enforces it: with the trap's
+// Disallow line in every group, so the trap is refused and the rules'
+// lines are those a refusal names.
+func TestCheckConfigTrapRules(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "Caddyfile")
+	if err := os.WriteFile(cfg, []byte(`example.com {
+	robots {
+		source inline "User-agent: *\nDisallow: /private/\n"
+		trap /no-robots/
+	}
+	respond "ok"
+}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _, err := runCLI(t, "check", "--config", cfg, "--site", "example.com", "--agent", "ExampleBot/1.0", "https://example.com/no-robots/a")
+	if code != exitRefused || !strings.Contains(out, "Disallow: /no-robots/") {
+		t.Errorf("the trap: code %d err %v\n%s", code, err, out)
+	}
+	h := &Handler{Source: "inline", Inline: "User-agent: *\nDisallow: /private/\n", Trap: "/no-robots/"}
+	served := enforce.Parse([]byte(withTrapRules(h.Inline, h.Trap)))
+	want := served.Decide([]string{"ExampleBot"}, "/private/x").Rule.String()
+	code, out, _, err = runCLI(t, "check", "--config", cfg, "--site", "example.com", "--agent", "ExampleBot/1.0", "https://example.com/private/x")
+	if code != exitRefused || !strings.Contains(out, want) {
+		t.Errorf("/private/x: code %d err %v, want the rule %q as served\n%s", code, err, want, out)
 	}
 }

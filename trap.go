@@ -321,6 +321,18 @@ func (h *Handler) trapRules(body []byte) []byte {
 	return []byte(withTrapRules(string(body), h.Trap))
 }
 
+// servesTrapRules reports whether the handler adds its trap's Disallow
+// line to the robots.txt it serves and enforces: a file or inline source
+// with the trap signal on (what provisionDisguised decides, read from the
+// config alone, for the command line).
+func (h *Handler) servesTrapRules() bool {
+	if h.Trap == "" || (h.Source != "inline" && h.Source != "file") {
+		return false
+	}
+	modes := policy.NewDisguiseModes(h.Disguised, h.DisguisedSignals, true)
+	return modes[policy.SignalTrap] != policy.SignalOff
+}
+
 // trapKeySuffix keeps the versions of a source file with a trap apart from
 // those of the same file without one.
 func trapKeySuffix(h *Handler) string {
