@@ -1,6 +1,7 @@
 package state
 
 import (
+	"encoding/binary"
 	"hash/maphash"
 	"net/netip"
 	"sync"
@@ -49,6 +50,7 @@ const (
 // balancer each learn it.
 type Rotations struct {
 	seed     maphash.Seed
+	mix      uint64 // from seed: keeps the shard of an address unguessable
 	perShard int
 	shards   [16]struct {
 		sync.Mutex
@@ -69,13 +71,26 @@ type rotationEntry struct {
 	rotating  bool
 }
 
+// shardOf picks the shard of an address's entries from its bits and the
+// seed: cheaper than the generic hash of the whole key, and spread across
+// addresses, which is what varies; one address's entries for several
+// scopes share a shard.
+func (r *Rotations) shardOf(p netip.Prefix) uint64 {
+	a := p.Addr().As16()
+	x := binary.LittleEndian.Uint64(a[:8]) ^ binary.LittleEndian.Uint64(a[8:])*0x9e3779b97f4a7c15 ^ r.mix
+	x ^= x >> 29
+	x *= 0xbf58476d1ce4e5b9
+	return (x >> 32) % uint64(len(r.shards))
+}
+
 // NewRotations returns a Rotations remembering at most max addresses
 // (DefaultRotationEntries when max <= 0).
 func NewRotations(max int) *Rotations {
 	if max <= 0 {
 		max = DefaultRotationEntries
 	}
-	r := &Rotations{seed: maphash.MakeSeed(), perShard: max/16 + 1}
+	seed := maphash.MakeSeed()
+	r := &Rotations{seed: seed, mix: maphash.String(seed, "shards"), perShard: max/16 + 1}
 	for i := range r.shards {
 		r.shards[i].m = map[rotationKey]*rotationEntry{}
 	}
@@ -99,7 +114,7 @@ func (r *Rotations) Note(scope string, addr netip.Addr, name string, now time.Ti
 	p, _ := addr.Prefix(bits)
 	k := rotationKey{scope: scope, prefix: p}
 	h := maphash.String(r.seed, name) | 1
-	s := &r.shards[maphash.Comparable(r.seed, k)%uint64(len(r.shards))]
+	s := &r.shards[r.shardOf(p)]
 	t := now.Unix()
 	s.Lock()
 	defer s.Unlock()

@@ -1,0 +1,154 @@
+package state
+
+import (
+	"fmt"
+	"net/netip"
+	"testing"
+	"time"
+)
+
+func TestRotationsResidentsKeepTheirOwnState(t *testing.T) {
+	r := NewRotations(0)
+	a := netip.MustParseAddr("203.0.113.2")
+	now := time.Unix(1_000_000, 0)
+	for i := 0; i < RotationResidents; i++ {
+		if r.Note("s", a, fmt.Sprintf("Resident%d", i), now, false) {
+			t.Fatalf("resident %d judged as rotating", i)
+		}
+	}
+	if !r.Note("s", a, "Newcomer", now.Add(time.Second), false) {
+		t.Fatal("a fifth name within the window was not recognised as rotation")
+	}
+	// Residents keep their own state while the address rotates.
+	for i := 0; i < RotationResidents; i++ {
+		if r.Note("s", a, fmt.Sprintf("Resident%d", i), now.Add(2*time.Second), false) {
+			t.Fatalf("resident %d swept into the rotation", i)
+		}
+	}
+	// Another scope and another address are untouched.
+	if r.Note("other", a, "Newcomer", now, false) {
+		t.Fatal("rotation leaked into another scope")
+	}
+	if r.Note("s", netip.MustParseAddr("203.0.113.3"), "Newcomer", now, false) {
+		t.Fatal("rotation leaked into a neighbouring IPv4 address")
+	}
+}
+
+func TestRotationsIPv6SharesTheSlash64(t *testing.T) {
+	r := NewRotations(0)
+	now := time.Unix(1_000_000, 0)
+	for i := 0; i < RotationResidents; i++ {
+		a := netip.MustParseAddr(fmt.Sprintf("2001:db8:1:2::%x", i+1))
+		r.Note("s", a, fmt.Sprintf("Tok%d", i), now, false)
+	}
+	if !r.Note("s", netip.MustParseAddr("2001:db8:1:2:ffff::9"), "Tok9", now, false) {
+		t.Fatal("names from one /64 were not counted together")
+	}
+	if r.Note("s", netip.MustParseAddr("2001:db8:1:3::1"), "Tok9", now, false) {
+		t.Fatal("another /64 was judged as rotating")
+	}
+	// An IPv4-mapped address is the IPv4 address.
+	v4 := netip.MustParseAddr("198.51.100.7")
+	for i := 0; i < RotationResidents; i++ {
+		r.Note("s", v4, fmt.Sprintf("Tok%d", i), now, false)
+	}
+	if !r.Note("s", netip.AddrFrom16(v4.As16()), "Tok9", now, false) {
+		t.Fatal("the IPv4-mapped form escaped the rotation of its IPv4 address")
+	}
+}
+
+func TestRotationsWindowAndHold(t *testing.T) {
+	r := NewRotations(0)
+	a := netip.MustParseAddr("203.0.113.2")
+	now := time.Unix(1_000_000, 0)
+	for i := 0; i < RotationResidents; i++ {
+		r.Note("s", a, fmt.Sprintf("Slow%d", i), now, false)
+	}
+	// A fifth name after the window starts a fresh set of residents.
+	later := now.Add(RotationWindow + time.Second)
+	if r.Note("s", a, "Slow9", later, false) {
+		t.Fatal("a name after the window was judged as rotation")
+	}
+	for i := 0; i < RotationResidents-1; i++ {
+		r.Note("s", a, fmt.Sprintf("Fast%d", i), later, false)
+	}
+	if !r.Note("s", a, "Fast9", later, false) {
+		t.Fatal("rotation within the new window not recognised")
+	}
+	// The hold outlasts the window, counted from the last new name.
+	mid := later.Add(RotationHold - time.Minute)
+	if !r.Note("s", a, "Fast10", mid, false) {
+		t.Fatal("rotation forgotten before the hold ended")
+	}
+	if r.Note("s", a, "Fast11", mid.Add(RotationHold+time.Second), false) {
+		t.Fatal("rotation still held an hour after the last new name")
+	}
+}
+
+func TestRotationsPeekChangesNothing(t *testing.T) {
+	r := NewRotations(0)
+	a := netip.MustParseAddr("203.0.113.2")
+	now := time.Unix(1_000_000, 0)
+	for i := 0; i < 10; i++ {
+		if r.Note("s", a, fmt.Sprintf("Peek%d", i), now, true) {
+			t.Fatal("a peek on an unknown address reported rotation")
+		}
+	}
+	for i := 0; i < RotationResidents; i++ {
+		r.Note("s", a, fmt.Sprintf("Real%d", i), now, false)
+	}
+	if !r.Note("s", a, "Peek9", now, true) {
+		t.Fatal("a peek did not see the rotation a real request would")
+	}
+	if r.Note("s", a, "Real0", now, true) {
+		t.Fatal("peeked resident judged as rotating")
+	}
+	// The peek recorded nothing: the address is not yet rotating.
+	if r.Note("s", a, "Real1", now, false) {
+		t.Fatal("resident rotating")
+	}
+	if got := r.Note("s", a, "Peek9", now, true); !got {
+		t.Fatal("peek changed the outcome")
+	}
+}
+
+func TestRotationsBounded(t *testing.T) {
+	r := NewRotations(160)
+	now := time.Unix(1_000_000, 0)
+	for i := 0; i < 100_000; i++ {
+		a := netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)})
+		r.Note("s", a, "Bot", now, false)
+	}
+	total := 0
+	for i := range r.shards {
+		total += len(r.shards[i].m)
+		if len(r.shards[i].m) > r.perShard {
+			t.Fatalf("shard %d holds %d entries, bound %d", i, len(r.shards[i].m), r.perShard)
+		}
+	}
+	if total > 160+16 {
+		t.Fatalf("%d entries remembered, want at most ~160", total)
+	}
+	// The addresses spread across the shards (a shard pick that ignored the
+	// address would put them all in one).
+	for i := range r.shards {
+		if len(r.shards[i].m) == 0 {
+			t.Fatalf("shard %d empty after 100000 addresses", i)
+		}
+	}
+	if r.Note("s", netip.Addr{}, "Bot", now, false) {
+		t.Fatal("an invalid address rotates")
+	}
+}
+
+// BenchmarkRotationsNote is the cost every unverified "*"-judged bot request
+// pays to have its address's names counted.
+func BenchmarkRotationsNote(b *testing.B) {
+	r := NewRotations(0)
+	a := netip.MustParseAddr("203.0.113.2")
+	now := time.Unix(1_000_000, 0)
+	b.ReportAllocs()
+	for b.Loop() {
+		r.Note("h:abcdef012345", a, "ExampleBot", now, false)
+	}
+}
