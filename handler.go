@@ -211,7 +211,10 @@ func (h *Handler) decide(r *http.Request, o *outcome, addr *clientAddr, signer s
 	o.client.Verdict = h.verify(r.Context(), &o.client, addr)
 	o.who = policy.Identify(&o.client)
 	if !o.who.Verified {
-		o.who.Rotating = h.rotations.Note(h.scopeFor(r).key, addr.get(), o.who.Name, time.Unix(coarseNow.Load(), 0), dry)
+		scope, client, now := h.scopeFor(r).key, addr.recorded(), time.Unix(coarseNow.Load(), 0)
+		if !h.rotations.Resident(scope, client, o.who.Name, now) {
+			o.who.Rotating = h.rotations.Note(scope, addr.get(), client, o.who.Name, now, dry)
+		}
 	}
 	clock := lazyClock{now: h.now}
 	sc := h.stateScopes(r, o.host)
@@ -386,6 +389,16 @@ func (c *clientAddr) get() netip.Addr {
 		c.ip, c.read = clientIP(c.vars, c.r), true
 	}
 	return c.ip
+}
+
+// recorded is the client address as Caddy recorded it after
+// trusted_proxies (the client_ip var), unparsed; "" when it recorded none.
+func (c *clientAddr) recorded() string {
+	if c.vars == nil {
+		c.vars, _ = c.r.Context().Value(caddyhttp.VarsCtxKey).(map[string]any)
+	}
+	s, _ := c.vars[caddyhttp.ClientIPVarKey].(string)
+	return s
 }
 
 // clientIP is the client address after trusted_proxies, read from the

@@ -5,6 +5,7 @@ import (
 	"hash/maphash"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -56,7 +57,16 @@ type Rotations struct {
 		sync.Mutex
 		m map[rotationKey]*rotationEntry
 	}
+	// known remembers (scope, client, name) triples that Note found to be
+	// residents, each until its address's entry could next be reset, so
+	// that a crawler's repeated requests are answered by Resident with one
+	// atomic load and no lock. A slot holds a 32-bit fingerprint of the
+	// triple and the Unix second it stays valid until; a collision with
+	// another triple's slot only costs a Note.
+	known [knownSlots]atomic.Uint64
 }
+
+const knownSlots = 1 << 12
 
 type rotationKey struct {
 	scope  string
@@ -97,12 +107,38 @@ func NewRotations(max int) *Rotations {
 	return r
 }
 
+// knownKey hashes a (scope, client, name) triple: the slot is its low bits,
+// the fingerprint its high 32.
+func (r *Rotations) knownKey(scope, client, name string) (slot, fp uint64) {
+	h := maphash.String(r.seed, client) ^ maphash.String(r.seed, name)*0x9e3779b97f4a7c15 ^ maphash.String(r.seed, scope)*0xbf58476d1ce4e5b9
+	return h % knownSlots, h >> 32
+}
+
+// Resident reports whether Note recently found name from client (the
+// client's address as the server recorded it, unparsed) to be a resident of
+// its address in scope, and that finding still holds at now: Note would
+// answer false again, so the caller may skip it. False means only "not
+// known": call Note.
+func (r *Rotations) Resident(scope, client, name string, now time.Time) bool {
+	if client == "" {
+		return false
+	}
+	slot, fp := r.knownKey(scope, client, name)
+	v := r.known[slot].Load()
+	return v>>32 == fp && now.Unix() <= int64(uint32(v))
+}
+
 // Note records that name came from addr in scope at now and reports whether
 // the address rotates with name as a non-resident: the request is then
 // judged as the address's identity. With peek set nothing is recorded (a
 // preview that must not change the state). An invalid address never
 // rotates.
-func (r *Rotations) Note(scope string, addr netip.Addr, name string, now time.Time, peek bool) bool {
+//
+// client, when not empty, is addr as the server recorded it: a name Note
+// finds resident is remembered for Resident under it until the address's
+// entry could next be reset (the end of its window, or of its hold), after
+// which Note must see the name again to keep it resident.
+func (r *Rotations) Note(scope string, addr netip.Addr, client, name string, now time.Time, peek bool) bool {
 	if !addr.IsValid() {
 		return false
 	}
@@ -140,6 +176,9 @@ func (r *Rotations) Note(scope string, addr netip.Addr, name string, now time.Ti
 	}
 	for i := 0; i < e.n; i++ {
 		if e.residents[i] == h {
+			if !peek {
+				r.remember(scope, client, name, e)
+			}
 			return false
 		}
 	}
@@ -150,6 +189,7 @@ func (r *Rotations) Note(scope string, addr netip.Addr, name string, now time.Ti
 			}
 			e.residents[e.n] = h
 			e.n++
+			r.remember(scope, client, name, e)
 		}
 		return false
 	}
@@ -157,4 +197,21 @@ func (r *Rotations) Note(scope string, addr netip.Addr, name string, now time.Ti
 		e.rotating, e.lastNew = true, t
 	}
 	return true
+}
+
+// remember records in known that name from client is a resident of e until
+// e could next be reset. Called with e's shard locked.
+func (r *Rotations) remember(scope, client, name string, e *rotationEntry) {
+	if client == "" {
+		return
+	}
+	until := e.since + int64(RotationWindow/time.Second)
+	if e.rotating {
+		until = e.lastNew + int64(RotationHold/time.Second)
+	}
+	if until <= 0 || until > 1<<32-1 {
+		return
+	}
+	slot, fp := r.knownKey(scope, client, name)
+	r.known[slot].Store(fp<<32 | uint64(until))
 }

@@ -12,24 +12,24 @@ func TestRotationsResidentsKeepTheirOwnState(t *testing.T) {
 	a := netip.MustParseAddr("203.0.113.2")
 	now := time.Unix(1_000_000, 0)
 	for i := 0; i < RotationResidents; i++ {
-		if r.Note("s", a, fmt.Sprintf("Resident%d", i), now, false) {
+		if r.Note("s", a, "", fmt.Sprintf("Resident%d", i), now, false) {
 			t.Fatalf("resident %d judged as rotating", i)
 		}
 	}
-	if !r.Note("s", a, "Newcomer", now.Add(time.Second), false) {
+	if !r.Note("s", a, "", "Newcomer", now.Add(time.Second), false) {
 		t.Fatal("a fifth name within the window was not recognised as rotation")
 	}
 	// Residents keep their own state while the address rotates.
 	for i := 0; i < RotationResidents; i++ {
-		if r.Note("s", a, fmt.Sprintf("Resident%d", i), now.Add(2*time.Second), false) {
+		if r.Note("s", a, "", fmt.Sprintf("Resident%d", i), now.Add(2*time.Second), false) {
 			t.Fatalf("resident %d swept into the rotation", i)
 		}
 	}
 	// Another scope and another address are untouched.
-	if r.Note("other", a, "Newcomer", now, false) {
+	if r.Note("other", a, "", "Newcomer", now, false) {
 		t.Fatal("rotation leaked into another scope")
 	}
-	if r.Note("s", netip.MustParseAddr("203.0.113.3"), "Newcomer", now, false) {
+	if r.Note("s", netip.MustParseAddr("203.0.113.3"), "", "Newcomer", now, false) {
 		t.Fatal("rotation leaked into a neighbouring IPv4 address")
 	}
 }
@@ -39,20 +39,20 @@ func TestRotationsIPv6SharesTheSlash64(t *testing.T) {
 	now := time.Unix(1_000_000, 0)
 	for i := 0; i < RotationResidents; i++ {
 		a := netip.MustParseAddr(fmt.Sprintf("2001:db8:1:2::%x", i+1))
-		r.Note("s", a, fmt.Sprintf("Tok%d", i), now, false)
+		r.Note("s", a, "", fmt.Sprintf("Tok%d", i), now, false)
 	}
-	if !r.Note("s", netip.MustParseAddr("2001:db8:1:2:ffff::9"), "Tok9", now, false) {
+	if !r.Note("s", netip.MustParseAddr("2001:db8:1:2:ffff::9"), "", "Tok9", now, false) {
 		t.Fatal("names from one /64 were not counted together")
 	}
-	if r.Note("s", netip.MustParseAddr("2001:db8:1:3::1"), "Tok9", now, false) {
+	if r.Note("s", netip.MustParseAddr("2001:db8:1:3::1"), "", "Tok9", now, false) {
 		t.Fatal("another /64 was judged as rotating")
 	}
 	// An IPv4-mapped address is the IPv4 address.
 	v4 := netip.MustParseAddr("198.51.100.7")
 	for i := 0; i < RotationResidents; i++ {
-		r.Note("s", v4, fmt.Sprintf("Tok%d", i), now, false)
+		r.Note("s", v4, "", fmt.Sprintf("Tok%d", i), now, false)
 	}
-	if !r.Note("s", netip.AddrFrom16(v4.As16()), "Tok9", now, false) {
+	if !r.Note("s", netip.AddrFrom16(v4.As16()), "", "Tok9", now, false) {
 		t.Fatal("the IPv4-mapped form escaped the rotation of its IPv4 address")
 	}
 }
@@ -62,26 +62,75 @@ func TestRotationsWindowAndHold(t *testing.T) {
 	a := netip.MustParseAddr("203.0.113.2")
 	now := time.Unix(1_000_000, 0)
 	for i := 0; i < RotationResidents; i++ {
-		r.Note("s", a, fmt.Sprintf("Slow%d", i), now, false)
+		r.Note("s", a, "", fmt.Sprintf("Slow%d", i), now, false)
 	}
 	// A fifth name after the window starts a fresh set of residents.
 	later := now.Add(RotationWindow + time.Second)
-	if r.Note("s", a, "Slow9", later, false) {
+	if r.Note("s", a, "", "Slow9", later, false) {
 		t.Fatal("a name after the window was judged as rotation")
 	}
 	for i := 0; i < RotationResidents-1; i++ {
-		r.Note("s", a, fmt.Sprintf("Fast%d", i), later, false)
+		r.Note("s", a, "", fmt.Sprintf("Fast%d", i), later, false)
 	}
-	if !r.Note("s", a, "Fast9", later, false) {
+	if !r.Note("s", a, "", "Fast9", later, false) {
 		t.Fatal("rotation within the new window not recognised")
 	}
 	// The hold outlasts the window, counted from the last new name.
 	mid := later.Add(RotationHold - time.Minute)
-	if !r.Note("s", a, "Fast10", mid, false) {
+	if !r.Note("s", a, "", "Fast10", mid, false) {
 		t.Fatal("rotation forgotten before the hold ended")
 	}
-	if r.Note("s", a, "Fast11", mid.Add(RotationHold+time.Second), false) {
+	if r.Note("s", a, "", "Fast11", mid.Add(RotationHold+time.Second), false) {
 		t.Fatal("rotation still held an hour after the last new name")
+	}
+}
+
+// TestRotationsResidentShortcut: Resident answers for a triple Note found
+// resident, only until the address's entry could be reset, never for a
+// name Note judged rotating, and never after a peek alone.
+func TestRotationsResidentShortcut(t *testing.T) {
+	r := NewRotations(0)
+	a := netip.MustParseAddr("203.0.113.2")
+	const ip = "203.0.113.2"
+	now := time.Unix(1_000_000, 0)
+	if r.Resident("s", ip, "Bot0", now) {
+		t.Fatal("unknown triple answered as resident")
+	}
+	r.Note("s", a, ip, "Bot0", now, true)
+	if r.Resident("s", ip, "Bot0", now) {
+		t.Fatal("a peek made a triple resident")
+	}
+	for i := 0; i < RotationResidents; i++ {
+		r.Note("s", a, ip, fmt.Sprintf("Bot%d", i), now, false)
+	}
+	for i := 0; i < RotationResidents; i++ {
+		if !r.Resident("s", ip, fmt.Sprintf("Bot%d", i), now.Add(time.Minute)) {
+			t.Fatalf("resident %d not remembered", i)
+		}
+	}
+	if r.Note("s", a, ip, "Rogue", now, false) != true {
+		t.Fatal("fifth name not rotating")
+	}
+	if r.Resident("s", ip, "Rogue", now) {
+		t.Fatal("a rotating name answered as resident")
+	}
+	if r.Resident("other", ip, "Bot0", now) || r.Resident("s", "203.0.113.3", "Bot0", now) {
+		t.Fatal("residency leaked to another scope or address")
+	}
+	// The rotation began at now: residents stay while it holds, so the
+	// shortcut lasts until the hold could end, not beyond.
+	r.Note("s", a, ip, "Bot0", now, false)
+	if !r.Resident("s", ip, "Bot0", now.Add(RotationHold)) {
+		t.Fatal("resident forgotten within the hold")
+	}
+	if r.Resident("s", ip, "Bot0", now.Add(RotationHold+time.Second)) {
+		t.Fatal("shortcut outlived the hold: Note must see the name again")
+	}
+	// Without rotation, a resident is remembered until its window ends.
+	q := NewRotations(0)
+	q.Note("s", a, ip, "Solo", now, false)
+	if !q.Resident("s", ip, "Solo", now.Add(RotationWindow)) || q.Resident("s", ip, "Solo", now.Add(RotationWindow+time.Second)) {
+		t.Fatal("shortcut does not end with the window")
 	}
 }
 
@@ -90,24 +139,24 @@ func TestRotationsPeekChangesNothing(t *testing.T) {
 	a := netip.MustParseAddr("203.0.113.2")
 	now := time.Unix(1_000_000, 0)
 	for i := 0; i < 10; i++ {
-		if r.Note("s", a, fmt.Sprintf("Peek%d", i), now, true) {
+		if r.Note("s", a, "", fmt.Sprintf("Peek%d", i), now, true) {
 			t.Fatal("a peek on an unknown address reported rotation")
 		}
 	}
 	for i := 0; i < RotationResidents; i++ {
-		r.Note("s", a, fmt.Sprintf("Real%d", i), now, false)
+		r.Note("s", a, "", fmt.Sprintf("Real%d", i), now, false)
 	}
-	if !r.Note("s", a, "Peek9", now, true) {
+	if !r.Note("s", a, "", "Peek9", now, true) {
 		t.Fatal("a peek did not see the rotation a real request would")
 	}
-	if r.Note("s", a, "Real0", now, true) {
+	if r.Note("s", a, "", "Real0", now, true) {
 		t.Fatal("peeked resident judged as rotating")
 	}
 	// The peek recorded nothing: the address is not yet rotating.
-	if r.Note("s", a, "Real1", now, false) {
+	if r.Note("s", a, "", "Real1", now, false) {
 		t.Fatal("resident rotating")
 	}
-	if got := r.Note("s", a, "Peek9", now, true); !got {
+	if got := r.Note("s", a, "", "Peek9", now, true); !got {
 		t.Fatal("peek changed the outcome")
 	}
 }
@@ -117,7 +166,7 @@ func TestRotationsBounded(t *testing.T) {
 	now := time.Unix(1_000_000, 0)
 	for i := 0; i < 100_000; i++ {
 		a := netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)})
-		r.Note("s", a, "Bot", now, false)
+		r.Note("s", a, "", "Bot", now, false)
 	}
 	total := 0
 	for i := range r.shards {
@@ -136,7 +185,7 @@ func TestRotationsBounded(t *testing.T) {
 			t.Fatalf("shard %d empty after 100000 addresses", i)
 		}
 	}
-	if r.Note("s", netip.Addr{}, "Bot", now, false) {
+	if r.Note("s", netip.Addr{}, "", "Bot", now, false) {
 		t.Fatal("an invalid address rotates")
 	}
 }
@@ -149,6 +198,21 @@ func BenchmarkRotationsNote(b *testing.B) {
 	now := time.Unix(1_000_000, 0)
 	b.ReportAllocs()
 	for b.Loop() {
-		r.Note("h:abcdef012345", a, "ExampleBot", now, false)
+		r.Note("h:abcdef012345", a, "", "ExampleBot", now, false)
+	}
+}
+
+// BenchmarkRotationsResident is what a crawler's repeated requests pay: the
+// lock-free answer for a name already found resident.
+func BenchmarkRotationsResident(b *testing.B) {
+	r := NewRotations(0)
+	a := netip.MustParseAddr("203.0.113.2")
+	now := time.Unix(1_000_000, 0)
+	r.Note("h:abcdef012345", a, "203.0.113.2", "ExampleBot", now, false)
+	b.ReportAllocs()
+	for b.Loop() {
+		if !r.Resident("h:abcdef012345", "203.0.113.2", "ExampleBot", now) {
+			b.Fatal("not resident")
+		}
 	}
 }

@@ -683,7 +683,7 @@ func (a *Auditor) judge(ue *uaEntry, he *hostEntry, e *Entry, t time.Time, j jud
 	// on its own.
 	stateful := !t.IsZero()
 	if stateful && !who.Verified {
-		who.Rotating = a.rotations.Note(he.scope, ip, who.Name, t, false)
+		who.Rotating = a.rotations.Note(he.scope, ip, "", who.Name, t, false)
 	}
 	var ban state.BanResult
 	if stateful && a.strikes.Enabled() && a.store.MayHaveBans() {
