@@ -49,9 +49,11 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParseTarget -fuzztime 30s ./internal/policy
 
 wrk:
+	@./scripts/need-wrk.sh
 	./bench/wrk.sh
 
 mixed:
+	@./scripts/need-wrk.sh
 	./bench/mixed.sh
 
 build:

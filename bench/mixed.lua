@@ -2,11 +2,17 @@
 -- addresses (sent as X-Forwarded-For to a Caddy that trusts loopback as its
 -- proxy, strictly), 1% impostors claiming Googlebot, 2% random Host names
 -- on the catch-all site. Paths: mostly allowed, some disallowed.
+-- Browsers send what they send to a secure origin (*.localhost is one):
+-- Fetch Metadata for a navigation, and Chrome its client hints. Without
+-- them the directive's disguised-crawler check would rightly judge these
+-- requests as scripts.
+local navigate = { ["Sec-Fetch-Site"] = "none", ["Sec-Fetch-Mode"] = "navigate", ["Sec-Fetch-User"] = "?1", ["Sec-Fetch-Dest"] = "document" }
+local chrome = { ["Sec-CH-UA"] = '"Google Chrome";v="131", "Chromium";v="131", "Not_A Brand";v="24"', ["Sec-CH-UA-Mobile"] = "?0", ["Sec-CH-UA-Platform"] = '"Windows"' }
 local browsers = {
-  "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36",
-  "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Safari/605.1.15",
-  "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0",
-  "Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1",
+  { "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36", chrome },
+  { "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Safari/605.1.15" },
+  { "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0" },
+  { "Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1" },
 }
 local bots = {
   "Mozilla/5.0 (compatible; bingbot/2.0; +http://www.bing.com/bingbot.htm)",
@@ -39,17 +45,22 @@ end
 
 function request()
   local r = math.random(100)
-  local ua, xff, host = browsers[math.random(#browsers)], addr(), "mixed.localhost"
+  local b = browsers[math.random(#browsers)]
+  local ua, xff, host = b[1], addr(), "mixed.localhost"
+  local h = {}
   if r <= 1 then
     ua = impostor
   elseif r <= 10 then
     ua = bots[math.random(#bots)]
+  else
+    for k, v in pairs(navigate) do h[k] = v end
+    for k, v in pairs(b[2] or {}) do h[k] = v end
   end
   if math.random(100) <= 2 then
     host = string.format("h%08x.flood.localhost", math.random(0, 0x7fffffff))
   end
-  local path = paths[math.random(#paths)]
-  return wrk.format("GET", path, { ["Host"] = host, ["User-Agent"] = ua, ["X-Forwarded-For"] = xff })
+  h["Host"], h["User-Agent"], h["X-Forwarded-For"] = host, ua, xff
+  return wrk.format("GET", paths[math.random(#paths)], h)
 end
 
 function response(status, headers, body)

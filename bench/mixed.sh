@@ -31,7 +31,7 @@ CONNS=${CONNS:-64}
 PORT_OFF=${PORT_OFF:-18090}
 PORT_ON=${PORT_ON:-18091}
 ADMIN_PORT=${ADMIN_PORT:-12029}
-command -v wrk >/dev/null || { echo "wrk not found: apt-get install wrk" >&2; exit 1; }
+./scripts/need-wrk.sh
 # Never download the operators' IP lists during a benchmark: loopback only.
 export CADDY_ROBOTS_RANGES_OPERATORS=off
 

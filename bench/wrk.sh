@@ -52,7 +52,7 @@ ADMIN_PORT=${ADMIN_PORT:-12019}
 ON_DIRECTIVE=${ON_DIRECTIVE:-'robots {
 		crawl_delay off
 	}'}
-command -v wrk >/dev/null || { echo "wrk not found: apt-get install wrk" >&2; exit 1; }
+./scripts/need-wrk.sh
 # Never download the operators' IP lists during a benchmark: loopback only.
 export CADDY_ROBOTS_RANGES_OPERATORS=off
 
@@ -83,13 +83,30 @@ for _ in $(seq 50); do curl -fs -o /dev/null "http://127.0.0.1:$PORT_OFF/about.h
 
 browser='Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36'
 bot='ExampleCrawler/1.0 (+https://example.com/bot)'
-# sanity: both answer 200 for both kinds of traffic
+# What Chrome sends to a secure origin (127.0.0.1 is one) for a navigation:
+# Fetch Metadata and its client hints. Without them the browser traffic is
+# a script wearing Chrome's name, which the directive judges as a crawler
+# (see the README's "Disguised crawlers").
+browser_headers=(
+  -H 'Sec-CH-UA: "Google Chrome";v="131", "Chromium";v="131", "Not_A Brand";v="24"'
+  -H 'Sec-CH-UA-Mobile: ?0' -H 'Sec-CH-UA-Platform: "Windows"'
+  -H 'Sec-Fetch-Site: none' -H 'Sec-Fetch-Mode: navigate' -H 'Sec-Fetch-User: ?1'
+  -H 'Sec-Fetch-Dest: document' -H 'Upgrade-Insecure-Requests: 1'
+)
+headers_for() { # ua -> the headers its traffic carries besides User-Agent
+  if [ "$1" = "$browser" ]; then printf '%s\n' "${browser_headers[@]}"; fi
+}
+# sanity: both answer 200 for both kinds of traffic, and the browser traffic
+# is a person's: never judged, so it reads what robots.txt disallows.
 for port in $PORT_ON $PORT_OFF; do
   for ua in "$browser" "$bot"; do
-    code=$(curl -s -o /dev/null -w '%{http_code}' -A "$ua" "http://127.0.0.1:$port/about.html")
+    mapfile -t hs < <(headers_for "$ua")
+    code=$(curl -s -o /dev/null -w '%{http_code}' -A "$ua" "${hs[@]}" "http://127.0.0.1:$port/about.html")
     [ "$code" = 200 ] || { echo "port $port, UA $ua: status $code, want 200" >&2; exit 1; }
   done
 done
+code=$(curl -s -o /dev/null -w '%{http_code}' -A "$browser" "${browser_headers[@]}" "http://127.0.0.1:$PORT_ON/private/")
+[ "$code" != 403 ] || { echo "the browser traffic was judged as a crawler (403 on /private/): its headers are not a browser's" >&2; exit 1; }
 
 # Caddy's CPU time so far, in clock ticks (user + system, all threads, live
 # and exited).
@@ -99,7 +116,8 @@ TICK=$(getconf CLK_TCK)
 run() { # port ua -> "requests/s cpu-µs-per-request"
   local before after out
   before=$(cpu_ticks)
-  out=$(wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" -H "User-Agent: $2" "http://127.0.0.1:$1/about.html")
+  mapfile -t hs < <(headers_for "$2")
+  out=$(wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" -H "User-Agent: $2" "${hs[@]}" "http://127.0.0.1:$1/about.html")
   after=$(cpu_ticks)
   echo "$out" | awk -v t="$((after - before))" -v hz="$TICK" '
     /requests in/ {n=$1} /Requests\/sec/ {rps=$2}
@@ -157,7 +175,8 @@ if [ "$PROFILE_SECONDS" -gt 0 ]; then
   printf '%-8s %14s %14s %12s %14s %18s\n' traffic "handler CPU" "stack growth" "GC share" "handler alloc" "est. capacity"
   for kind in browser bot; do
     ua=$browser; [ "$kind" = bot ] && ua=$bot
-    wrk -t"$THREADS" -c"$CONNS" -d"$((PROFILE_SECONDS + 8))s" -H "User-Agent: $ua" "http://127.0.0.1:$PORT_ON/about.html" >/dev/null &
+    mapfile -t hs < <(headers_for "$ua")
+    wrk -t"$THREADS" -c"$CONNS" -d"$((PROFILE_SECONDS + 8))s" -H "User-Agent: $ua" "${hs[@]}" "http://127.0.0.1:$PORT_ON/about.html" >/dev/null &
     load=$!
     sleep 1
     curl -fsS -o "$work/cpu.prof" "http://localhost:$ADMIN_PORT/debug/pprof/profile?seconds=$PROFILE_SECONDS"
