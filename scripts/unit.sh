@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# make unit: every test, through testsum (progress per package, the slowest
+# tests, the tests' [report] figures, and a failure on any skip under CI).
+#
+# Every package runs under the race detector except the engine's own tests
+# (enforce): they check the matcher against reference implementations on
+# one goroutine, where the detector finds nothing and costs ~6x (over 100 s
+# of a 2-core machine's CPU, taken from the integration tests beside them).
+# They run without it, at the same time as the rest. The engine's shared
+# scratch memory is still tested under the detector (TestConcurrentDecisions,
+# and the handler's concurrent tests through it).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+GO=${GO:-go}
+mod=$($GO list -m)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+$GO build -o .testsum ./internal/testsum || exit 1
+
+( $GO test -count=1 -json -skip '^TestConcurrent' ./enforce >"$tmp/enforce.json"
+  echo $? >"$tmp/enforce.rc" ) &
+engine=$!
+
+{
+  rc=0
+  # shellcheck disable=SC2046 # one package path per word
+  $GO test -race -count=1 -json $($GO list ./... | grep -vx "$mod/enforce") || rc=1
+  $GO test -race -count=1 -json -run '^TestConcurrent' ./enforce || rc=1
+  wait "$engine"
+  cat "$tmp/enforce.json"
+  [ "$(cat "$tmp/enforce.rc")" = 0 ] || rc=1
+  exit $rc
+} | ./.testsum
