@@ -2,10 +2,10 @@
 -- addresses (sent as X-Forwarded-For to a Caddy that trusts loopback as its
 -- proxy, strictly), 1% impostors claiming Googlebot, 2% random Host names
 -- on the catch-all site. Paths: mostly allowed, some disallowed.
--- Browsers send what they send to a secure origin (*.localhost is one):
--- Fetch Metadata for a navigation, and Chrome its client hints. Without
--- them the directive's disguised-crawler check would rightly judge these
--- requests as scripts.
+-- Browsers send what they send to a secure origin (Chrome treats
+-- *.localhost as one): Fetch Metadata for a navigation, and Chrome its
+-- client hints. The directive does not judge *.localhost names over plain
+-- HTTP, but the load should look like people wherever it is pointed.
 local navigate = { ["Sec-Fetch-Site"] = "none", ["Sec-Fetch-Mode"] = "navigate", ["Sec-Fetch-User"] = "?1", ["Sec-Fetch-Dest"] = "document" }
 local chrome = { ["Sec-CH-UA"] = '"Google Chrome";v="131", "Chromium";v="131", "Not_A Brand";v="24"', ["Sec-CH-UA-Mobile"] = "?0", ["Sec-CH-UA-Platform"] = '"Windows"' }
 local browsers = {
