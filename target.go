@@ -29,18 +29,15 @@ type sent struct {
 // Caddy's copy holds the method, the target and the URL; the Host is r's,
 // which no handler ahead of this one rewrites.
 func sentRequest(r *http.Request) sent {
+	s := sent{Method: r.Method, RequestURI: r.RequestURI, Host: r.Host}
+	u := r.URL
 	if or, ok := r.Context().Value(caddyhttp.OriginalRequestCtxKey).(http.Request); ok {
-		return sentOf(&or, r.Host)
+		s.Method, s.RequestURI, u = or.Method, or.RequestURI, or.URL
 	}
-	return sentOf(r, r.Host)
-}
-
-func sentOf(r *http.Request, host string) sent {
-	s := sent{Method: r.Method, RequestURI: r.RequestURI, Host: host}
-	if r.URL != nil {
-		s.Path = r.URL.Path
+	if u != nil {
+		s.Path = u.Path
 		if s.RequestURI == "" {
-			s.RequestURI = r.URL.RequestURI()
+			s.RequestURI = u.RequestURI()
 		}
 	}
 	return s
