@@ -384,9 +384,12 @@ func benchServeCold(b *testing.B, h caddyhttp.MiddlewareHandler, target, ua, rem
 		for j := 0; j < len(coldBuffer); j += 64 {
 			coldBuffer[j]++
 		}
-		// As in a server, the request's own structures (context, vars,
-		// replacer) are fresh; what the handler keeps between requests is
-		// cold.
+		// As in a server, the request's own structures (its header map
+		// and URL as just parsed, context, vars, replacer) are fresh; what
+		// the handler keeps between requests is cold.
+		raw.Header = raw.Header.Clone()
+		u := *raw.URL
+		raw.URL = &u
 		r := prepare(raw, clientIP, w, srv)
 		start := time.Now()
 		_ = h.ServeHTTP(w, r, nopNext)
