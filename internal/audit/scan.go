@@ -444,15 +444,8 @@ func hex4(b []byte, i int) (rune, int) {
 	}
 	var r rune
 	for _, c := range b[i : i+4] {
-		var v byte
-		switch {
-		case '0' <= c && c <= '9':
-			v = c - '0'
-		case 'a' <= c && c <= 'f':
-			v = c - 'a' + 10
-		case 'A' <= c && c <= 'F':
-			v = c - 'A' + 10
-		default:
+		v, ok := unhex(c)
+		if !ok {
 			return 0, -1
 		}
 		r = r<<4 | rune(v)
