@@ -15,10 +15,7 @@ package integration
 // every browser treats them as secure). The trap works on any Host.
 
 import (
-	"bytes"
-	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -160,7 +157,7 @@ func TestAuditDisguisedAgreesWithTheServer(t *testing.T) {
 	bin := caddyBinary(t)
 	var audit []auditDecision
 	eventually(t, 10*time.Second, "the access log to hold every request", func() bool {
-		audit = runAuditDecisions(t, bin, "robots", "audit", "--config", cfgPath, "--site", loop, "--format", "decisions", logFile)
+		audit = runJSONLines[auditDecision](t, bin, nil, "robots", "audit", "--config", cfgPath, "--site", loop, "--format", "decisions", logFile)
 		return len(audit) >= len(steps)
 	})
 	if len(audit) != len(steps) {
@@ -207,27 +204,4 @@ func TestAuditDisguisedAgreesWithTheServer(t *testing.T) {
 		t.Errorf("trap requests: marked at step %d, probation at step %d: %+v", marked, probation, audit)
 	}
 	t.Logf("[report] audit of undeclared crawlers: %d requests through a real Caddy, replayed from its JSON access log; undeclared per signal %v; %d disagreements", len(steps), signals, disagree)
-}
-
-// runAuditDecisions runs the caddy binary's audit and reads its
-// --format decisions output.
-func runAuditDecisions(t *testing.T, bin string, args ...string) []auditDecision {
-	t.Helper()
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), "CADDY_ROBOTS_RANGES_OPERATORS=off")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("%v: %v\n%s", args, err, stderr.String())
-	}
-	var out []auditDecision
-	dec := json.NewDecoder(&stdout)
-	for dec.More() {
-		var d auditDecision
-		if err := dec.Decode(&d); err != nil {
-			t.Fatalf("%v: reading output: %v", args, err)
-		}
-		out = append(out, d)
-	}
-	return out
 }

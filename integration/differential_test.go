@@ -23,6 +23,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -416,27 +417,35 @@ func TestDifferential(t *testing.T) {
 	}
 }
 
-// runDecisions runs the caddy binary and reads its JSON-lines output.
-func runDecisions(t *testing.T, bin string, args ...string) []checkVerdict {
+// runJSONLines runs the caddy binary and decodes its output, a stream of
+// JSON values. Exit codes other than 0 fail the test unless listed in ok
+// (caddy robots check exits 3 when it refuses a request).
+func runJSONLines[T any](t *testing.T, bin string, ok []int, args ...string) []T {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "CADDY_ROBOTS_RANGES_OPERATORS=off")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
-	if ee, ok := err.(*exec.ExitError); err != nil && (!ok || ee.ExitCode() != 3) {
+	if ee, isExit := err.(*exec.ExitError); err != nil && (!isExit || !slices.Contains(ok, ee.ExitCode())) {
 		t.Fatalf("%v: %v\n%s", args, err, stderr.String())
 	}
-	var out []checkVerdict
+	var out []T
 	dec := json.NewDecoder(&stdout)
 	for dec.More() {
-		var v checkVerdict
+		var v T
 		if err := dec.Decode(&v); err != nil {
 			t.Fatalf("%v: reading output: %v", args, err)
 		}
 		out = append(out, v)
 	}
 	return out
+}
+
+// runDecisions runs caddy robots check or audit for their decisions.
+func runDecisions(t *testing.T, bin string, args ...string) []checkVerdict {
+	t.Helper()
+	return runJSONLines[checkVerdict](t, bin, []int{3}, args...)
 }
 
 // TestDifferentialState: throttles and bans depend on live state. One
