@@ -179,21 +179,32 @@ func (a *adminAPI) serveUnban(w http.ResponseWriter, r *http.Request) error {
 // store had it.
 func unban(ctx context.Context, hs []*Handler, key string, now time.Time) (bool, error) {
 	found := false
+	err := forEachBanStore(ctx, hs, func(ctx context.Context, _ *Handler, l state.BanLister) error {
+		ok, err := l.Unban(ctx, key, now)
+		found = found || ok
+		return err
+	})
+	return found, err
+}
+
+// forEachBanStore calls f with each distinct store of hs that keeps a
+// list of bans, each call under the admin API's store deadline, and joins
+// their errors.
+func forEachBanStore(ctx context.Context, hs []*Handler, f func(context.Context, *Handler, state.BanLister) error) error {
 	var errs []error
 	for _, h := range distinctStores(hs) {
 		l, ok := h.store.(state.BanLister)
 		if !ok {
 			continue
 		}
-		uctx, cancel := context.WithTimeout(ctx, adminStoreWait)
-		ok, err := l.Unban(uctx, key, now)
+		sctx, cancel := context.WithTimeout(ctx, adminStoreWait)
+		err := f(sctx, h, l)
 		cancel()
-		found = found || ok
 		if err != nil {
 			errs = append(errs, err)
 		}
 	}
-	return found, errors.Join(errs...)
+	return errors.Join(errs...)
 }
 
 // serveUnbanWhere lifts every ban that a query selects: ?address=<ip or
@@ -268,23 +279,14 @@ func banMatcher(address, crawler, all string) (func(state.Ban) bool, error) {
 // unbanWhere lifts the bans match selects in every store of hs.
 func unbanWhere(ctx context.Context, hs []*Handler, match func(state.Ban) bool, now time.Time) ([]banLifted, error) {
 	out := []banLifted{}
-	var errs []error
-	for _, h := range distinctStores(hs) {
-		l, ok := h.store.(state.BanLister)
-		if !ok {
-			continue
-		}
-		uctx, cancel := context.WithTimeout(ctx, adminStoreWait)
-		lifted, err := l.UnbanWhere(uctx, match, now)
-		cancel()
+	err := forEachBanStore(ctx, hs, func(ctx context.Context, h *Handler, l state.BanLister) error {
+		lifted, err := l.UnbanWhere(ctx, match, now)
 		for _, b := range lifted {
 			out = append(out, banLifted{Identity: b.Key, Crawler: b.Identity.Name, Store: h.storeType(), identity: b.Identity})
 		}
-		if err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return out, errors.Join(errs...)
+		return err
+	})
+	return out, err
 }
 
 // banLifted is one ban DELETE /robots/bans lifted.
