@@ -15,6 +15,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 
 	"github.com/caddyrobots/caddy-robots/internal/sites"
+	"github.com/caddyrobots/caddy-robots/internal/warnlimit"
 )
 
 // reloadResult reports the reload of one site.
@@ -112,7 +113,7 @@ func (a *adminAPI) serveWithdraw(w http.ResponseWriter, r *http.Request) error {
 	}
 	who := r.RemoteAddr
 	if ua := r.Header.Get("User-Agent"); ua != "" {
-		who += " (" + truncateUTF8(ua, 128) + ")"
+		who += " (" + warnlimit.Shorten(ua, 128) + ")"
 	}
 	done, err := sites.Withdraw(r.Context(), loaders, id, who)
 	var cur *sites.CurrentError

@@ -38,6 +38,7 @@ import (
 
 	"github.com/caddyrobots/caddy-robots/agents"
 	"github.com/caddyrobots/caddy-robots/internal/policy"
+	"github.com/caddyrobots/caddy-robots/internal/warnlimit"
 )
 
 // The signals, their modes and the choice among them are policy's
@@ -249,8 +250,8 @@ func (h *Handler) logUndeclared(r *http.Request, s policy.Signal, o *outcome, mo
 		if c := h.logger.Check(zapcore.InfoLevel, "robots: undeclared crawler"); c != nil {
 			c.Write(zap.String("signal", s.String()), zap.String("crawler", o.agent.Name),
 				zap.String("remote_ip", ip.String()), zap.String("host", o.host),
-				zap.String("user_agent", truncateUTF8(userAgent(r), maxLoggedUA)),
-				zap.String("target", truncateUTF8(o.target.Raw, maxLoggedTarget)),
+				zap.String("user_agent", warnlimit.Shorten(userAgent(r), maxLoggedUA)),
+				zap.String("target", warnlimit.Shorten(o.target.Raw, maxLoggedTarget)),
 				zap.String("decision", o.action.String()), zap.String("mode", mode),
 				zap.Int("suppressed", suppressed))
 		}

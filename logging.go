@@ -30,7 +30,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
@@ -38,6 +37,7 @@ import (
 
 	"github.com/caddyrobots/caddy-robots/agents"
 	"github.com/caddyrobots/caddy-robots/internal/policy"
+	"github.com/caddyrobots/caddy-robots/internal/warnlimit"
 )
 
 // Limits of the refusal lines.
@@ -185,7 +185,7 @@ func (h *Handler) logRefusal(r *http.Request, o *outcome) {
 	fields = append(fields,
 		zap.String("host", host),
 		zap.String("remote_ip", ip.String()),
-		zap.String("user_agent", truncateUTF8(userAgent(r), maxLoggedUA)),
+		zap.String("user_agent", warnlimit.Shorten(userAgent(r), maxLoggedUA)),
 		zap.String("crawler", a.Name),
 		zap.String("category", string(a.Category)),
 		zap.String("purpose", string(a.Purpose)),
@@ -193,7 +193,7 @@ func (h *Handler) logRefusal(r *http.Request, o *outcome) {
 		zap.String("decision", o.action.String()),
 		zap.String("reason", o.reason.String()),
 		zap.String("token", o.tokenName()),
-		zap.String("target", truncateUTF8(o.target.Raw, maxLoggedTarget)),
+		zap.String("target", warnlimit.Shorten(o.target.Raw, maxLoggedTarget)),
 		zap.String("mode", h.Mode),
 	)
 	if g := o.decision.Group; g != nil {
@@ -206,7 +206,7 @@ func (h *Handler) logRefusal(r *http.Request, o *outcome) {
 		fields = append(fields, zap.String("version", o.version.ID))
 	}
 	if form := o.form(); form != "" {
-		fields = append(fields, zap.String("normalised_target", truncateUTF8(form, maxLoggedTarget)))
+		fields = append(fields, zap.String("normalised_target", warnlimit.Shorten(form, maxLoggedTarget)))
 	}
 	if o.reason == policy.Rule {
 		// A refusal by rule says whether it was a strike, and if not, why.
@@ -245,17 +245,4 @@ func (h *Handler) logRefusal(r *http.Request, o *outcome) {
 		fields = append(fields, zap.Int("dropped", dropped))
 	}
 	c.Write(fields...)
-}
-
-// truncateUTF8 cuts s to at most n bytes without splitting a UTF-8
-// sequence, and marks the cut with "...".
-func truncateUTF8(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n - 3
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "..."
 }

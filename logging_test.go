@@ -219,12 +219,3 @@ func TestLogRefusalBounded(t *testing.T) {
 		t.Errorf("%d identities kept, want at most %d", n, refusalLogMax)
 	}
 }
-
-func TestLogTruncateUTF8(t *testing.T) {
-	for _, s := range []string{"short", strings.Repeat("a", 300), strings.Repeat("é", 200), strings.Repeat("😀", 100)} {
-		got := truncateUTF8(s, 256)
-		if len(got) > 256 || !utf8.ValidString(got) || (len(s) <= 256 && got != s) {
-			t.Errorf("truncateUTF8(%d bytes) = %d bytes, valid %v", len(s), len(got), utf8.ValidString(got))
-		}
-	}
-}

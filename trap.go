@@ -55,6 +55,7 @@ import (
 
 	"github.com/caddyrobots/caddy-robots/enforce"
 	"github.com/caddyrobots/caddy-robots/internal/policy"
+	"github.com/caddyrobots/caddy-robots/internal/warnlimit"
 )
 
 // Bounds and defaults of the trap (policy's, shared with caddy robots
@@ -213,9 +214,9 @@ func (h *Handler) takeTrap(r *http.Request, t *trapConfig) *outcome {
 	countDisguisedKind(policy.SignalTrap, actionTrap, !enforcing)
 	ip := clientIP(nil, r)
 	if c := h.logger.Check(zapcore.InfoLevel, "robots: trap taken"); c != nil {
-		c.Write(zap.String("trap", t.path), zap.String("target", truncateUTF8(r.RequestURI, maxLoggedTarget)),
+		c.Write(zap.String("trap", t.path), zap.String("target", warnlimit.Shorten(r.RequestURI, maxLoggedTarget)),
 			zap.String("remote_ip", ip.String()), zap.String("host", policy.HostOf(r.Host)),
-			zap.String("user_agent", truncateUTF8(ua, maxLoggedUA)), zap.String("rule", rule),
+			zap.String("user_agent", warnlimit.Shorten(ua, maxLoggedUA)), zap.String("rule", rule),
 			zap.Bool("confirmed", confirmed), zap.Time("until", until), zap.String("mode", mode.String()))
 	}
 	if !enforcing {

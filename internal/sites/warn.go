@@ -3,11 +3,11 @@ package sites
 import (
 	"bytes"
 	"time"
-	"unicode/utf8"
 
 	"go.uber.org/zap"
 
 	"github.com/caddyrobots/caddy-robots/enforce"
+	"github.com/caddyrobots/caddy-robots/internal/warnlimit"
 )
 
 // Warnings about a robots.txt that loaded but is probably not what the site
@@ -53,7 +53,7 @@ func (l *Loader) warnSuspicious(st *site, body []byte, robots *enforce.Robots) {
 		}
 		l.cfg.Logger.Warn("robots: robots.txt has no user-agent group or sitemap that could be read, so it allows everything to every crawler; is it the right file?",
 			append(l.siteFields(st), zap.Int("bytes", len(body)), zap.Int("skipped_lines", len(robots.Skipped())),
-				zap.String("first_line", shorten(first, 120)), zap.Bool("looks_like_html", first[0] == '<'))...)
+				zap.String("first_line", warnlimit.Shorten(first, 120)), zap.Bool("looks_like_html", first[0] == '<'))...)
 	}
 }
 
@@ -85,17 +85,4 @@ func firstContentLine(body []byte) string {
 		}
 	}
 	return ""
-}
-
-// shorten cuts s to at most n bytes without splitting a UTF-8 sequence,
-// and marks the cut with "...", as the handler's log lines do.
-func shorten(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n - 3
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "..."
 }

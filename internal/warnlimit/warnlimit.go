@@ -1,11 +1,13 @@
 // Package warnlimit keeps a warning that can repeat (a failing store, a
 // misconfigured proxy, a refused load) to one log line every 30 seconds,
-// and says how many were held back.
+// and says how many were held back; Shorten bounds what a value quoted in a
+// log line may add to it.
 package warnlimit
 
 import (
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // Every is how often a Limiter lets a warning through.
@@ -31,4 +33,18 @@ func (l *Limiter) Allow(now time.Time) (bool, int) {
 	n := l.suppressed
 	l.last, l.suppressed = now, 0
 	return true, n
+}
+
+// Shorten cuts s to at most n bytes without splitting a UTF-8 sequence,
+// and marks the cut with "...": how a log line quotes a value a client or
+// a file chose (a User-Agent, a target, a robots.txt's first line).
+func Shorten(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n - 3
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
 }

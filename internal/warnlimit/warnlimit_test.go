@@ -1,8 +1,10 @@
 package warnlimit
 
 import (
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 func TestLimiter(t *testing.T) {
@@ -18,5 +20,14 @@ func TestLimiter(t *testing.T) {
 	}
 	if ok, n := l.Allow(t0.Add(Every)); !ok || n != 3 {
 		t.Fatalf("after 30 s: %v, %d held back, want true, 3", ok, n)
+	}
+}
+
+func TestShorten(t *testing.T) {
+	for _, s := range []string{"short", strings.Repeat("a", 300), strings.Repeat("é", 200), strings.Repeat("😀", 100)} {
+		got := Shorten(s, 256)
+		if len(got) > 256 || !utf8.ValidString(got) || (len(s) <= 256 && got != s) {
+			t.Errorf("Shorten(%d bytes) = %d bytes, valid %v", len(s), len(got), utf8.ValidString(got))
+		}
 	}
 }
