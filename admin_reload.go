@@ -40,18 +40,23 @@ type reloadReport struct {
 	Reloaded []reloadResult `json:"reloaded"`
 }
 
-// reloadAll loads every site's robots.txt now: through the server for
-// source site, from disk for source file; inline text has nothing to load.
-// Sites shared by several handlers are loaded once.
-func reloadAll(ctx context.Context, hs []*Handler) reloadReport {
-	var loaders []*sites.Loader
-	var owners []*Handler
+// loadersOf returns the site tables of the handlers in hs that load rules,
+// each with its handler.
+func loadersOf(hs []*Handler) (loaders []*sites.Loader, owners []*Handler) {
 	for _, h := range hs {
 		if h.rules != nil {
 			loaders = append(loaders, h.rules.Loader)
 			owners = append(owners, h)
 		}
 	}
+	return loaders, owners
+}
+
+// reloadAll loads every site's robots.txt now: through the server for
+// source site, from disk for source file; inline text has nothing to load.
+// Sites shared by several handlers are loaded once.
+func reloadAll(ctx context.Context, hs []*Handler) reloadReport {
+	loaders, owners := loadersOf(hs)
 	rep := reloadReport{Reloaded: []reloadResult{}}
 	for _, r := range sites.Reload(ctx, loaders) {
 		h := owners[r.Loader]
@@ -103,14 +108,7 @@ type withdrawnSite struct {
 func (a *adminAPI) serveWithdraw(w http.ResponseWriter, r *http.Request) error {
 	id := strings.TrimPrefix(r.URL.Path, "/robots/versions/")
 	hs := handlers()
-	var loaders []*sites.Loader
-	var owners []*Handler
-	for _, h := range hs {
-		if h.rules != nil {
-			loaders = append(loaders, h.rules.Loader)
-			owners = append(owners, h)
-		}
-	}
+	loaders, owners := loadersOf(hs)
 	who := r.RemoteAddr
 	if ua := r.Header.Get("User-Agent"); ua != "" {
 		who += " (" + warnlimit.Shorten(ua, 128) + ")"
