@@ -88,17 +88,9 @@ func (h *Handler) provisionDisguised() error {
 	return nil
 }
 
-var (
-	claimsOnce sync.Once
-	claimsInst *agents.BrowserClaims
-)
-
 // sharedBrowserClaims is the process's cache of browser claims, shared by
 // every handler and kept across reloads.
-func sharedBrowserClaims() *agents.BrowserClaims {
-	claimsOnce.Do(func() { claimsInst = agents.NewBrowserClaims(0) })
-	return claimsInst
-}
+var sharedBrowserClaims = sync.OnceValue(func() *agents.BrowserClaims { return agents.NewBrowserClaims(0) })
 
 // undeclared is called by classify for a request Identify took for a
 // person's (or for an HTTP library under libraries ignore). It returns nil
@@ -136,7 +128,7 @@ func (h *Handler) checkUndeclared(r *http.Request, d *disguise) *outcome {
 		}
 		if t.live() {
 			if mode, ok := h.trapMarked(r, t); ok {
-				return h.judgeUndeclared(r, sharedBrowserClaims().Lookup(userAgent(r)).Undeclared, policy.SignalTrap, mode)
+				return h.judgeUndeclared(r, d.claims.Lookup(userAgent(r)).Undeclared, policy.SignalTrap, mode)
 			}
 		}
 	}

@@ -604,17 +604,9 @@ func parsePrefix(s string) (netip.Prefix, error) {
 	return netip.PrefixFrom(a, a.BitLen()), nil
 }
 
-var (
-	identOnce sync.Once
-	identInst *agents.Identifier
-)
-
 // sharedIdentifier returns one process-wide identifier, so its cache is
 // shared by every handler and survives reloads.
-func sharedIdentifier() *agents.Identifier {
-	identOnce.Do(func() { identInst = agents.NewIdentifier(0) })
-	return identInst
-}
+var sharedIdentifier = sync.OnceValue(func() *agents.Identifier { return agents.NewIdentifier(0) })
 
 // Interface guards.
 var (
