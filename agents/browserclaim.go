@@ -1,10 +1,7 @@
 package agents
 
 import (
-	"hash/maphash"
-	"math/rand/v2"
 	"strings"
-	"sync/atomic"
 )
 
 // A browser's User-Agent is a claim too. Every current browser engine sends
@@ -445,15 +442,11 @@ func browserName(ua string) string {
 // to 512 bytes). It is safe for concurrent use; the zero value is not
 // usable, call NewBrowserClaims.
 type BrowserClaims struct {
-	seed  maphash.Seed
-	slots []atomic.Pointer[ClaimEntry]
-	mask  uint64
+	cache uaCache[ClaimEntry]
 }
 
 // ClaimEntry is one cached answer: read only.
 type ClaimEntry struct {
-	hash uint64
-	key  string
 	// Claim is what the User-Agent claims.
 	Claim BrowserClaim
 	// Undeclared is the agent the client is judged as when its claim
@@ -464,39 +457,21 @@ type ClaimEntry struct {
 // NewBrowserClaims returns a cache of up to size User-Agents (rounded up
 // to a power of two; 8192 when size is zero or less).
 func NewBrowserClaims(size int) *BrowserClaims {
-	if size <= 0 {
-		size = defaultUACacheSize
-	}
-	n := uaCacheWays
-	for n < size && n < 1<<26 {
-		n <<= 1
-	}
-	return &BrowserClaims{seed: maphash.MakeSeed(), slots: make([]atomic.Pointer[ClaimEntry], n), mask: uint64(n/uaCacheWays - 1)}
+	return &BrowserClaims{cache: newUACache[ClaimEntry](size)}
 }
 
 // Lookup returns the cached answer for ua, computing it on first sight.
 func (b *BrowserClaims) Lookup(ua string) *ClaimEntry {
-	if len(ua) > maxCachedLen {
-		return newClaimEntry(0, ua)
+	if e := b.cache.lookup(ua); e != nil {
+		return &e.val
 	}
-	h := maphash.String(b.seed, ua)
-	base := (h & b.mask) * uaCacheWays
-	set := b.slots[base : base+uaCacheWays : base+uaCacheWays]
-	for i := range set {
-		if e := set[i].Load(); e != nil && e.hash == h && e.key == ua {
-			return e
-		}
+	c := ClaimEntry{Claim: ParseBrowserClaim(ua), Undeclared: NewShared(UndeclaredAgent(ua))}
+	if e := b.cache.put(ua, c); e != nil {
+		return &e.val
 	}
-	e := newClaimEntry(h, ua)
-	for i := range set {
-		if set[i].CompareAndSwap(nil, e) {
-			return e
-		}
-	}
-	set[rand.IntN(uaCacheWays)].Store(e)
-	return e
-}
-
-func newClaimEntry(h uint64, ua string) *ClaimEntry {
-	return &ClaimEntry{hash: h, key: ua, Claim: ParseBrowserClaim(ua), Undeclared: NewShared(UndeclaredAgent(ua))}
+	// Too long to cache: a copy of its own (returning &c would put c on
+	// the heap on every miss).
+	own := new(ClaimEntry)
+	*own = c
+	return own
 }

@@ -112,15 +112,18 @@ func newShared(a Agent) Shared {
 // gets a Shared of its own.
 func (id *Identifier) IdentifyShared(userAgent string) *Shared {
 	if e := id.cache.lookup(userAgent); e != nil {
-		return &e.shared
+		return &e.val
 	}
-	a := identify(userAgent)
-	if e := id.cache.put(userAgent, a); e != nil {
-		return &e.shared
-	}
-	s := newShared(a)
+	s := newShared(identify(userAgent))
 	s.Candidates = candidateTokens(userAgent)
-	return &s
+	if e := id.cache.put(userAgent, s); e != nil {
+		return &e.val
+	}
+	// Too long to cache: a copy of its own (returning &s would put s on
+	// the heap on every miss).
+	own := new(Shared)
+	*own = s
+	return own
 }
 
 // identify is Identify without the cache.

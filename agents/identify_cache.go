@@ -27,42 +27,53 @@ const uaCacheWays = 4
 // answer takes no lock and does not allocate. An Identifier is safe for
 // concurrent use; the zero value is not usable, call NewIdentifier.
 type Identifier struct {
-	cache uaCache
+	cache uaCache[Shared]
 }
 
 // NewIdentifier returns an Identifier whose cache remembers up to cacheSize
 // User-Agents (rounded up to a power of two); a cacheSize of zero or less
 // means 8192.
 func NewIdentifier(cacheSize int) *Identifier {
-	if cacheSize <= 0 {
-		cacheSize = defaultUACacheSize
-	}
-	n := uaCacheWays
-	for n < cacheSize && n < 1<<26 {
-		n <<= 1
-	}
-	return &Identifier{cache: uaCache{
-		seed:  maphash.MakeSeed(),
-		slots: make([]atomic.Pointer[uaCacheEntry], n),
-		mask:  uint64(n/uaCacheWays - 1),
-	}}
+	return &Identifier{cache: newUACache[Shared](cacheSize)}
 }
 
-type uaCacheEntry struct {
-	hash   uint64
-	key    string
-	shared Shared
+// uaCacheEntry is one cached answer for a User-Agent: read only once
+// stored.
+type uaCacheEntry[V any] struct {
+	hash uint64
+	key  string
+	val  V
 }
 
-type uaCache struct {
+// uaCache maps User-Agents to answers in a fixed number of slots
+// (set-associative, random replacement): reading takes no lock and does not
+// allocate, and User-Agents longer than maxCachedLen are never kept.
+type uaCache[V any] struct {
 	seed  maphash.Seed
-	slots []atomic.Pointer[uaCacheEntry]
+	slots []atomic.Pointer[uaCacheEntry[V]]
 	mask  uint64 // number of sets - 1
 }
 
+// newUACache returns a cache of size slots, rounded up to a power of two
+// (defaultUACacheSize when size is zero or less).
+func newUACache[V any](size int) uaCache[V] {
+	if size <= 0 {
+		size = defaultUACacheSize
+	}
+	n := uaCacheWays
+	for n < size && n < 1<<26 {
+		n <<= 1
+	}
+	return uaCache[V]{
+		seed:  maphash.MakeSeed(),
+		slots: make([]atomic.Pointer[uaCacheEntry[V]], n),
+		mask:  uint64(n/uaCacheWays - 1),
+	}
+}
+
 // lookup returns the cached entry for ua, or nil. Returning the entry
-// rather than a copy of its Agent saves one copy on the hot path.
-func (c *uaCache) lookup(ua string) *uaCacheEntry {
+// rather than a copy of its value saves one copy on the hot path.
+func (c *uaCache[V]) lookup(ua string) *uaCacheEntry[V] {
 	if len(ua) > maxCachedLen {
 		return nil
 	}
@@ -77,23 +88,15 @@ func (c *uaCache) lookup(ua string) *uaCacheEntry {
 	return nil
 }
 
-func (c *uaCache) get(ua string) (Agent, bool) {
-	if e := c.lookup(ua); e != nil {
-		return e.shared.Agent, true
-	}
-	return Agent{}, false
-}
-
-// put caches a for ua and returns the new entry, or nil when ua is too long
-// to cache.
-func (c *uaCache) put(ua string, a Agent) *uaCacheEntry {
+// put caches v for ua and returns the new entry, or nil when ua is too
+// long to cache.
+func (c *uaCache[V]) put(ua string, v V) *uaCacheEntry[V] {
 	if len(ua) > maxCachedLen {
 		return nil
 	}
 	h := maphash.String(c.seed, ua)
 	set := c.slots[(h&c.mask)*uaCacheWays : (h&c.mask)*uaCacheWays+uaCacheWays]
-	e := &uaCacheEntry{hash: h, key: ua, shared: newShared(a)}
-	e.shared.Candidates = candidateTokens(ua)
+	e := &uaCacheEntry[V]{hash: h, key: ua, val: v}
 	for i := range set {
 		if set[i].CompareAndSwap(nil, e) {
 			return e

@@ -276,7 +276,7 @@ func TestCacheBoundedAndConcurrent(t *testing.T) {
 	}
 	long := "LongBot/1.0 " + string(bytes.Repeat([]byte("x"), 600))
 	id.Identify(long)
-	if _, ok := id.cache.get(long); ok {
+	if id.cache.lookup(long) != nil {
 		t.Error("a User-Agent longer than 512 bytes was cached")
 	}
 	if NewIdentifier(0) == nil || len(NewIdentifier(-1).cache.slots) != defaultUACacheSize {
