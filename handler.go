@@ -127,7 +127,7 @@ func (h *Handler) namedBySite(r *http.Request, a *agents.Shared) *agents.Shared 
 	if h.rules == nil || h.named == nil {
 		return nil
 	}
-	snap := h.rules.Peek(r, policy.HostOf(sentRequest(r).Host))
+	snap := h.rules.Peek(r, policy.HostOf(r.Host))
 	if snap == nil {
 		return nil
 	}
