@@ -292,6 +292,14 @@ func (d *Directory) fetch(e *dirEntry, started time.Time) {
 func (d *Directory) get(dirURL string, allowPrivate bool) (keys map[string]dirKey, unsupported map[string]struct{}, ttl, retryAfter time.Duration, err error) {
 	ctx, cancel := context.WithTimeout(d.ctx, d.cfg.FetchTimeout)
 	defer cancel()
+	defer func() {
+		// A fetch that fails once its time is up failed because of it
+		// (a body cut at the deadline reads as a short, unparsable one):
+		// say so.
+		if err != nil && ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
+			err = fmt.Errorf("%w (%w)", err, ctx.Err())
+		}
+	}()
 	ctx = context.WithValue(ctx, allowPrivateKey{}, allowPrivate)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, dirURL, nil)
 	if err != nil {

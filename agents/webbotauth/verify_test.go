@@ -53,7 +53,9 @@ func newAgentServer(t *testing.T, useTLS bool, keys ...ed25519.PublicKey) *agent
 			select {
 			case <-time.After(delay):
 			case <-r.Context().Done():
-				return
+				// The client gave up: answer nothing, as a slow server
+				// would (returning would send an empty 200).
+				panic(http.ErrAbortHandler)
 			}
 		}
 		if redirect != "" {
