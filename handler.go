@@ -195,7 +195,7 @@ func (h *Handler) judge(r *http.Request, a *agents.Shared, signer string) *outco
 // its host. It reports false for a request for /robots.txt.
 func (o *outcome) read(r *http.Request) bool {
 	s := sentRequest(r)
-	o.target = policy.ParseTarget(s.Method, s.RequestURI, rewriteValues(r)...)
+	o.target.Parse(s.Method, s.RequestURI, rewriteValues(r)...)
 	o.host = policy.HostOf(s.Host)
 	return !o.target.IsRobotsTxt()
 }

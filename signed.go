@@ -141,8 +141,8 @@ func (h *Handler) signedAgent(r *http.Request) (a *agents.Shared, signer string,
 // @target-uri as the client signed them, not as the operator's routing
 // (handle_path, rewrite) changed them ahead of this handler.
 func asReceived(r *http.Request) *http.Request {
-	or, ok := r.Context().Value(caddyhttp.OriginalRequestCtxKey).(http.Request)
-	if !ok || or.URL == nil || r.URL == nil {
+	or := originalRequest(r)
+	if or == nil || or.URL == nil || r.URL == nil {
 		return r
 	}
 	if or.URL.Path == r.URL.Path && or.URL.RawPath == r.URL.RawPath && or.URL.RawQuery == r.URL.RawQuery && or.RequestURI == r.RequestURI {

@@ -2,6 +2,7 @@ package caddyrobots
 
 import (
 	"net/http"
+	"unsafe"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
@@ -31,7 +32,7 @@ type sent struct {
 func sentRequest(r *http.Request) sent {
 	s := sent{Method: r.Method, RequestURI: r.RequestURI, Host: r.Host}
 	u := r.URL
-	if or, ok := r.Context().Value(caddyhttp.OriginalRequestCtxKey).(http.Request); ok {
+	if or := originalRequest(r); or != nil {
 		s.Method, s.RequestURI, u = or.Method, or.RequestURI, or.URL
 	}
 	if u != nil {
@@ -41,6 +42,23 @@ func sentRequest(r *http.Request) sent {
 		}
 	}
 	return s
+}
+
+// originalRequest returns Caddy's copy of the request as it arrived
+// (caddyhttp.OriginalRequestCtxKey), or nil outside a Caddy server. Caddy
+// stores the copy by value, so a type assertion would copy its 300 bytes
+// on every bot request (~45 ns, a fifth of an allowed bot's cost); the
+// stored copy is read in place instead, through the interface's data word.
+// Caddy never writes the copy after storing it, and neither does this
+// package (TestOriginalRequestInPlace checks that this reads what the
+// assertion does).
+func originalRequest(r *http.Request) *http.Request {
+	v := r.Context().Value(caddyhttp.OriginalRequestCtxKey)
+	if _, ok := v.(http.Request); !ok {
+		return nil
+	}
+	// An interface holding a struct points to it from its second word.
+	return (*http.Request)((*[2]unsafe.Pointer)(unsafe.Pointer(&v))[1])
 }
 
 // rewriteValues returns the values of the request's rewrite headers

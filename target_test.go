@@ -61,3 +61,41 @@ func rewritten(sent, now string) *http.Request {
 	r.URL = &u
 	return r
 }
+
+// TestOriginalRequestInPlace: originalRequest reads Caddy's stored copy of
+// the request in place; it must read exactly what the type assertion
+// (which copies) reads, and nothing for a context without a copy or with a
+// value of another type under the key.
+func TestOriginalRequestInPlace(t *testing.T) {
+	raw := httptest.NewRequest("POST", "http://example.com/a%2Fb/c?q=1", nil)
+	raw.Host = "Example.COM:8443"
+	r := caddyhttp.PrepareRequest(raw, caddy.NewReplacer(), httptest.NewRecorder(), nil)
+	r.URL.Path, r.Method, r.RequestURI = "/rewritten", "GET", "/rewritten"
+	copied, ok := r.Context().Value(caddyhttp.OriginalRequestCtxKey).(http.Request)
+	if !ok {
+		t.Fatal("PrepareRequest stored no original request")
+	}
+	got := originalRequest(r)
+	if got == nil {
+		t.Fatal("originalRequest: nil")
+	}
+	if got.Method != copied.Method || got.RequestURI != copied.RequestURI || got.URL != copied.URL ||
+		got.Host != copied.Host || got.RemoteAddr != copied.RemoteAddr || got.Proto != copied.Proto {
+		t.Errorf("in place %+v, copied %+v", got, copied)
+	}
+	if got.Method != "POST" || got.URL.Path != "/a/b/c" || got.URL.RawQuery != "q=1" {
+		t.Errorf("original request: %s %+v", got.Method, got.URL)
+	}
+	if originalRequest(httptest.NewRequest("GET", "/", nil)) != nil {
+		t.Error("a request outside Caddy has an original request")
+	}
+	for _, v := range []any{raw, "x", 42} {
+		other := raw.WithContext(context.WithValue(context.Background(), caddyhttp.OriginalRequestCtxKey, v))
+		if originalRequest(other) != nil {
+			t.Errorf("a %T under the key read as a request", v)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { _ = originalRequest(r) }); n != 0 {
+		t.Errorf("originalRequest allocates %v times", n)
+	}
+}

@@ -140,7 +140,16 @@ func (t *Target) IsRobotsTxt() bool { return !t.Bad && t.Path == "/robots.txt" }
 // A target made only of plain characters (no '%', '\\', ';', '#', "//" or "/.")
 // with no rewrite header has one form and costs no allocation.
 func ParseTarget(method, requestURI string, rewrites ...string) Target {
-	t := Target{Method: method}
+	var t Target
+	t.Parse(method, requestURI, rewrites...)
+	return t
+}
+
+// Parse is ParseTarget into t, which it resets first: a caller that keeps
+// the Target in a larger structure (a judged request's outcome) fills it in
+// place rather than copy its 344 bytes.
+func (t *Target) Parse(method, requestURI string, rewrites ...string) {
+	*t = Target{Method: method}
 	raw, ok := originTarget(requestURI, method)
 	t.Bad = !ok
 	t.Raw = raw
@@ -151,7 +160,7 @@ func ParseTarget(method, requestURI string, rewrites ...string) Target {
 			t.Path = rawPath
 		}
 		t.addRewrites(rawPath, raw[len(rawPath):], rewrites)
-		return t
+		return
 	}
 	q := ""
 	if query != "" || strings.HasSuffix(raw, "?") {
@@ -170,7 +179,6 @@ func ParseTarget(method, requestURI string, rewrites ...string) Target {
 		}
 	}
 	t.addRewrites(rawPath, q, rewrites)
-	return t
 }
 
 // addReadings adds the readings of a raw (escaped) path: cleaned with
