@@ -217,8 +217,12 @@ func (h *Handler) decide(r *http.Request, o *outcome, addr *clientAddr, signer s
 		}
 	}
 	clock := lazyClock{now: h.now}
-	sc := h.stateScopes(r, o.host)
+	// The state's scopes are worked out only for a request that reads or
+	// writes state: most allowed requests do neither.
+	var sc stateScopes
+	scoped := false
 	if h.strikes.Strikes > 0 && (h.banHint == nil || h.banHint.MayHaveBans()) {
+		sc, scoped = h.stateScopes(r, o.host), true
 		o.ban, _ = h.store.Banned(r.Context(), policy.StrikeIdentity(sc.ban, &o.who, addr.get()), clock.get())
 	}
 	snap := h.rules.Snapshot(r, o.host)
@@ -231,8 +235,13 @@ func (h *Handler) decide(r *http.Request, o *outcome, addr *clientAddr, signer s
 		now = clock.get()
 	}
 	f := o.facts(now)
-	o.assessment = policy.Assess(&f, &h.policy)
-	h.writeState(r.Context(), o, sc, addr, &clock, dry)
+	o.assessment.Assess(&f, &h.policy)
+	if as := &o.assessment; (as.Strike && h.strikes.Strikes > 0 && !dry) || as.Pace {
+		if !scoped {
+			sc = h.stateScopes(r, o.host)
+		}
+		h.writeState(r.Context(), o, sc, addr, &clock, dry)
+	}
 	if o.assessment.Refused() || h.debug {
 		o.client.Addr = addr.get() // for the explanation and the log line
 	}

@@ -2,7 +2,6 @@ package caddyrobots
 
 import (
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -36,8 +35,8 @@ type outcome struct {
 }
 
 // published is the part of an outcome that the {http.robots.*}
-// placeholders read. It is kept small (56 bytes) because each judged
-// request copies it once, into the placeholder provider.
+// placeholders read. It is kept small (56 bytes) and comparable: the
+// provider of an outcome seen recently is reused (placeholders.go).
 type published struct {
 	action  policy.Action
 	reason  policy.Reason
@@ -130,53 +129,6 @@ func (o *published) tokenName() string {
 	return s
 }
 
-// placeholder resolves the {http.robots.*} placeholders of one request. It
-// has a value receiver so that the method value o.placeholder carries its
-// own copy: one allocation per judged request.
-func (o published) placeholder(key string) (any, bool) {
-	name, ok := strings.CutPrefix(key, "http.robots.")
-	if !ok {
-		return nil, false
-	}
-	switch name {
-	case "agent":
-		return o.agent.Name, true
-	case "category":
-		return string(o.agent.Category), true
-	case "purpose":
-		return o.agent.PurposeValue, true
-	case "verdict":
-		return o.verdict.String(), true
-	case "token":
-		return o.tokenValue(), true
-	case "decision":
-		return actionValues[o.action], true
-	case "reason":
-		return o.reason.String(), true
-	case "rule":
-		if o.decision.Rule != nil {
-			return o.decision.Rule.String(), true
-		}
-		return "", true
-	case "group":
-		if o.decision.Group != nil {
-			return o.decision.Group.String(), true
-		}
-		return "", true
-	case "version":
-		if o.version != nil {
-			return o.version.ID, true
-		}
-		return "", true
-	case "retry_after":
-		if o.retryAfter > 0 {
-			return policy.RetryAfterSeconds(o.retryAfter), true
-		}
-		return "", true
-	}
-	return nil, false
-}
-
 // publishOutcome publishes a judged request's outcome (placeholders, vars,
 // the decision metric, the INFO line of a refusal, the debug line) and
 // returns it when the request is to be refused.
@@ -190,7 +142,7 @@ func (h *Handler) publishOutcome(r *http.Request, vars map[string]any, o *outcom
 	if repl, ok := ctx.Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
 		// One lazy provider instead of ten values: the strings are only
 		// built when a log line or handle_errors asks for them.
-		repl.Map(o.published.placeholder)
+		repl.Map(o.published.provider())
 	}
 	if vars != nil {
 		// What caddyhttp.SetVar does, without looking the map up three times.

@@ -1,7 +1,6 @@
 package caddyrobots
 
 import (
-	"hash/maphash"
 	"sort"
 	"sync/atomic"
 
@@ -87,19 +86,17 @@ func claimOf(a *agents.Shared, v agents.Verdict) claim {
 // empty one, "-" or a bare "Mozilla/5.0".
 const noNameLabel = "(no User-Agent name)"
 
-// statsSeed keys the hash that places names in slots.
-var statsSeed = maphash.MakeSeed()
-
 // slot returns the slot of the crawler name, claiming a free one on first
 // sight; nil when the few slots probed belong to others (the table is
 // full: such requests go uncounted). Slots are keyed by name, not by the
 // Identifier's answer: one crawler has many answers (one per User-Agent
 // string, a new one for every signed request or uncached string). A name
-// is known by its 64-bit hash under a seed drawn per process: two names
-// share a slot only if their hashes collide, a chance of 2^-64 per pair
-// that nobody outside the process can aim for.
-func (s *crawlerStats) slot(name string, c claim) *statsSlot {
-	h := maphash.String(statsSeed, name)
+// is known by its 64-bit hash under a seed drawn per process
+// (agents.NameHash, computed once per cached answer): two names share a
+// slot only if their hashes collide, a chance of 2^-64 per pair that
+// nobody outside the process can aim for.
+func (s *crawlerStats) slot(a *agents.Shared, c claim) *statsSlot {
+	name, h := a.Name, a.NameHash
 	key := (h ^ uint64(c)*0x9e3779b97f4a7c15) | 1
 	for i := uint64(0); i < 4; i++ {
 		sl := &s.slots[(h>>32+i)%statsSlots]
@@ -123,7 +120,7 @@ func (s *crawlerStats) seen(a *agents.Shared, v agents.Verdict, act policy.Actio
 	if s == nil {
 		return
 	}
-	sl := s.slot(a.Name, claimOf(a, v))
+	sl := s.slot(a, claimOf(a, v))
 	if sl == nil {
 		return
 	}
@@ -140,7 +137,7 @@ func (s *crawlerStats) retried(a *agents.Shared, v agents.Verdict) {
 	if s == nil {
 		return
 	}
-	if sl := s.slot(a.Name, claimOf(a, v)); sl != nil {
+	if sl := s.slot(a, claimOf(a, v)); sl != nil {
 		sl.retries.Add(1)
 	}
 }

@@ -1,6 +1,7 @@
 package agents
 
 import (
+	"hash/maphash"
 	"strings"
 
 	"github.com/caddyrobots/caddy-robots/agents/internal/uatext"
@@ -84,7 +85,18 @@ type Shared struct {
 	// See NamedBy for what they are for. The slice is shared: callers must
 	// not modify it. An answer made by NewShared has none.
 	Candidates []string
+	// NameHash is NameHash(Name), computed once: a key for tables of
+	// per-crawler counts that a hot path updates on every request.
+	NameHash uint64
 }
+
+// nameSeed keys NameHash: drawn once per process, so that nobody outside
+// it can aim two names at one hash.
+var nameSeed = maphash.MakeSeed()
+
+// NameHash is a 64-bit hash of a crawler's name under a seed drawn once per
+// process; never 0.
+func NameHash(name string) uint64 { return maphash.String(nameSeed, name) | 1 }
 
 // NewShared returns a's Shared form, with its name, purpose and tokens
 // boxed once: for callers that build an Agent of their own (a crawler
@@ -95,7 +107,7 @@ func NewShared(a Agent) *Shared {
 }
 
 func newShared(a Agent) Shared {
-	s := Shared{Agent: a, NameValue: a.Name, PurposeValue: string(a.Purpose)}
+	s := Shared{Agent: a, NameValue: a.Name, PurposeValue: string(a.Purpose), NameHash: NameHash(a.Name)}
 	if len(a.Tokens) > 0 {
 		s.TokenValues = make([]any, len(a.Tokens))
 		for i, t := range a.Tokens {

@@ -17,6 +17,7 @@ package policy
 import (
 	"math"
 	"net/netip"
+	"sync/atomic"
 	"time"
 
 	"github.com/caddyrobots/caddy-robots/agents"
@@ -121,6 +122,25 @@ type Version struct {
 	// From is when it became current; Until when a newer one replaced it
 	// (zero while current).
 	From, Until time.Time
+	// Memo is where a caller keeps a value derived from the version, made
+	// once and dropped with the version (the handler keeps the placeholder
+	// providers of the outcomes judged against it there).
+	Memo Memo
+}
+
+// Memo holds one value, set once. The zero value is empty and ready.
+type Memo struct{ v atomic.Value }
+
+// Load returns the value, or nil before one was set.
+func (m *Memo) Load() any { return m.v.Load() }
+
+// LoadOrStore returns the value, first setting it to v if there was none.
+// Every value set in one Memo must have the same concrete type.
+func (m *Memo) LoadOrStore(v any) any {
+	if m.v.CompareAndSwap(nil, v) {
+		return v
+	}
+	return m.v.Load()
 }
 
 // BriefFor is how long a version must have been current to earn grace for
@@ -306,24 +326,33 @@ const noInterval = time.Duration(math.MaxInt64)
 // the AI usage preferences (with preferences enforce); the "*" group for a
 // claim that could not be verified; and last the crawler's pace.
 func Assess(f *Facts, o *Options) Assessment {
-	a := Assessment{Action: Allow, Token: TokenNone, RefusedForm: -1, Verdict: f.Client.Verdict}
+	var a Assessment
+	a.Assess(f, o)
+	return a
+}
+
+// Assess is the package's Assess into a, which it resets first: the live
+// handler keeps the assessment in its outcome and fills it in place rather
+// than copy it.
+func (a *Assessment) Assess(f *Facts, o *Options) {
+	*a = Assessment{Action: Allow, Token: TokenNone, RefusedForm: -1, Verdict: f.Client.Verdict}
 	t := f.Target
 	switch {
 	case t.IsRobotsTxt():
-		return a // always served, to everyone, even to banned bots
+		return // always served, to everyone, even to banned bots
 	case t.Bad || t.overflow:
 		a.Action, a.Reason = Block, BadTarget
-		return a
+		return
 	case len(t.Raw) > MaxTargetLength:
 		a.Action, a.Reason = Block, TooLong
-		return a
+		return
 	case a.Verdict == agents.Spoofed && o.SpoofedBlock:
 		a.Action, a.Reason = Block, Spoofed
-		return a
+		return
 	case f.Ban != nil && f.Ban.Banned:
 		a.Action, a.Reason, a.BanUntil = Ban, Banned, f.Ban.Until
 		a.RetryAfter = f.Ban.Until.Sub(f.Now)
-		return a
+		return
 	}
 	if o.CaseInsensitive {
 		t.FoldCase()
@@ -333,7 +362,7 @@ func Assess(f *Facts, o *Options) Assessment {
 		if site.Unavailable && o.UnavailableDisallow {
 			a.Action, a.Reason, a.RetryAfter = Block, Unavailable, RetryUnavailable
 		}
-		return a
+		return
 	}
 	// A claim that could not be verified, and a provable impostor judged by
 	// "*" (spoofed wildcard), have not earned the habits the claimed
@@ -404,24 +433,23 @@ func Assess(f *Facts, o *Options) Assessment {
 		// reading and every version served within the strike window.
 		a.NoStrike = strikeExcuse(site, who, forms, f.Now)
 		a.Strike = o.Strikes && a.NoStrike == ""
-		return a
+		return
 	}
 	if o.Preferences && a.Version.Robots.HasPreferences() {
 		if ref, form, ok := preferenceRefusal(a.Version.Robots, g0, who.Tokens, forms, string(f.Client.Agent.Purpose)); ok {
 			a.Action, a.Reason, a.Preference, a.RefusedForm = Block, Preference, ref, form
-			return a
+			return
 		}
 	}
 	if starRefusedByAll {
 		// Only "*" refuses: a real crawler whose verification is pending
 		// comes back later and is never struck.
 		a.Action, a.Reason, a.RetryAfter = Block, Unverified, RetryUnavailable
-		return a
+		return
 	}
 	if interval > 0 && interval != noInterval && throttles(o.CrawlDelay, &f.Client.Agent.Profile, unproven) {
 		a.Interval, a.RateGroup, a.Pace = interval, rateGroup, true
 	}
-	return a
 }
 
 // NeedsTime reports whether a decision on a site with the given number of
