@@ -183,17 +183,11 @@ func (h *Handler) judgeUndeclared(r *http.Request, a *agents.Shared, s policy.Si
 	if mode != policy.SignalEnforce && h.enforce {
 		hh = h.disguise.logTwin(h)
 	}
-	vars, _ := r.Context().Value(caddyhttp.VarsCtxKey).(map[string]any)
-	addr := clientAddr{r: r, vars: vars}
-	if len(hh.exempt) > 0 && hh.exempted(addr.get()) {
-		return nil
-	}
 	o := outcome{published: published{agent: a}}
-	if !o.read(r) {
-		return robotsTxtOutcome
+	refused, judged := hh.judgeInto(r, &o, "")
+	if !judged {
+		return refused
 	}
-	hh.decide(r, &o, &addr, "", false)
-	refused := hh.publishOutcome(r, vars, &o)
 	countDisguised(s, o.action, !hh.enforce)
 	h.logUndeclared(r, s, &o, hh.Mode)
 	if refused != nil {

@@ -176,19 +176,28 @@ func isSubrequest(r *http.Request) bool {
 // versions, assess (policy.Assess), write the state the assessment asks
 // for, answer.
 func (h *Handler) judge(r *http.Request, a *agents.Shared, signer string) *outcome {
+	o := outcome{published: published{agent: a}}
+	refused, _ := h.judgeInto(r, &o, signer)
+	return refused
+}
+
+// judgeInto is judge on o, which holds the agent: it returns what judge
+// returns, and whether o was judged (false for an exempt client and for a
+// request for /robots.txt), so that a caller can publish more of it
+// (judgeUndeclared).
+func (h *Handler) judgeInto(r *http.Request, o *outcome, signer string) (refused *outcome, judged bool) {
 	vars, _ := r.Context().Value(caddyhttp.VarsCtxKey).(map[string]any)
 	addr := clientAddr{r: r, vars: vars}
 	if len(h.exempt) > 0 && h.exempted(addr.get()) {
-		return nil
+		return nil, false
 	}
-	o := outcome{published: published{agent: a}}
 	if !o.read(r) {
 		// Asked for /robots.txt, which a rewrite ahead of the handler
 		// renamed: still /robots.txt, always served.
-		return robotsTxtOutcome
+		return robotsTxtOutcome, false
 	}
-	h.decide(r, &o, &addr, signer, false)
-	return h.publishOutcome(r, vars, &o)
+	h.decide(r, o, &addr, signer, false)
+	return h.publishOutcome(r, vars, o), true
 }
 
 // read takes the request as the client sent it: its target's forms and
