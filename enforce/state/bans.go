@@ -112,31 +112,47 @@ func sortBans(bans []Ban) {
 
 // Bans implements [BanLister.Bans].
 func (m *Memory) Bans(_ context.Context, now time.Time, limit int) ([]Ban, error) {
-	limit = banLimit(limit)
-	if !m.MayHaveBans() {
+	found := m.bansInForce(now, banLimit(limit), func(*entry) bool { return true })
+	if len(found) == 0 {
 		return nil, nil
 	}
+	out := make([]Ban, len(found))
+	for i := range found {
+		out[i] = found[i].Ban
+	}
+	sortBans(out)
+	return out, nil
+}
+
+// bansInForce returns up to limit (<= 0: no limit) of the bans in force at
+// now whose entries keep accepts, each with its entry's end: the one walk
+// over the shards behind Bans and earnedBans.
+func (m *Memory) bansInForce(now time.Time, limit int, keep func(*entry) bool) []earnedBan {
+	if !m.MayHaveBans() {
+		return nil
+	}
 	t := now.UnixNano()
-	var out []Ban
+	var out []earnedBan
 	for i := range m.shards {
 		s := &m.shards[i]
 		s.mu.Lock()
 		for _, slot := range s.idx {
-			e := &s.entries[slot]
-			if e.banUntil > t && len(out) < limit {
-				out = append(out, Ban{Identity: e.id, Until: now.Add(time.Duration(e.banUntil - t)), Info: e.banInfo()})
+			if limit > 0 && len(out) >= limit {
+				break
+			}
+			if e := &s.entries[slot]; e.banUntil > t && keep(e) {
+				out = append(out, earnedBan{Ban{Identity: e.id, Until: now.Add(time.Duration(e.banUntil - t)), Info: e.banInfo()}, e.banUntil})
 			}
 		}
 		s.mu.Unlock()
-		if len(out) >= limit {
+		if limit > 0 && len(out) >= limit {
 			break
 		}
 	}
 	for i := range out {
 		out[i].Key = out[i].Identity.String()
 	}
-	sortBans(out)
-	return out, nil
+	return out
 }
 
 // Unban implements [BanLister.Unban]: the identity's ban ends and its

@@ -96,30 +96,7 @@ func (e *entry) dropBan() {
 
 // earnedBans implements banKeeper.
 func (m *Memory) earnedBans(now time.Time, limit int) []earnedBan {
-	if !m.MayHaveBans() {
-		return nil
-	}
-	t := now.UnixNano()
-	var out []earnedBan
-	for i := range m.shards {
-		s := &m.shards[i]
-		s.mu.Lock()
-		for _, slot := range s.idx {
-			e := &s.entries[slot]
-			if e.flags&entryEarned != 0 && e.banUntil > t {
-				out = append(out, earnedBan{Ban{Identity: e.id, Until: now.Add(time.Duration(e.banUntil - t)), Info: e.banInfo()}, e.banUntil})
-			}
-		}
-		s.mu.Unlock()
-		if limit > 0 && len(out) >= limit {
-			out = out[:limit]
-			break
-		}
-	}
-	for i := range out {
-		out[i].Key = out[i].Identity.String()
-	}
-	return out
+	return m.bansInForce(now, limit, func(e *entry) bool { return e.flags&entryEarned != 0 })
 }
 
 // settle implements banKeeper.
