@@ -746,6 +746,9 @@ func hostText(h HostReport) string {
 	if h.Own > 0 {
 		s += fmt.Sprintf(", %d by this plugin", h.Own)
 	}
+	if h.NotJudged > 0 {
+		s += fmt.Sprintf(", %d by HTTP libraries not judged", h.NotJudged)
+	}
 	if h.NoUserAgent > 0 {
 		s += fmt.Sprintf(", %d without a User-Agent", h.NoUserAgent)
 	}
