@@ -764,3 +764,64 @@ func TestAuditReplaysUndeclared(t *testing.T) {
 		})
 	}
 }
+
+// TestAuditSiteBlockSharesStrikes: the handler keeps strikes and bans per
+// site block, so with --config the audit counts a crawler's strikes on
+// every host of the block together, as the server does; without a config
+// each host is a block of its own.
+func TestAuditSiteBlockSharesStrikes(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "Caddyfile")
+	if err := os.WriteFile(cfg, []byte(`a.example, b.example {
+	robots {
+		source inline "User-agent: *\nDisallow: /private/\n"
+		strikes 2 10m 1h
+		crawl_delay off
+	}
+	respond "ok"
+}
+c.example {
+	robots {
+		source inline "User-agent: *\nDisallow: /private/\n"
+		strikes 2 10m 1h
+		crawl_delay off
+	}
+	respond "ok"
+}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	robots := filepath.Join(dir, "robots.txt")
+	if err := os.WriteFile(robots, []byte("User-agent: *\nDisallow: /private/\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	line := func(ts int, host, uri string) string {
+		return fmt.Sprintf(`{"level":"info","ts":%d.5,"logger":"http.log.access.log0","msg":"handled request","request":{"remote_ip":"192.0.2.7","remote_port":"41000","client_ip":"192.0.2.7","proto":"HTTP/1.1","method":"GET","host":%q,"uri":%q,"headers":{"User-Agent":["ExampleCrawler/1.0 (+https://example.com/bot)"]}},"status":200}`, ts, host, uri)
+	}
+	log := filepath.Join(dir, "access.log")
+	lines := []string{
+		line(1778500000, "a.example", "/private/1"), // strike 1
+		line(1778500001, "b.example", "/private/2"), // strike 2, on the same site block: banned
+		line(1778500002, "a.example", "/"),
+		line(1778500003, "c.example", "/private/3"), // another site block: its first strike
+		line(1778500004, "c.example", "/"),
+	}
+	if err := os.WriteFile(log, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	decisions := func(ds []audit.Decision) string {
+		var s []string
+		for _, d := range ds {
+			s = append(s, d.Decision)
+		}
+		return strings.Join(s, " ")
+	}
+	ds := decisionsOf(t, "--config", cfg, "--site", "a.example", log)
+	if got, want := decisions(ds), "block block ban block allow"; got != want {
+		t.Errorf("--config (a.example and b.example one block): %s, want %s", got, want)
+	}
+	ds = decisionsOf(t, "--robots", robots, "--strikes", "2 10m 1h", "--crawl-delay", "off", log)
+	if got, want := decisions(ds), "block block allow block allow"; got != want {
+		t.Errorf("--robots (each host its own block): %s, want %s", got, want)
+	}
+}

@@ -108,6 +108,10 @@ type checkEnv struct {
 	// robots.txt in every group ("" when it adds none): the judged rules
 	// carry it, as the handler's do.
 	trapRules string
+	// block is the host patterns of the site block whose handler judges
+	// (none: every host), known with --config only (blockKnown).
+	block      []string
+	blockKnown bool
 }
 
 type verdictWhy struct {
@@ -168,9 +172,10 @@ func newCheckEnv(env *cliEnv) (*checkEnv, error) {
 	if cfgPath != "" {
 		site, _ := fl.GetString("site")
 		adapter, _ := fl.GetString("adapter")
-		if ce.h, err = handlerFromConfig(cfgPath, adapter, site); err != nil {
+		if ce.h, ce.block, err = handlerFromConfig(cfgPath, adapter, site); err != nil {
 			return nil, err
 		}
+		ce.blockKnown = true
 	} else {
 		if ce.h, err = handlerFromFlags(fl); err != nil {
 			return nil, err

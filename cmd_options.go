@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/caddyrobots/caddy-robots/internal/policy"
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 	"github.com/spf13/pflag"
@@ -78,14 +79,15 @@ func parseStrikesFlag(s string) (*StrikesConfig, error) {
 // options of the robots handler that serves site (host, or host:port to
 // pick the server by its port), with its placeholders replaced. A relative
 // source file is read relative to the config's directory when it is not
-// found from the working directory.
-func handlerFromConfig(path, adapter, site string) (*Handler, error) {
+// found from the working directory. It also returns the host patterns of
+// the site block the handler serves (none: every host).
+func handlerFromConfig(path, adapter, site string) (*Handler, []string, error) {
 	if site == "" {
-		return nil, errors.New("--config needs --site <host[:port]>: which site's robots handler judges")
+		return nil, nil, errors.New("--config needs --site <host[:port]>: which site's robots handler judges")
 	}
 	body, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("reading config: %w", err)
+		return nil, nil, fmt.Errorf("reading config: %w", err)
 	}
 	if adapter == "" {
 		adapter = "caddyfile"
@@ -97,23 +99,23 @@ func handlerFromConfig(path, adapter, site string) (*Handler, error) {
 	if adapter != "json" {
 		a := caddyconfig.GetAdapter(adapter)
 		if a == nil {
-			return nil, fmt.Errorf("no config adapter %q", adapter)
+			return nil, nil, fmt.Errorf("no config adapter %q", adapter)
 		}
 		cfgJSON, _, err = a.Adapt(body, map[string]any{"filename": path})
 		if err != nil {
-			return nil, fmt.Errorf("adapting %s: %w", path, err)
+			return nil, nil, fmt.Errorf("adapting %s: %w", path, err)
 		}
 	}
-	raw, where, err := findHandlerJSON(cfgJSON, site)
+	raw, where, hosts, err := findHandlerJSON(cfgJSON, site)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
 	h := &Handler{}
 	if err := json.Unmarshal(raw, h); err != nil {
-		return nil, fmt.Errorf("%s: the robots handler of %s: %w", path, where, err)
+		return nil, nil, fmt.Errorf("%s: the robots handler of %s: %w", path, where, err)
 	}
 	if err := h.replacePlaceholders(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	h.applyDefaults()
 	if h.Source == "file" && !filepath.IsAbs(h.File) {
@@ -122,9 +124,9 @@ func handlerFromConfig(path, adapter, site string) (*Handler, error) {
 		}
 	}
 	if err := h.Validate(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return h, nil
+	return h, hosts, nil
 }
 
 // jsonRoute is a route of a JSON config, as far as finding a handler needs.
@@ -135,8 +137,9 @@ type jsonRoute struct {
 }
 
 // findHandlerJSON returns the JSON of the robots handler that serves site
-// in a config, and a description of where it sits.
-func findHandlerJSON(cfg []byte, site string) (json.RawMessage, string, error) {
+// in a config, a description of where it sits, and the host patterns of
+// its site block (walkJSONRoutes).
+func findHandlerJSON(cfg []byte, site string) (json.RawMessage, string, []string, error) {
 	var c struct {
 		Apps struct {
 			HTTP struct {
@@ -148,7 +151,7 @@ func findHandlerJSON(cfg []byte, site string) (json.RawMessage, string, error) {
 		} `json:"apps"`
 	}
 	if err := json.Unmarshal(cfg, &c); err != nil {
-		return nil, "", fmt.Errorf("reading the config: %w", err)
+		return nil, "", nil, fmt.Errorf("reading the config: %w", err)
 	}
 	host, port := site, 0
 	if h, p, err := net.SplitHostPort(site); err == nil {
@@ -167,22 +170,25 @@ func findHandlerJSON(cfg []byte, site string) (json.RawMessage, string, error) {
 		if port != 0 && !listensOnJSON(srv.Listen, port) {
 			continue
 		}
-		if raw, ok := walkJSONRoutes(srv.Routes, host); ok {
-			return raw, fmt.Sprintf("server %s (%s), site %s", name, strings.Join(srv.Listen, " "), site), nil
+		if raw, hosts, ok := walkJSONRoutes(srv.Routes, host); ok {
+			return raw, fmt.Sprintf("server %s (%s), site %s", name, strings.Join(srv.Listen, " "), site), hosts, nil
 		}
 		seen = append(seen, name+" ("+strings.Join(srv.Listen, " ")+")")
 	}
-	return nil, "", fmt.Errorf("no robots handler serves site %q (servers looked at: %s)", site, strings.Join(seen, ", "))
+	return nil, "", nil, fmt.Errorf("no robots handler serves site %q (servers looked at: %s)", site, strings.Join(seen, ", "))
 }
 
 // walkJSONRoutes finds the first robots handler on host's path through
 // routes; routes whose matchers other than host are ignored (a path
-// matcher does not hide a site's handler).
-func walkJSONRoutes(routes []jsonRoute, host string) (json.RawMessage, bool) {
+// matcher does not hide a site's handler). It also returns the host
+// patterns of the outermost route on that path that has any: the site
+// block's, whose hosts share the handler's state (none: every host).
+func walkJSONRoutes(routes []jsonRoute, host string) (json.RawMessage, []string, bool) {
 	for _, rt := range routes {
 		if !routeHostMatches(rt.Match, host) {
 			continue
 		}
+		patterns := routeHostPatterns(rt.Match)
 		for _, h := range rt.Handle {
 			var kind struct {
 				Handler string      `json:"handler"`
@@ -193,15 +199,33 @@ func walkJSONRoutes(routes []jsonRoute, host string) (json.RawMessage, bool) {
 			}
 			switch kind.Handler {
 			case "robots":
-				return h, true
+				return h, patterns, true
 			case "subroute":
-				if raw, ok := walkJSONRoutes(kind.Routes, host); ok {
-					return raw, true
+				if raw, inner, ok := walkJSONRoutes(kind.Routes, host); ok {
+					if len(patterns) == 0 {
+						patterns = inner
+					}
+					return raw, patterns, true
 				}
 			}
 		}
 	}
-	return nil, false
+	return nil, nil, false
+}
+
+// routeHostPatterns returns the patterns of a route's host matchers, lower
+// case.
+func routeHostPatterns(sets []map[string]json.RawMessage) []string {
+	var out []string
+	for _, set := range sets {
+		var hosts []string
+		if raw, ok := set["host"]; ok && json.Unmarshal(raw, &hosts) == nil {
+			for _, p := range hosts {
+				out = append(out, strings.ToLower(p))
+			}
+		}
+	}
+	return out
 }
 
 // routeHostMatches reports whether a route's matcher sets let host through
@@ -220,30 +244,12 @@ func routeHostMatches(sets []map[string]json.RawMessage, host string) bool {
 			continue
 		}
 		for _, p := range hosts {
-			if hostPatternMatches(strings.ToLower(p), host) {
+			if policy.HostPatternMatches(strings.ToLower(p), host) {
 				return true
 			}
 		}
 	}
 	return false
-}
-
-// hostPatternMatches matches a host matcher's pattern as Caddy does:
-// exact, or "*" standing for one label.
-func hostPatternMatches(pattern, host string) bool {
-	if pattern == host {
-		return true
-	}
-	pl, hl := strings.Split(pattern, "."), strings.Split(host, ".")
-	if len(pl) != len(hl) {
-		return false
-	}
-	for i := range pl {
-		if pl[i] != "*" && pl[i] != hl[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // listensOnJSON reports whether listen addresses include port.

@@ -118,6 +118,12 @@ type Config struct {
 	// Site is the host of the lines of a format that records none (CLF),
 	// for their state scope; "" when unknown.
 	Site string
+	// Block, when set, is the site block of the robots handler that
+	// judges. The handler keeps strikes, bans, rotation records and trap
+	// marks per site block and throttles per host, so the lines of every
+	// host the block serves share its state. Nil: each host is a site
+	// block of its own (all the audit can know without a config).
+	Block *SiteBlock
 	// MaxCrawlers bounds the crawlers reported by name, over all sites;
 	// the others are counted together under OtherName. Default
 	// DefaultMaxCrawlers.
@@ -466,7 +472,7 @@ func (a *Auditor) Line(line []byte) error {
 	}
 	a.bots++
 	he.agg.bots++
-	return a.judge(ue, he, e, t, judging{scope: he.scope, log: a.cfg.LogMode})
+	return a.judge(ue, he, e, t, judging{scope: he.scope, pace: he.pace, log: a.cfg.LogMode})
 }
 
 // identify identifies a User-Agent and caches the answer.
@@ -528,8 +534,12 @@ func (a *Auditor) hostFor(e *Entry) (*hostEntry, error) {
 	if !e.HasHost {
 		he.host = policy.HostOf(a.cfg.Site)
 	}
-	he.scope = stateScope(he.host, a.cfg.LogMode)
-	he.logScope = stateScope(he.host, true)
+	he.pace, he.logPace = stateScope(he.host, a.cfg.LogMode), stateScope(he.host, true)
+	block, desc := he.host, he.host
+	if b := a.cfg.Block; b != nil && b.Serves(he.host) {
+		block, desc = "block|"+b.Name, b.Name
+	}
+	he.scope, he.logScope, he.desc = stateScope(block, a.cfg.LogMode), stateScope(block, true), desc
 	he.keep = a.keep == nil || a.keep[he.host]
 	if he.keep {
 		he.agg = a.hostAgg(he.host)
@@ -606,11 +616,13 @@ func newCrawler(name string, h *hostAgg, ag agents.Agent) *crawler {
 	}
 }
 
-// judging is how a request is judged: the scope of the state it reads
-// and writes, whether in log mode, and for an undeclared crawler the
-// signal that caught it.
+// judging is how a request is judged: the scopes of the state it reads
+// and writes (strikes and bans: the site block's; the throttle: the
+// host's), whether in log mode, and for an undeclared crawler the signal
+// that caught it.
 type judging struct {
 	scope      string
+	pace       string
 	log        bool
 	undeclared bool
 	signal     policy.Signal
@@ -692,7 +704,7 @@ func (a *Auditor) judge(ue *uaEntry, he *hostEntry, e *Entry, t time.Time, j jud
 	f := policy.Facts{Target: &target, Client: &client, Who: &who, Site: &a.site, Ban: &ban, Now: t}
 	as := policy.Assess(&f, &a.opts)
 	if as.Strike && stateful && a.strikes.Enabled() {
-		info := state.StrikeInfo{Crawler: ag.Name, Token: as.TokenName(who.Tokens), Scope: he.host}
+		info := state.StrikeInfo{Crawler: ag.Name, Token: as.TokenName(who.Tokens), Scope: he.desc}
 		if as.Decision.Rule != nil {
 			info.Line = as.Decision.Rule.Line
 		}
@@ -707,7 +719,7 @@ func (a *Auditor) judge(ue *uaEntry, he *hostEntry, e *Entry, t time.Time, j jud
 		}
 	}
 	if as.Pace && stateful {
-		id := policy.ThrottleIdentity(j.scope, &who, ip)
+		id := policy.ThrottleIdentity(j.pace, &who, ip)
 		pace := state.Pace{Interval: as.Interval, Burst: a.opts.Burst, Fetch: state.NewFetch(target.Method, he.host, target.Raw)}
 		if res, err := a.store.ThrottlePace(a.ctx, id, pace, t); err == nil {
 			as = as.Throttled(res)

@@ -1,5 +1,7 @@
 package audit
 
+import "github.com/caddyrobots/caddy-robots/internal/policy"
+
 // stateScope is the scope of the throttle and strike state of a site's
 // requests, as the handler keeps it: the host, and in mode log "log|" and
 // the host, so that what log mode would have done never carries over into
@@ -25,12 +27,41 @@ type hostAgg struct {
 
 // hostEntry is what a raw Host value of the log stands for, cached.
 type hostEntry struct {
-	raw   string // the Host as logged
-	host  string // policy.HostOf(raw), or Config.Site for lines without a Host
-	scope string // the state scope (stateScope)
-	// logScope is the state scope in mode log: that of an undeclared
-	// crawler caught by a signal in log mode.
-	logScope string
-	agg      *hostAgg // where its lines are counted
-	keep     bool     // it passes Config.Hosts
+	raw  string // the Host as logged
+	host string // policy.HostOf(raw), or Config.Site for lines without a Host
+	// scope is the scope of the strike, ban, rotation and trap state
+	// (stateScope of the site block: Config.Block, else the host); desc
+	// names the site block for people.
+	scope string
+	desc  string
+	// pace is the scope of the throttle state (stateScope of the host).
+	pace string
+	// logScope and logPace are scope and pace in mode log: those of an
+	// undeclared crawler caught by a signal in log mode.
+	logScope, logPace string
+	agg               *hostAgg // where its lines are counted
+	keep              bool     // it passes Config.Hosts
+}
+
+// SiteBlock is a site block of a Caddy config, as far as the audit needs
+// it: which hosts share its state.
+type SiteBlock struct {
+	// Name names it in reports: its host patterns, or "every host".
+	Name string
+	// Hosts are its host patterns, lower case ("*" stands for one label);
+	// none: it serves every host.
+	Hosts []string
+}
+
+// Serves reports whether the block serves host (policy.HostOf form).
+func (b *SiteBlock) Serves(host string) bool {
+	if len(b.Hosts) == 0 {
+		return true
+	}
+	for _, p := range b.Hosts {
+		if policy.HostPatternMatches(p, host) {
+			return true
+		}
+	}
+	return false
 }

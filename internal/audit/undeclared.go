@@ -143,9 +143,9 @@ func (a *Auditor) enforced(m policy.SignalMode) bool { return m.Enforced(!a.cfg.
 // signal s in mode m: like any unnamed bot, by the "*" group, in the
 // handler's state scope when the signal enforces, in log mode's otherwise.
 func (a *Auditor) judgeUndeclared(ue *uaEntry, he *hostEntry, e *Entry, t time.Time, s policy.Signal, m policy.SignalMode) error {
-	j := judging{scope: he.scope, log: a.cfg.LogMode, undeclared: true, signal: s}
+	j := judging{scope: he.scope, pace: he.pace, log: a.cfg.LogMode, undeclared: true, signal: s}
 	if !a.enforced(m) {
-		j.scope, j.log = he.logScope, true
+		j.scope, j.pace, j.log = he.logScope, he.logPace, true
 	}
 	a.undeclared++
 	he.agg.undeclared++
@@ -205,9 +205,9 @@ func (a *Auditor) takeTrap(ue *uaEntry, he *hostEntry, e *Entry, t time.Time, es
 		return false, nil
 	}
 	mode := a.dis[policy.SignalTrap]
-	j := judging{scope: he.scope, log: a.cfg.LogMode, undeclared: true, signal: policy.SignalTrap}
+	j := judging{scope: he.scope, pace: he.pace, log: a.cfg.LogMode, undeclared: true, signal: policy.SignalTrap}
 	if !a.enforced(mode) {
-		j.scope, j.log = he.logScope, true
+		j.scope, j.pace, j.log = he.logScope, he.logPace, true
 	}
 	ua := unsafeString(e.UserAgent)
 	confirmed := !agents.IsTextBrowser(ua)

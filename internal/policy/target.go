@@ -447,3 +447,22 @@ func HostOf(hostport string) string {
 	}
 	return h
 }
+
+// HostPatternMatches matches a host matcher's pattern (lower case) against
+// a host name (HostOf) as Caddy does: exactly, or with "*" standing for
+// one label.
+func HostPatternMatches(pattern, host string) bool {
+	if pattern == host {
+		return true
+	}
+	pl, hl := strings.Split(pattern, "."), strings.Split(host, ".")
+	if len(pl) != len(hl) {
+		return false
+	}
+	for i := range pl {
+		if pl[i] != "*" && pl[i] != hl[i] {
+			return false
+		}
+	}
+	return true
+}

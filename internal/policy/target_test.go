@@ -194,3 +194,21 @@ func TestHostOf(t *testing.T) {
 		t.Errorf("HostOf of a lower-case host allocates %v times", n)
 	}
 }
+
+func TestHostPatternMatches(t *testing.T) {
+	for _, c := range []struct {
+		pattern, host string
+		want          bool
+	}{
+		{"example.com", "example.com", true},
+		{"*.example.com", "www.example.com", true},
+		{"*.example.com", "example.com", false},
+		{"*.example.com", "a.b.example.com", false},
+		{"www.*.com", "www.example.com", true},
+		{"example.com", "example.org", false},
+	} {
+		if got := HostPatternMatches(c.pattern, c.host); got != c.want {
+			t.Errorf("HostPatternMatches(%q, %q) = %v, want %v", c.pattern, c.host, got, c.want)
+		}
+	}
+}
