@@ -10,8 +10,11 @@ import (
 	"github.com/caddyrobots/caddy-robots/internal/policy"
 )
 
-// placeholder resolves the {http.robots.*} placeholders of one request.
-func (o *published) placeholder(key string) (any, bool) {
+// placeholder resolves the {http.robots.*} placeholders of one request. It
+// has a value receiver so that the method value o.placeholder carries its
+// own copy in one allocation (provider's path for outcomes it keeps none
+// of).
+func (o published) placeholder(key string) (any, bool) {
 	name, ok := strings.CutPrefix(key, "http.robots.")
 	if !ok {
 		return nil, false
@@ -88,8 +91,7 @@ func (c *cachedProvider) get(key string) (any, bool) { return c.published.placeh
 // provider returns the placeholder provider for p.
 func (p *published) provider() caddy.ReplacerFunc {
 	if p.version == nil || p.retryAfter != 0 {
-		own := *p
-		return own.placeholder
+		return p.placeholder
 	}
 	t, _ := p.version.Memo.Load().(*providerTable)
 	if t == nil {
