@@ -269,14 +269,9 @@ func auditConfig(env *cliEnv) (audit.Config, *auditSource, error) {
 	if site, _ := fl.GetString("site"); site != "" {
 		cfg.Site = policy.HostOf(site)
 	}
-	if ce.blockKnown {
-		// The handler keeps strikes and bans per site block: the lines of
-		// every host the block serves share them.
-		cfg.Block = &audit.SiteBlock{Name: "every host", Hosts: ce.block}
-		if len(ce.block) > 0 {
-			cfg.Block.Name = strings.Join(ce.block, ", ")
-		}
-	}
+	// The handler keeps strikes and bans per site block: the lines of every
+	// host the block serves share them.
+	cfg.Block = ce.block
 	hosts, _ := fl.GetStringArray("host")
 	for _, h := range hosts {
 		if policy.HostOf(strings.TrimSpace(h)) == "" {

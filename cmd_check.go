@@ -19,6 +19,7 @@ import (
 
 	"github.com/caddyrobots/caddy-robots/agents"
 	"github.com/caddyrobots/caddy-robots/enforce"
+	"github.com/caddyrobots/caddy-robots/internal/audit"
 	"github.com/caddyrobots/caddy-robots/internal/policy"
 )
 
@@ -108,10 +109,9 @@ type checkEnv struct {
 	// robots.txt in every group ("" when it adds none): the judged rules
 	// carry it, as the handler's do.
 	trapRules string
-	// block is the host patterns of the site block whose handler judges
-	// (none: every host), known with --config only (blockKnown).
-	block      []string
-	blockKnown bool
+	// block is the site block whose handler judges, known with --config
+	// only (nil without).
+	block *audit.SiteBlock
 }
 
 type verdictWhy struct {
@@ -172,10 +172,14 @@ func newCheckEnv(env *cliEnv) (*checkEnv, error) {
 	if cfgPath != "" {
 		site, _ := fl.GetString("site")
 		adapter, _ := fl.GetString("adapter")
-		if ce.h, ce.block, err = handlerFromConfig(cfgPath, adapter, site); err != nil {
+		var hosts []string
+		if ce.h, hosts, err = handlerFromConfig(cfgPath, adapter, site); err != nil {
 			return nil, err
 		}
-		ce.blockKnown = true
+		ce.block = &audit.SiteBlock{Name: "every host", Hosts: hosts}
+		if len(hosts) > 0 {
+			ce.block.Name = strings.Join(hosts, ", ")
+		}
 	} else {
 		if ce.h, err = handlerFromFlags(fl); err != nil {
 			return nil, err

@@ -226,13 +226,9 @@ func (h *Handler) decide(r *http.Request, o *outcome, addr *clientAddr, signer s
 		}
 	}
 	clock := lazyClock{now: h.now}
-	// The state's scopes are worked out only for a request that reads or
-	// writes state: most allowed requests do neither.
-	var sc stateScopes
-	scoped := false
+	sc := lazyScopes{h: h, r: r, host: o.host}
 	if h.strikes.Strikes > 0 && (h.banHint == nil || h.banHint.MayHaveBans()) {
-		sc, scoped = h.stateScopes(r, o.host), true
-		o.ban, _ = h.store.Banned(r.Context(), policy.StrikeIdentity(sc.ban, &o.who, addr.get()), clock.get())
+		o.ban, _ = h.store.Banned(r.Context(), policy.StrikeIdentity(sc.get().ban, &o.who, addr.get()), clock.get())
 	}
 	snap := h.rules.Snapshot(r, o.host)
 	o.site = policy.Site{Versions: snap.Judged, Unavailable: snap.Unavailable}
@@ -245,12 +241,7 @@ func (h *Handler) decide(r *http.Request, o *outcome, addr *clientAddr, signer s
 	}
 	f := o.facts(now)
 	o.assessment.Assess(&f, &h.policy)
-	if as := &o.assessment; (as.Strike && h.strikes.Strikes > 0 && !dry) || as.Pace {
-		if !scoped {
-			sc = h.stateScopes(r, o.host)
-		}
-		h.writeState(r.Context(), o, sc, addr, &clock, dry)
-	}
+	h.writeState(r.Context(), o, &sc, addr, &clock, dry)
 	if o.assessment.Refused() || h.debug {
 		o.client.Addr = addr.get() // for the explanation and the log line
 	}
@@ -280,11 +271,12 @@ func (h *Handler) verify(ctx context.Context, c *policy.Client, addr *clientAddr
 // writeState records what the assessment asks for: a strike, and for a
 // request that spends a throttle budget, the store's answer (dry: the
 // store's answer for the next request, read without spending).
-func (h *Handler) writeState(ctx context.Context, o *outcome, sc stateScopes, addr *clientAddr, clock *lazyClock, dry bool) {
+func (h *Handler) writeState(ctx context.Context, o *outcome, scopes *lazyScopes, addr *clientAddr, clock *lazyClock, dry bool) {
 	as := &o.assessment
 	if as.Strike && !dry && h.strikes.Strikes > 0 {
 		// The ban, if this strike starts one, is seen from the next
 		// request on; this one is refused by its rule either way.
+		sc := scopes.get()
 		id := policy.StrikeIdentity(sc.ban, &o.who, addr.get())
 		now := clock.get()
 		res, err := h.store.Strike(ctx, id, h.strikes, now, o.strikeInfo(sc.desc))
@@ -295,6 +287,7 @@ func (h *Handler) writeState(ctx context.Context, o *outcome, sc stateScopes, ad
 	if !as.Pace {
 		return
 	}
+	sc := scopes.get()
 	id := policy.ThrottleIdentity(sc.pace, &o.who, addr.get())
 	pace := state.Pace{Interval: as.Interval, Burst: h.burst, Fetch: state.NewFetch(o.target.Method, o.host, o.target.Raw)}
 	var res state.ThrottleResult
@@ -335,6 +328,23 @@ func (h *Handler) stateScopes(r *http.Request, host string) stateScopes {
 		return stateScopes{ban: sc.logKey, pace: "log|" + host, desc: sc.desc, stats: stats}
 	}
 	return stateScopes{ban: sc.key, pace: host, desc: sc.desc, stats: stats}
+}
+
+// lazyScopes works out the request's stateScopes on first use: most
+// allowed requests read and write no state.
+type lazyScopes struct {
+	h    *Handler
+	r    *http.Request
+	host string
+	sc   stateScopes
+	done bool
+}
+
+func (l *lazyScopes) get() *stateScopes {
+	if !l.done {
+		l.sc, l.done = l.h.stateScopes(l.r, l.host), true
+	}
+	return &l.sc
 }
 
 // lazyClock reads the clock once, on first use: an allowed request with no
@@ -411,21 +421,22 @@ func (c *clientAddr) get() netip.Addr {
 
 // recorded is the client address as Caddy recorded it after
 // trusted_proxies (the client_ip var), unparsed; "" when it recorded none.
-func (c *clientAddr) recorded() string {
-	if c.vars == nil {
-		c.vars, _ = c.r.Context().Value(caddyhttp.VarsCtxKey).(map[string]any)
+func (c *clientAddr) recorded() string { return recordedClientIP(c.vars, c.r) }
+
+// recordedClientIP is the client_ip var of r, read from vars (nil: look
+// them up); "" when Caddy recorded none.
+func recordedClientIP(vars map[string]any, r *http.Request) string {
+	if vars == nil {
+		vars, _ = r.Context().Value(caddyhttp.VarsCtxKey).(map[string]any)
 	}
-	s, _ := c.vars[caddyhttp.ClientIPVarKey].(string)
+	s, _ := vars[caddyhttp.ClientIPVarKey].(string)
 	return s
 }
 
 // clientIP is the client address after trusted_proxies, read from the
 // request's vars (nil: look them up).
 func clientIP(vars map[string]any, r *http.Request) netip.Addr {
-	if vars == nil {
-		vars, _ = r.Context().Value(caddyhttp.VarsCtxKey).(map[string]any)
-	}
-	if s, ok := vars[caddyhttp.ClientIPVarKey].(string); ok && s != "" {
+	if s := recordedClientIP(vars, r); s != "" {
 		if a, err := netip.ParseAddr(s); err == nil {
 			return a.Unmap()
 		}
