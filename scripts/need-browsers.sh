@@ -8,6 +8,7 @@
 # what is missing with apt-get when running as root; otherwise says
 # exactly what to install.
 set -euo pipefail
+. "$(dirname "$0")/apt.sh"
 need=()
 have() { command -v "$1" >/dev/null 2>&1; }
 have chromium || need+=(chromium)
@@ -20,10 +21,9 @@ have import || need+=(imagemagick)
 /usr/bin/python3 -c 'import requests' >/dev/null 2>&1 || need+=(python3-requests)
 /usr/bin/python3 -c 'import scrapy' >/dev/null 2>&1 || need+=(python3-scrapy)
 if [ ${#need[@]} -eq 0 ]; then exit 0; fi
-if [ -z "${NEED_BROWSERS_TRIED:-}" ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+if [ -z "${NEED_BROWSERS_TRIED:-}" ] && can_apt; then
   echo "browser test tools missing (${need[*]}): installing them with apt-get" >&2
-  apt-get update -qq >/dev/null
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+  apt_install "${need[@]}"
   NEED_BROWSERS_TRIED=1 exec "$0"
 fi
 echo "the disguised-crawler tests need: ${need[*]} (Debian: apt-get install ${need[*]})" >&2

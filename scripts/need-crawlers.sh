@@ -5,6 +5,7 @@
 # is scrapy). Installs the missing ones with apt-get when running as root;
 # otherwise says exactly what to install.
 set -euo pipefail
+. "$(dirname "$0")/apt.sh"
 # command:package
 crawlers=(wget:wget wget2:wget2 httrack:httrack scrapy:python3-scrapy)
 missing=()
@@ -14,10 +15,9 @@ for c in "${crawlers[@]}"; do
   command -v "$bin" >/dev/null 2>&1 || { missing+=("$bin"); packages+=("${c#*:}"); }
 done
 if [ ${#missing[@]} -eq 0 ]; then exit 0; fi
-if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+if can_apt; then
   echo "crawlers missing (${missing[*]}): installing ${packages[*]} with apt-get" >&2
-  apt-get update -qq >/dev/null
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${packages[@]}" >/dev/null
+  apt_install "${packages[@]}"
   still=()
   for bin in "${missing[@]}"; do
     command -v "$bin" >/dev/null 2>&1 || still+=("$bin")

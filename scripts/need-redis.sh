@@ -3,11 +3,11 @@
 # real one on a free loopback port. Installs it with apt-get when missing and
 # running as root; otherwise says exactly what to install.
 set -euo pipefail
+. "$(dirname "$0")/apt.sh"
 if command -v redis-server >/dev/null 2>&1; then exit 0; fi
-if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+if can_apt; then
   echo "redis-server missing: installing it with apt-get" >&2
-  apt-get update -qq >/dev/null
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null
+  apt_install redis-server
   # The package starts a system service on :6379; the tests run their own.
   (service redis-server stop || systemctl stop redis-server || true) >/dev/null 2>&1
   command -v redis-server >/dev/null && exit 0
