@@ -212,17 +212,17 @@ type Who struct {
 }
 
 // Identify derives the identity of the client's request.
-func Identify(c *Client) Who {
+func Identify(c *Client) (w Who) {
 	a := c.Agent
-	w := Who{Tokens: a.Tokens, Wildcard: !a.Profile.IgnoresWildcard, Verified: c.Verdict == agents.Verified}
+	w.Name, w.Tokens = a.Name, a.Tokens
 	if c.Verdict == agents.Spoofed {
-		w.Tokens, w.Wildcard = nil, true
+		w.Tokens = nil
+	} else if len(a.Tokens) > 0 {
+		w.Name = a.Tokens[0]
 	}
+	w.Wildcard = c.Verdict == agents.Spoofed || !a.Profile.IgnoresWildcard
+	w.Verified = c.Verdict == agents.Verified
 	w.Claim = c.Signer == "" && a.Profile.Verify != "" && c.Verdict == agents.Unverified
-	w.Name = a.Name
-	if len(w.Tokens) > 0 {
-		w.Name = w.Tokens[0]
-	}
 	if c.Signer != "" {
 		// A signing agent's budget and bans are its own, apart from any
 		// crawler that shares its token.
@@ -296,6 +296,9 @@ type Assessment struct {
 	// Retry reports a throttled request that came back inside its own
 	// Retry-After (set by Throttled).
 	Retry bool
+	// assessed is set by Assess: an Assessment never assessed is zero, so
+	// Assess need not clear it (see Target.reset).
+	assessed bool
 }
 
 // The values of Assessment.Token that are not an index into the tokens.
@@ -335,7 +338,10 @@ func Assess(f *Facts, o *Options) Assessment {
 // handler keeps the assessment in its outcome and fills it in place rather
 // than copy it.
 func (a *Assessment) Assess(f *Facts, o *Options) {
-	*a = Assessment{Action: Allow, Token: TokenNone, RefusedForm: -1, Verdict: f.Client.Verdict}
+	if a.assessed {
+		*a = Assessment{}
+	}
+	a.assessed, a.Action, a.Token, a.RefusedForm, a.Verdict = true, Allow, TokenNone, -1, f.Client.Verdict
 	t := f.Target
 	switch {
 	case t.IsRobotsTxt():

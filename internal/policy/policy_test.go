@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"strings"
+	"reflect"
 	"testing"
 	"time"
 
@@ -737,5 +738,29 @@ func TestNeedsTime(t *testing.T) {
 	o := options()
 	if a := policy.Assess(f, &o); a.Action != policy.Block || !a.Strike {
 		t.Errorf("without a clock: %s strike %v", a.Action, a.Strike)
+	}
+}
+
+// TestAssessReuses checks that assessing into an Assessment that holds
+// another decision gives what a fresh one gets: Assess clears only an
+// Assessment it filled before.
+func TestAssessReuses(t *testing.T) {
+	rows := []row{
+		{robots: groups, ua: googlebot, target: "/articles/a.html"},
+		{robots: "User-agent: *\nDisallow: /\nCrawl-delay: 5\n", ua: googlebot, target: "/x"},
+		{robots: "User-agent: *\nCrawl-delay: 5\n", ua: googlebot, target: "/x"},
+		{robots: groups, ua: googlebot, target: "x/y"},
+	}
+	o := options()
+	var reused policy.Assessment
+	for _, first := range rows {
+		for _, next := range rows {
+			reused.Assess(first.facts(t), &o)
+			f := next.facts(t)
+			reused.Assess(f, &o)
+			if fresh := policy.Assess(f, &o); !reflect.DeepEqual(reused, fresh) {
+				t.Errorf("%s after %s:\nreused %+v\nfresh  %+v", next.target, first.target, reused, fresh)
+			}
+		}
 	}
 }

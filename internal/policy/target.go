@@ -126,6 +126,21 @@ func (t *Target) add(f string, src FormSource) {
 	t.overflow = true
 }
 
+// reset empties t for method. Only what a Parse may have set is cleared:
+// the forms past t.n are empty already, so a fresh Target (inside a fresh
+// outcome) has next to nothing to clear, and every pointer cleared through
+// t costs a write barrier while the collector runs.
+func (t *Target) reset(method string) {
+	clear(t.forms[:t.n])
+	clear(t.from[:t.n])
+	t.n, t.overflow, t.folded, t.Bad = 0, false, false, false
+	t.Method = method
+	if t.Path != "" {
+		t.Path = ""
+	}
+	// Raw is always set by Parse.
+}
+
 // IsRobotsTxt reports whether the request asks for /robots.txt, judged on
 // the path Go decoded from the target as sent (never on a rewritten URL,
 // nor on the raw target: "http://host?/robots.txt" asks for "/").
@@ -149,7 +164,7 @@ func ParseTarget(method, requestURI string, rewrites ...string) Target {
 // the Target in a larger structure (a judged request's outcome) fills it in
 // place rather than copy its 344 bytes.
 func (t *Target) Parse(method, requestURI string, rewrites ...string) {
-	*t = Target{Method: method}
+	t.reset(method)
 	raw, ok := originTarget(requestURI, method)
 	t.Bad = !ok
 	t.Raw = raw

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -209,6 +210,36 @@ func TestHostPatternMatches(t *testing.T) {
 	} {
 		if got := HostPatternMatches(c.pattern, c.host); got != c.want {
 			t.Errorf("HostPatternMatches(%q, %q) = %v, want %v", c.pattern, c.host, got, c.want)
+		}
+	}
+}
+
+// TestParseReuses checks that Parse into a Target that held another
+// request's forms gives what a fresh Target gets: reset clears only what a
+// Parse may have set.
+func TestParseReuses(t *testing.T) {
+	targets := []struct {
+		method, uri string
+		rewrites    []string
+	}{
+		{"GET", "//evil.example/%2e%2e/private;x=1\\a?q=1", []string{"/admin", "/x", "/prefix"}},
+		{"GET", "/about.html", nil},
+		{"OPTIONS", "*", nil},
+		{"GET", "http://host?/robots.txt", nil},
+		{"GET", "/a/../robots.txt", nil},
+		{"GET", "/plain", []string{"", "", "/p"}},
+		{"GET", "x/y", nil}, // bad: no path
+	}
+	var reused Target
+	for _, first := range targets {
+		for _, next := range targets {
+			reused.Parse(first.method, first.uri, first.rewrites...)
+			reused.FoldCase()
+			reused.Parse(next.method, next.uri, next.rewrites...)
+			fresh := ParseTarget(next.method, next.uri, next.rewrites...)
+			if !reflect.DeepEqual(reused, fresh) {
+				t.Errorf("%s after %s:\nreused %+v\nfresh  %+v", next.uri, first.uri, reused, fresh)
+			}
 		}
 	}
 }
