@@ -214,9 +214,15 @@ func (o *outcome) read(r *http.Request) bool {
 // state: no strike is recorded and no throttle budget spent; the throttle
 // state is read instead, so the check answers what the request would get.
 //
-// o holds the request as read (outcome.read) and the agent.
+// o holds the request as read (outcome.read) and the agent, and nothing
+// else yet.
 func (h *Handler) decide(r *http.Request, o *outcome, addr *clientAddr, signer string, dry bool) {
-	o.client = policy.Client{Agent: &o.agent.Agent, Signer: signer}
+	// Only what is set is written: each pointer written through o costs
+	// a write barrier while the collector runs.
+	o.client.Agent = &o.agent.Agent
+	if signer != "" {
+		o.client.Signer = signer
+	}
 	o.client.Verdict = h.verify(r.Context(), &o.client, addr)
 	o.who = policy.Identify(&o.client)
 	if !o.who.Verified {
@@ -231,7 +237,7 @@ func (h *Handler) decide(r *http.Request, o *outcome, addr *clientAddr, signer s
 		o.ban, _ = h.store.Banned(r.Context(), policy.StrikeIdentity(sc.get().ban, &o.who, addr.get()), clock.get())
 	}
 	snap := h.rules.Snapshot(r, o.host)
-	o.site = policy.Site{Versions: snap.Judged, Unavailable: snap.Unavailable}
+	o.site.Versions, o.site.Unavailable = snap.Judged, snap.Unavailable
 	if len(snap.Judged) > 1 {
 		o.site.FetchedAt, _ = h.rules.fetched.Get(policy.FetchIdentity(o.host, &o.who, addr.get()))
 	}

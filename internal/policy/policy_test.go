@@ -9,8 +9,8 @@ package policy_test
 import (
 	"fmt"
 	"hash/fnv"
-	"strings"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
