@@ -161,7 +161,7 @@ func checkRequestNow(ctx context.Context, hs []*Handler, app *caddyhttp.App, req
 		return res, nil
 	}
 	o := outcome{published: published{agent: a}}
-	if !o.read(r) {
+	if !o.read(r, originalRequest(r)) {
 		res.Decision, res.Reason = policy.Allow.String(), "/robots.txt is always served"
 		return res, nil
 	}

@@ -186,24 +186,25 @@ func (h *Handler) judge(r *http.Request, a *agents.Shared, signer string) *outco
 // request for /robots.txt), so that a caller can publish more of it
 // (judgeUndeclared).
 func (h *Handler) judgeInto(r *http.Request, o *outcome, signer string) (refused *outcome, judged bool) {
-	vars, _ := r.Context().Value(caddyhttp.VarsCtxKey).(map[string]any)
-	addr := clientAddr{r: r, vars: vars}
+	cv := caddyValuesOf(r)
+	addr := clientAddr{r: r, vars: cv.vars}
 	if len(h.exempt) > 0 && h.exempted(addr.get()) {
 		return nil, false
 	}
-	if !o.read(r) {
+	if !o.read(r, cv.orig) {
 		// Asked for /robots.txt, which a rewrite ahead of the handler
 		// renamed: still /robots.txt, always served.
 		return robotsTxtOutcome, false
 	}
 	h.decide(r, o, &addr, signer, false)
-	return h.publishOutcome(r, vars, o), true
+	return h.publishOutcome(r, &cv, o), true
 }
 
-// read takes the request as the client sent it: its target's forms and
-// its host. It reports false for a request for /robots.txt.
-func (o *outcome) read(r *http.Request) bool {
-	s := sentRequest(r)
+// read takes the request as the client sent it (orig: Caddy's copy of it,
+// caddyValues.orig): its target's forms and its host. It reports false for
+// a request for /robots.txt.
+func (o *outcome) read(r, orig *http.Request) bool {
+	s := sentRequestFrom(r, orig)
 	o.target.Parse(s.Method, s.RequestURI, rewriteValues(r)...)
 	o.host = policy.HostOf(s.Host)
 	return !o.target.IsRobotsTxt()

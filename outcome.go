@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
@@ -132,19 +131,20 @@ func (o *published) tokenName() string {
 // publishOutcome publishes a judged request's outcome (placeholders, vars,
 // the decision metric, the INFO line of a refusal, the debug line) and
 // returns it when the request is to be refused.
-func (h *Handler) publishOutcome(r *http.Request, vars map[string]any, o *outcome) *outcome {
+//
+// cv are the request's Caddy values (caddyValuesOf).
+func (h *Handler) publishOutcome(r *http.Request, cv *caddyValues, o *outcome) *outcome {
 	if o.text == "" {
 		o.publish()
 	}
-	ctx := r.Context()
 	a := o.agent
 	h.statsFor(r).seen(a, o.verdict, o.action)
-	if repl, ok := ctx.Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
+	if repl := cv.repl; repl != nil {
 		// One lazy provider instead of ten values: the strings are only
 		// built when a log line or handle_errors asks for them.
 		repl.Map(o.published.provider())
 	}
-	if vars != nil {
+	if vars := cv.vars; vars != nil {
 		// What caddyhttp.SetVar does, without looking the map up three times.
 		// The values come boxed from the Identifier's cache: no allocation.
 		vars["robots_agent"] = a.NameValue

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
-	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/caddyrobots/caddy-robots/agents"
 	"github.com/caddyrobots/caddy-robots/agents/webbotauth"
@@ -160,9 +159,9 @@ func asReceived(r *http.Request) *http.Request {
 func (h *Handler) invalidSignature(r *http.Request, res *webbotauth.Result) *outcome {
 	a := agents.NewShared(agents.Agent{Bot: true, Name: res.Agent, Category: agents.CategoryOther, Purpose: agents.PurposeOther})
 	o := outcome{published: published{agent: a, action: policy.Block, reason: policy.Spoofed, verdict: agents.Spoofed, token: policy.TokenNone}}
-	o.read(r)
+	cv := caddyValuesOf(r)
+	o.read(r, cv.orig)
 	o.host = policy.HostOf(r.Host)
 	o.text = fmt.Sprintf("Refused: this request carries a Web Bot Auth signature for %s that does not verify (%s).\n", res.Agent, res.Reason)
-	vars, _ := r.Context().Value(caddyhttp.VarsCtxKey).(map[string]any)
-	return h.publishOutcome(r, vars, &o)
+	return h.publishOutcome(r, &cv, &o)
 }

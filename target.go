@@ -29,10 +29,14 @@ type sent struct {
 // original request where there is one (inside a Caddy server), else r.
 // Caddy's copy holds the method, the target and the URL; the Host is r's,
 // which no handler ahead of this one rewrites.
-func sentRequest(r *http.Request) sent {
+func sentRequest(r *http.Request) sent { return sentRequestFrom(r, originalRequest(r)) }
+
+// sentRequestFrom is sentRequest with Caddy's copy of the original request
+// given (nil: none).
+func sentRequestFrom(r, or *http.Request) sent {
 	s := sent{Method: r.Method, RequestURI: r.RequestURI, Host: r.Host}
 	u := r.URL
-	if or := originalRequest(r); or != nil {
+	if or != nil {
 		s.Method, s.RequestURI, u = or.Method, or.RequestURI, or.URL
 	}
 	if u != nil {
@@ -45,15 +49,19 @@ func sentRequest(r *http.Request) sent {
 }
 
 // originalRequest returns Caddy's copy of the request as it arrived
-// (caddyhttp.OriginalRequestCtxKey), or nil outside a Caddy server. Caddy
-// stores the copy by value, so a type assertion would copy its 300 bytes
-// on every bot request (~45 ns, a fifth of an allowed bot's cost); the
-// stored copy is read in place instead, through the interface's data word.
-// Caddy never writes the copy after storing it, and neither does this
-// package (TestOriginalRequestInPlace checks that this reads what the
-// assertion does).
+// (caddyhttp.OriginalRequestCtxKey), or nil outside a Caddy server.
 func originalRequest(r *http.Request) *http.Request {
-	v := r.Context().Value(caddyhttp.OriginalRequestCtxKey)
+	return requestInPlace(r.Context().Value(caddyhttp.OriginalRequestCtxKey))
+}
+
+// requestInPlace returns the http.Request that v holds, or nil when v holds
+// none. Caddy stores its copy of the original request by value, so a type
+// assertion would copy its 300 bytes on every bot request (~45 ns, a fifth
+// of an allowed bot's cost); the stored copy is read in place instead,
+// through the interface's data word. Caddy never writes the copy after
+// storing it, and neither does this package (TestOriginalRequestInPlace
+// checks that this reads what the assertion does).
+func requestInPlace(v any) *http.Request {
 	if _, ok := v.(http.Request); !ok {
 		return nil
 	}
