@@ -80,19 +80,19 @@ func caddyValuesOf(r *http.Request) (cv caddyValues) {
 			c = l.Context
 		}
 	}
-	if found&foundVars == 0 {
-		cv.vars, _ = ctx.Value(caddyhttp.VarsCtxKey).(map[string]any)
-	}
-	if found&foundRepl == 0 {
-		cv.repl, _ = ctx.Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
-	}
-	if found&foundOrig == 0 {
-		cv.orig = requestInPlace(ctx.Value(caddyhttp.OriginalRequestCtxKey))
+	for i, k := range caddyKeys {
+		if found&(1<<i) == 0 {
+			found |= cv.take(found, k, ctx.Value(k))
+		}
 	}
 	return cv
 }
 
-// The keys caddyValuesOf looks for, as bits.
+// caddyKeys are the keys caddyValuesOf looks for; key i is found when bit
+// i of found is set.
+var caddyKeys = [...]caddy.CtxKey{caddyhttp.VarsCtxKey, caddy.ReplacerCtxKey, caddyhttp.OriginalRequestCtxKey}
+
+// The bits of caddyKeys.
 const (
 	foundVars uint8 = 1 << iota
 	foundRepl
