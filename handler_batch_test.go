@@ -42,10 +42,7 @@ func benchServeOnly(b *testing.B, h caddyhttp.MiddlewareHandler, target, ua, rem
 		b.StopTimer()
 		n := min(batch, b.N-i)
 		for j := range n {
-			raw.Header = raw.Header.Clone()
-			u := *raw.URL
-			raw.URL = &u
-			reqs[j] = prepare(raw, clientIP, w, srv)
+			reqs[j] = freshRequest(raw, clientIP, w, srv)
 		}
 		b.StartTimer()
 		for _, r := range reqs[:n] {

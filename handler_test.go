@@ -371,6 +371,16 @@ func rawRequest(target, ua, remote string) (*http.Request, string) {
 // the TLB hold it rather than the handler's data.
 var coldBuffer = make([]byte, 2<<20)
 
+// freshRequest is raw prepared as Caddy's server prepares a request just
+// read: as in a server, its own structures (its header map and URL as just
+// parsed, context, vars, replacer) are new.
+func freshRequest(raw *http.Request, clientIP string, w http.ResponseWriter, srv *caddyhttp.Server) *http.Request {
+	raw.Header = raw.Header.Clone()
+	u := *raw.URL
+	raw.URL = &u
+	return prepare(raw, clientIP, w, srv)
+}
+
 func benchServeCold(b *testing.B, h caddyhttp.MiddlewareHandler, target, ua, remote string) {
 	raw, clientIP := rawRequest(target, ua, remote)
 	srv := &caddyhttp.Server{}
@@ -383,13 +393,8 @@ func benchServeCold(b *testing.B, h caddyhttp.MiddlewareHandler, target, ua, rem
 		for j := 0; j < len(coldBuffer); j += 64 {
 			coldBuffer[j]++
 		}
-		// As in a server, the request's own structures (its header map
-		// and URL as just parsed, context, vars, replacer) are fresh; what
-		// the handler keeps between requests is cold.
-		raw.Header = raw.Header.Clone()
-		u := *raw.URL
-		raw.URL = &u
-		r := prepare(raw, clientIP, w, srv)
+		// What the handler keeps between requests is cold.
+		r := freshRequest(raw, clientIP, w, srv)
 		start := time.Now()
 		_ = h.ServeHTTP(w, r, nopNext)
 		spent += time.Since(start)
