@@ -71,9 +71,9 @@ func (h *Handler) provisionDisguised() error {
 		return nil
 	}
 	d.headers = d.modes.Headers()
-	if d.headers {
-		d.claims = sharedBrowserClaims()
-	}
+	// The trap needs the claims too: a marked client is judged as the
+	// undeclared crawler its User-Agent makes it.
+	d.claims = sharedBrowserClaims()
 	if h.Trap != "" && d.modes[policy.SignalTrap] != policy.SignalOff {
 		// The served and enforced text of a file or inline source carry
 		// the trap's Disallow line: the loader adds it on every read
@@ -128,7 +128,8 @@ func (h *Handler) checkUndeclared(r *http.Request, d *disguise) *outcome {
 		}
 		if t.live() {
 			if mode, ok := h.trapMarked(r, t); ok {
-				return h.judgeUndeclared(r, d.claims.Lookup(userAgent(r)).Undeclared, policy.SignalTrap, mode)
+				e := d.claims.Lookup(userAgent(r))
+				return h.judgeUndeclared(r, e, policy.SignalTrap, mode, d.carriesClaim(r, &e.Claim))
 			}
 		}
 	}
@@ -142,11 +143,19 @@ func (h *Handler) checkUndeclared(r *http.Request, d *disguise) *outcome {
 		return nil
 	}
 	e := d.claims.Lookup(userAgent(r))
-	s, mode := d.modes.JudgeHeaders(&e.Claim, present)
+	s, mode := d.modes.JudgeHeaders(&e.Claim, present, policy.KindOf(r.Header))
 	if mode == policy.SignalOff {
 		return nil
 	}
-	return h.judgeUndeclared(r, e.Undeclared, s, mode)
+	return h.judgeUndeclared(r, e, s, mode, false)
+}
+
+// carriesClaim reports whether r, in a secure context, carries every
+// header the browser claimed by c always sends there: the evidence that
+// keeps a person out of a trap mark earned by a script that sent the same
+// User-Agent from the same address (policy.Client.RulesOnly).
+func (d *disguise) carriesClaim(r *http.Request, c *agents.BrowserClaim) bool {
+	return c.Signals != 0 && d.secure(r) && c.Signals&^policy.HeaderSignals(r.Header) == 0
 }
 
 // secure reports whether the client reached the site in a secure context,
@@ -173,17 +182,19 @@ func (d *disguise) secure(r *http.Request) bool {
 	return requestIsHTTPS(r)
 }
 
-// judgeUndeclared judges r as a's, an undeclared crawler's, caught by
-// signal s: like any unnamed bot, by the "*" group, with strikes and
-// Crawl-delay. In log mode (the signal's or the handler's), the handler's
-// log twin judges it: counted and logged as mode log, with its own state,
-// never refused.
-func (h *Handler) judgeUndeclared(r *http.Request, a *agents.Shared, s policy.Signal, mode policy.SignalMode) *outcome {
+// judgeUndeclared judges r as an undeclared crawler's (e: what its
+// User-Agent claims), caught by signal s: like any unnamed bot, by the "*"
+// group, with strikes and Crawl-delay, under state of its own
+// (e.StateName); with rulesOnly, by robots.txt's rules alone. In log mode
+// (the signal's or the handler's), the handler's log twin judges it:
+// counted and logged as mode log, with its own state, never refused.
+func (h *Handler) judgeUndeclared(r *http.Request, e *agents.ClaimEntry, s policy.Signal, mode policy.SignalMode, rulesOnly bool) *outcome {
 	hh := h
 	if mode != policy.SignalEnforce && h.enforce {
 		hh = h.disguise.logTwin(h)
 	}
-	o := outcome{published: published{agent: a}}
+	o := outcome{published: published{agent: e.Undeclared}}
+	o.client.Undeclared, o.client.RulesOnly = e.StateName, rulesOnly
 	refused, judged := hh.judgeInto(r, &o, "")
 	if !judged {
 		return refused
@@ -191,7 +202,7 @@ func (h *Handler) judgeUndeclared(r *http.Request, a *agents.Shared, s policy.Si
 	countDisguised(s, o.action, !hh.enforce)
 	h.logUndeclared(r, s, &o, hh.Mode)
 	if refused != nil {
-		refused.text = undeclaredWhy(r, s) + "\n\n" + refused.message()
+		refused.text = undeclaredWhy(r, s, rulesOnly) + "\n\n" + refused.message()
 	}
 	return refused
 }
@@ -208,11 +219,13 @@ func (d *disguise) logTwin(h *Handler) *Handler {
 
 // undeclaredWhy is the first paragraph of the refusal of an undeclared
 // crawler: what gave it away.
-func undeclaredWhy(r *http.Request, s policy.Signal) string {
-	switch s {
-	case policy.SignalTrap:
+func undeclaredWhy(r *http.Request, s policy.Signal, rulesOnly bool) string {
+	switch {
+	case s == policy.SignalTrap && rulesOnly:
+		return "A client with this User-Agent on this address asked for a path that robots.txt disallows for every crawler and that no person sees (a trap). This request carries your browser's own headers, so it is judged by robots.txt's rules alone, with no throttle and no ban, until the mark expires."
+	case s == policy.SignalTrap:
 		return "This client asked for a path that robots.txt disallows for every crawler and that no person sees (a trap), so it is judged as a crawler: by the \"*\" group of robots.txt."
-	case policy.SignalClientHints:
+	case s == policy.SignalClientHints:
 		c := sharedBrowserClaims().Lookup(userAgent(r)).Claim
 		return "Your User-Agent claims " + c.Name + ", which always sends Sec-CH-UA over HTTPS and to localhost; this request carries none, so it is judged as an undeclared crawler: by the \"*\" group of robots.txt."
 	}
@@ -249,22 +262,30 @@ func (h *Handler) logUndeclared(r *http.Request, s policy.Signal, o *outcome, mo
 // [signal][action or trap][mode].
 type disguisedCounters struct {
 	vec    *prometheus.CounterVec
-	byKind [policy.NumSignals][policy.Actions + 1][2]prometheus.Counter
+	byKind [policy.NumSignals][policy.Actions + 2][2]prometheus.Counter
 }
 
-// actionTrap is the action label of a trap request itself.
-const actionTrap = policy.Actions
+// actionTrap is the action label of a trap request that marked its
+// client; actionTrapUnmarked of one that did not (another page or the
+// browser's own speculation caused it).
+const (
+	actionTrap         = policy.Actions
+	actionTrapUnmarked = policy.Actions + 1
+)
 
 func newDisguisedCounters() *disguisedCounters {
 	d := &disguisedCounters{vec: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "caddy", Subsystem: "robots", Name: "disguised_total",
-		Help: "Requests judged as an undeclared crawler's, by the signal that gave it away (fetch_metadata, fetch_metadata_safari, client_hints, trap), the decision (allow, block, throttle, ban; trap for the trap request itself) and mode (enforce, log).",
+		Help: "Requests judged as an undeclared crawler's, by the signal that gave it away (fetch_metadata, fetch_metadata_safari, client_hints, trap), the decision (allow, block, throttle, ban; trap for a trap request that marked its client, trap_unmarked for one a page or the browser caused) and mode (enforce, log).",
 	}, []string{"signal", "action", "mode"})}
 	for s := range policy.Signal(policy.NumSignals) {
-		for a := 0; a <= policy.Actions; a++ {
+		for a := 0; a <= actionTrapUnmarked; a++ {
 			act := "trap"
-			if a < policy.Actions {
+			switch {
+			case a < policy.Actions:
 				act = policy.Action(a).String()
+			case a == actionTrapUnmarked:
+				act = "trap_unmarked"
 			}
 			for m, mode := range [...]string{"enforce", "log"} {
 				d.byKind[s][a][m] = d.vec.WithLabelValues(s.String(), act, mode)

@@ -174,9 +174,10 @@ func (h *Handler) trapMarked(r *http.Request, t *trapConfig) (policy.SignalMode,
 		return mode, false
 	}
 	now := h.now()
+	document := policy.IsDocument(r.URL.Path, r.Header.Get("Accept"))
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return mode, m.Judged(now)
+	return mode, m.Judged(now, document)
 }
 
 // takeTrap answers a request for the trap: the client is marked and, in
@@ -194,6 +195,24 @@ func (h *Handler) takeTrap(r *http.Request, t *trapConfig) *outcome {
 	mode, scope := h.trapMode(r)
 	enforcing := mode.Enforced(h.enforce)
 	ua := userAgent(r)
+	ip := clientIP(nil, r)
+	if !policy.TrapMarks(policy.KindOf(r.Header)) {
+		// Another page, or the browser's own speculation, caused this
+		// request: the trap's 403, and nothing else.
+		countDisguisedKind(policy.SignalTrap, actionTrapUnmarked, !enforcing)
+		if c := h.logger.Check(zapcore.InfoLevel, "robots: trap asked for by a request the client did not choose; not marked"); c != nil {
+			c.Write(zap.String("trap", t.path), zap.String("target", warnlimit.Shorten(r.RequestURI, maxLoggedTarget)),
+				zap.String("remote_ip", ip.String()), zap.String("host", policy.HostOf(r.Host)),
+				zap.String("sec_fetch_site", r.Header.Get("Sec-Fetch-Site")), zap.String("sec_fetch_mode", r.Header.Get("Sec-Fetch-Mode")),
+				zap.String("sec_fetch_dest", r.Header.Get("Sec-Fetch-Dest")), zap.String("mode", mode.String()))
+		}
+		if !enforcing {
+			return nil
+		}
+		return &outcome{text: "robots: " + r.URL.Path + " is disallowed for every crawler by this site's robots.txt (" + rule +
+			") and linked only where people do not see it. This request was made by a page or by the browser itself (a subresource, a prefetch, or a request from another site), so nothing else changes for this client.\n",
+			published: published{action: policy.Block, reason: policy.Rule}}
+	}
 	key := h.trapKeyOf(r, scope)
 	now := h.now()
 	m, found := trapMarks.Get(key)
@@ -212,7 +231,6 @@ func (h *Handler) takeTrap(r *http.Request, t *trapConfig) *outcome {
 		}
 	}
 	countDisguisedKind(policy.SignalTrap, actionTrap, !enforcing)
-	ip := clientIP(nil, r)
 	if c := h.logger.Check(zapcore.InfoLevel, "robots: trap taken"); c != nil {
 		c.Write(zap.String("trap", t.path), zap.String("target", warnlimit.Shorten(r.RequestURI, maxLoggedTarget)),
 			zap.String("remote_ip", ip.String()), zap.String("host", policy.HostOf(r.Host)),

@@ -1,6 +1,8 @@
 package agents
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"strings"
 )
 
@@ -452,6 +454,23 @@ type ClaimEntry struct {
 	// Undeclared is the agent the client is judged as when its claim
 	// fails (UndeclaredAgent), boxed once.
 	Undeclared *Shared
+	// StateName is the name an undeclared crawler's state is kept under
+	// (UndeclaredStateName): its own, never its browser family's.
+	StateName string
+}
+
+// UndeclaredStateName is the name the throttle, strikes and bans of an
+// undeclared crawler with User-Agent ua are kept under: its agent's name
+// and a digest of the whole string ("Chrome (undeclared) 1f2e3d4c5b6a").
+// A script that took the trap or forgot a browser's headers thus earns
+// state of its own: it never reaches a neighbour whose browser is of the
+// same family, and a person whose browser sends the very same string is
+// protected by RulesOnly (the state is never applied to a request that
+// carries the browser's headers). The digest is stable across processes,
+// so instances sharing a Redis and the audit agree on it.
+func UndeclaredStateName(ua string) string {
+	sum := sha256.Sum256([]byte(ua))
+	return UndeclaredAgent(ua).Name + " " + hex.EncodeToString(sum[:6])
 }
 
 // NewBrowserClaims returns a cache of up to size User-Agents (rounded up
@@ -465,7 +484,7 @@ func (b *BrowserClaims) Lookup(ua string) *ClaimEntry {
 	if e := b.cache.lookup(ua); e != nil {
 		return &e.val
 	}
-	c := ClaimEntry{Claim: ParseBrowserClaim(ua), Undeclared: NewShared(UndeclaredAgent(ua))}
+	c := ClaimEntry{Claim: ParseBrowserClaim(ua), Undeclared: NewShared(UndeclaredAgent(ua)), StateName: UndeclaredStateName(ua)}
 	if e := b.cache.put(ua, c); e != nil {
 		return &e.val
 	}

@@ -108,7 +108,11 @@ func TestAuditDisguisedAgreesWithTheServer(t *testing.T) {
 		{"its second strike", chromeUA, "203.0.113.202", loop, "/private/b", nil, 0, "fetch_metadata", "enforce", "block"},
 		{"its third, which bans", chromeUA, "203.0.113.202", loop, "/private/c", nil, 0, "fetch_metadata", "enforce", "block"},
 		{"banned", chromeUA, "203.0.113.202", loop, "/e", nil, 0, "fetch_metadata", "enforce", "ban"},
-		{"Fetch Metadata without Sec-CH-UA: client_hints, log", chromeUA, "203.0.113.203", loop, "/private/a", fetchOnly, 0, "client_hints", "log", "block"},
+		// A person may send that (a worker, a download, a User-Agent
+		// switcher): never judged by headers.
+		{"Fetch Metadata without Sec-CH-UA", chromeUA, "203.0.113.203", loop, "/private/a", fetchOnly, 0, "", "enforce", "allow"},
+		// Chromium sends no Fetch Metadata on a WebSocket handshake.
+		{"a Chrome WebSocket handshake", chromeUA, "203.0.113.215", loop, "/private/ws", map[string]string{"Upgrade": "websocket", "Connection": "Upgrade", "Sec-WebSocket-Version": "13", "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="}, 0, "", "enforce", "allow"},
 		{"a Chrome claim over plain HTTP", chromeUA, "203.0.113.204", plain, "/private/a", nil, 0, "", "enforce", "allow"},
 		{"to a name under .localhost", chromeUA, "203.0.113.204", hostPort("audit.localhost", httpPort), "/private/a", nil, 0, "", "enforce", "allow"},
 		// A trusted proxy's X-Forwarded-Proto: https is a secure context:
@@ -128,7 +132,29 @@ func TestAuditDisguisedAgreesWithTheServer(t *testing.T) {
 		{"then reads at a person's pace", lynxUA, "203.0.113.211", plain, "/private/p", nil, 1500 * time.Millisecond, "", "enforce", "allow"},
 		{"then at a crawler's", lynxUA, "203.0.113.211", plain, "/private/q", nil, 0, "trap", "enforce", "block"},
 		{"a declared crawler on the trap", botUA, "203.0.113.212", plain, "/no-robots/", nil, 0, "", "enforce", "block"},
+		// Another web page, or the browser's own prefetch, makes a person
+		// ask for the trap: the trap's 403, nothing else.
+		{"an image on another site", chromeUA, "203.0.113.214", loop, "/no-robots/img", withHeaders(nav, "Sec-Fetch-Site", "cross-site", "Sec-Fetch-Mode", "no-cors", "Sec-Fetch-Dest", "image"), 0, "trap", "enforce", "block"},
+		{"a prefetch", chromeUA, "203.0.113.214", loop, "/no-robots/", withHeaders(nav, "Sec-Fetch-Site", "same-origin", "Sec-Purpose", "prefetch"), 0, "trap", "enforce", "block"},
+		{"the person is not marked", chromeUA, "203.0.113.214", loop, "/private/x", nav, 0, "", "enforce", "allow"},
+		// A script with a person's exact User-Agent takes the trap from
+		// the person's address: the person's requests, which carry
+		// Chrome's own headers, are judged by the rules alone (no throttle,
+		// no strike, no ban); the script's by everything.
+		{"a script takes the trap", chromeUA, "203.0.113.216", loop, "/no-robots/", nil, 0, "trap", "enforce", "block"},
+		{"the person beside it: the rules", chromeUA, "203.0.113.216", loop, "/private/x", nav, 0, "trap", "enforce", "block"},
+		{"its pages, back to back: no throttle", chromeUA, "203.0.113.216", loop, "/p1", nav, 0, "trap", "enforce", "allow"},
+		{"", chromeUA, "203.0.113.216", loop, "/p2", nav, 0, "trap", "enforce", "allow"},
+		{"", chromeUA, "203.0.113.216", loop, "/p3", nav, 0, "trap", "enforce", "allow"},
+		{"", chromeUA, "203.0.113.216", loop, "/p4", nav, 0, "trap", "enforce", "allow"},
+		{"", chromeUA, "203.0.113.216", loop, "/p5", nav, 0, "trap", "enforce", "allow"},
+		{"the script's strikes", chromeUA, "203.0.113.216", loop, "/private/a", nil, 0, "trap", "enforce", "block"},
+		{"", chromeUA, "203.0.113.216", loop, "/private/b", nil, 0, "trap", "enforce", "block"},
+		{"", chromeUA, "203.0.113.216", loop, "/private/c", nil, 0, "trap", "enforce", "block"},
+		{"the script banned", chromeUA, "203.0.113.216", loop, "/q", nil, 0, "trap", "enforce", "ban"},
+		{"the person is not", chromeUA, "203.0.113.216", loop, "/q", nav, 0, "trap", "enforce", "allow"},
 	}
+	_ = fetchOnly
 	type seen struct {
 		decision, agent string
 		status          int
@@ -204,4 +230,16 @@ func TestAuditDisguisedAgreesWithTheServer(t *testing.T) {
 		t.Errorf("trap requests: marked at step %d, probation at step %d: %+v", marked, probation, audit)
 	}
 	t.Logf("[report] audit of undeclared crawlers: %d requests through a real Caddy, replayed from its JSON access log; undeclared per signal %v; %d disagreements", len(steps), signals, disagree)
+}
+
+// withHeaders returns a copy of h with the given key, value pairs set.
+func withHeaders(h map[string]string, kv ...string) map[string]string {
+	out := make(map[string]string, len(h)+len(kv)/2)
+	for k, v := range h {
+		out[k] = v
+	}
+	for i := 0; i+1 < len(kv); i += 2 {
+		out[kv[i]] = kv[i+1]
+	}
+	return out
 }

@@ -288,6 +288,7 @@ type crawler struct {
 	// refusals judged in log mode (not refused).
 	signals          [policy.NumSignals]int64
 	traps, probation int64
+	trapsUnmarked    int64 // trap requests another page or the browser caused
 	refusedLog       int64
 }
 
@@ -626,6 +627,10 @@ type judging struct {
 	log        bool
 	undeclared bool
 	signal     policy.Signal
+	// stateName and rulesOnly are policy.Client's Undeclared and
+	// RulesOnly for an undeclared crawler.
+	stateName string
+	rulesOnly bool
 }
 
 // mode is the decision's mode: enforce, or log.
@@ -683,7 +688,7 @@ func (a *Auditor) judge(ue *uaEntry, he *hostEntry, e *Entry, t time.Time, j jud
 		c.exempt++
 		return a.dec.exempt(e, ue, &j)
 	}
-	client := policy.Client{Agent: ag, Addr: ip, Verdict: agents.Unverified}
+	client := policy.Client{Agent: ag, Addr: ip, Verdict: agents.Unverified, Undeclared: j.stateName, RulesOnly: j.rulesOnly}
 	if ag.Profile.Verify != "" && ip.IsValid() {
 		client.Verdict = a.verify(ag, addr, ip, t)
 	}

@@ -139,6 +139,10 @@ type SignalReport struct {
 	// Probation those that only put a text browser on probation.
 	TrapRequests int64 `json:"trap_requests,omitempty"`
 	Probation    int64 `json:"trap_probation,omitempty"`
+	// TrapUnmarked counts the requests for the trap that another page or
+	// the browser itself caused (a subresource, a prefetch, a cross-site
+	// navigation): refused, nobody marked.
+	TrapUnmarked int64 `json:"trap_unmarked,omitempty"`
 }
 
 // HostReport is what one site of the log received.

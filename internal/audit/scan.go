@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/caddyrobots/caddy-robots/agents"
+	"github.com/caddyrobots/caddy-robots/internal/policy"
 )
 
 // Format is the format of an access-log line.
@@ -68,13 +69,20 @@ type Entry struct {
 	// policy.HeaderSignals reads a header map: agents.FetchMetadata for any
 	// of Sec-Fetch-Site, Sec-Fetch-Mode and Sec-Fetch-Dest,
 	// agents.ClientHints for Sec-CH-UA (Caddy's JSON only).
-	Signals    agents.Signals
-	HasHeaders bool   // the line records the request's headers (request.headers: Caddy's JSON)
-	TLS        bool   // the request came over TLS (request.tls)
-	HasURI     bool   // the line has a request.uri: it is an access-log line
-	HasUA      bool   // the format records the User-Agent (Common does not)
-	HasHost    bool   // the format records the Host (CLF does not)
-	Format     Format // the line's format
+	Signals agents.Signals
+	// FetchSite, FetchMode, FetchDest, Upgrade and Accept are the first
+	// values of Sec-Fetch-Site, -Mode, -Dest, Upgrade and Accept, nil
+	// where absent; Purpose is set when the request said it is a prefetch
+	// or prerender (Sec-Purpose, Purpose, X-Moz: prefetch). Together they
+	// give the request's kind (Kind), as policy.KindOf reads a header map.
+	FetchSite, FetchMode, FetchDest, Upgrade, Accept []byte
+	Purpose                                          bool
+	HasHeaders                                       bool   // the line records the request's headers (request.headers: Caddy's JSON)
+	TLS                                              bool   // the request came over TLS (request.tls)
+	HasURI                                           bool   // the line has a request.uri: it is an access-log line
+	HasUA                                            bool   // the format records the User-Agent (Common does not)
+	HasHost                                          bool   // the format records the Host (CLF does not)
+	Format                                           Format // the line's format
 }
 
 // Addr returns the client's address as logged: client_ip when present,
@@ -92,7 +100,7 @@ func (e *Entry) Addr() []byte {
 // walks but is not a full JSON validator. A Scanner is not safe for
 // concurrent use; the zero value is ready.
 type Scanner struct {
-	bufs [11][]byte // unescape buffers, one per string field
+	bufs [16][]byte // unescape buffers, one per string field
 }
 
 const (
@@ -105,7 +113,19 @@ const (
 	fTS
 	fRewrite        // three buffers: one per rewrite header
 	fForwardedProto = fRewrite + 3
+	fFetchSite      = fForwardedProto + 1
+	fFetchMode      = fFetchSite + 1
+	fFetchDest      = fFetchMode + 1
+	fUpgrade        = fFetchDest + 1
+	fAccept         = fUpgrade + 1
 )
+
+// Kind returns the request's kind as the handler reads it from the
+// headers (policy.KindOf); 0 for a line that records no headers.
+func (e *Entry) Kind() policy.Kind {
+	return policy.KindFrom(unsafeString(e.FetchSite), unsafeString(e.FetchMode), unsafeString(e.FetchDest),
+		e.Purpose, unsafeString(e.Upgrade))
+}
 
 // rewriteHeaders are policy.RewriteHeaders, as Caddy logs them (header
 // names canonical; compared without regard to case).
@@ -251,12 +271,36 @@ func (s *Scanner) object(line []byte, i int, e *Entry, lvl int) (int, bool) {
 			case 'u':
 				if len(key) == len(userAgentHeader) && bytes.EqualFold(key, userAgentHeader) {
 					buf, dst = fUA, &e.UserAgent
+				} else if bytes.EqualFold(key, []byte("Upgrade")) {
+					buf, dst = fUpgrade, &e.Upgrade
 				}
+			case 'a':
+				if bytes.EqualFold(key, []byte("Accept")) {
+					buf, dst = fAccept, &e.Accept
+				}
+			case 'p':
+				e.Purpose = e.Purpose || bytes.EqualFold(key, []byte("Purpose"))
 			case 's':
-				// The header is there, whatever its value: only its
-				// presence is read (skipped below).
 				e.Signals |= secSignal(key)
+				switch {
+				case bytes.EqualFold(key, []byte("Sec-Fetch-Site")):
+					buf, dst = fFetchSite, &e.FetchSite
+				case bytes.EqualFold(key, []byte("Sec-Fetch-Mode")):
+					buf, dst = fFetchMode, &e.FetchMode
+				case bytes.EqualFold(key, []byte("Sec-Fetch-Dest")):
+					buf, dst = fFetchDest, &e.FetchDest
+				case bytes.EqualFold(key, []byte("Sec-Purpose")):
+					e.Purpose = true
+				}
 			case 'x':
+				if bytes.EqualFold(key, []byte("X-Moz")) {
+					j := skipWS(line, i+1)
+					if j < len(line) && line[j] == '"' {
+						v, _, _, ok := readString(line, j, nil)
+						e.Purpose = e.Purpose || ok && bytes.EqualFold(v, []byte("prefetch"))
+					}
+					break
+				}
 				if len(key) < len("X-Rewrite-Url") {
 					break
 				}

@@ -44,7 +44,10 @@ type signalCount struct {
 	refused     int64 // refused (the signal and the handler enforce)
 	wouldRefuse int64 // judged in log mode and refused there: what enforce would refuse
 	traps       int64 // trap requests that marked a client
-	probation   int64 // of them, a text browser's first: probation only
+	// trapsUnmarked are trap requests another page or the browser caused
+	// (policy.TrapMarks): refused, nobody marked.
+	trapsUnmarked int64
+	probation     int64 // of them, a text browser's first: probation only
 }
 
 // initUndeclared reads the signals' modes and the trap from the Config.
@@ -105,18 +108,20 @@ func (a *Auditor) checkUndeclared(ue *uaEntry, he *hostEntry, e *Entry, t time.T
 		if policy.IsTrap(path, a.cfg.Trap) {
 			return a.takeTrap(ue, he, e, t, escaped)
 		}
-		if mode, ok := a.trapMarked(he, e, t); ok {
-			return true, a.judgeUndeclared(ue, he, e, t, policy.SignalTrap, mode)
+		if mode, ok := a.trapMarked(he, e, t, path); ok {
+			c := &a.claimOf(ue, e.UserAgent).Claim
+			rulesOnly := c.Signals != 0 && secure(e) && c.Signals&^e.Signals == 0
+			return true, a.judgeUndeclared(ue, he, e, t, policy.SignalTrap, mode, rulesOnly)
 		}
 	}
 	if !headers {
 		return false, nil
 	}
-	s, mode := a.dis.JudgeHeaders(&a.claimOf(ue, e.UserAgent).Claim, e.Signals)
+	s, mode := a.dis.JudgeHeaders(&a.claimOf(ue, e.UserAgent).Claim, e.Signals, e.Kind())
 	if mode == policy.SignalOff {
 		return false, nil
 	}
-	return true, a.judgeUndeclared(ue, he, e, t, s, mode)
+	return true, a.judgeUndeclared(ue, he, e, t, s, mode, false)
 }
 
 // claimOf returns what the User-Agent of ue (ua) claims, looked up once.
@@ -142,8 +147,13 @@ func (a *Auditor) enforced(m policy.SignalMode) bool { return m.Enforced(!a.cfg.
 // judgeUndeclared judges the request of an undeclared crawler caught by
 // signal s in mode m: like any unnamed bot, by the "*" group, in the
 // handler's state scope when the signal enforces, in log mode's otherwise.
-func (a *Auditor) judgeUndeclared(ue *uaEntry, he *hostEntry, e *Entry, t time.Time, s policy.Signal, m policy.SignalMode) error {
-	j := judging{scope: he.scope, pace: he.pace, log: a.cfg.LogMode, undeclared: true, signal: s}
+//
+// Its state is its own (agents.ClaimEntry.StateName); with rulesOnly (a
+// request with every header of its claimed browser, judged only because of
+// a trap mark), robots.txt's rules alone apply (policy.Client.RulesOnly).
+func (a *Auditor) judgeUndeclared(ue *uaEntry, he *hostEntry, e *Entry, t time.Time, s policy.Signal, m policy.SignalMode, rulesOnly bool) error {
+	j := judging{scope: he.scope, pace: he.pace, log: a.cfg.LogMode, undeclared: true, signal: s,
+		stateName: a.claimOf(ue, e.UserAgent).StateName, rulesOnly: rulesOnly}
 	if !a.enforced(m) {
 		j.scope, j.pace, j.log = he.logScope, he.logPace, true
 	}
@@ -183,7 +193,7 @@ func (a *Auditor) trapKeyOf(he *hostEntry, e *Entry, m policy.SignalMode) trapKe
 // trap and is judged as a crawler at t (policy.TrapMark.Judged), with the
 // trap signal's mode. A line without a time is never judged so: the marks
 // are replayed in time.
-func (a *Auditor) trapMarked(he *hostEntry, e *Entry, t time.Time) (policy.SignalMode, bool) {
+func (a *Auditor) trapMarked(he *hostEntry, e *Entry, t time.Time, path string) (policy.SignalMode, bool) {
 	mode := a.dis[policy.SignalTrap]
 	if len(a.marks) == 0 || t.IsZero() || t.After(a.marksUntil) {
 		return mode, false
@@ -192,7 +202,7 @@ func (a *Auditor) trapMarked(he *hostEntry, e *Entry, t time.Time) (policy.Signa
 	if m == nil {
 		return mode, false
 	}
-	return mode, m.Judged(t)
+	return mode, m.Judged(t, policy.IsDocument(path, unsafeString(e.Accept)))
 }
 
 // takeTrap is a request for the trap (the handler's takeTrap): when the
@@ -211,7 +221,11 @@ func (a *Auditor) takeTrap(ue *uaEntry, he *hostEntry, e *Entry, t time.Time, es
 	}
 	ua := unsafeString(e.UserAgent)
 	confirmed := !agents.IsTextBrowser(ua)
-	if !t.IsZero() {
+	marks := policy.TrapMarks(e.Kind())
+	if !marks {
+		confirmed = false
+	}
+	if marks && !t.IsZero() {
 		key := a.trapKeyOf(he, e, mode)
 		m := a.marks[key]
 		if m == nil {
@@ -229,15 +243,22 @@ func (a *Auditor) takeTrap(ue *uaEntry, he *hostEntry, e *Entry, t time.Time, es
 	c := a.row(und, he)
 	c.requests++
 	c.seen(t)
-	c.traps++
 	c.signals[policy.SignalTrap]++
 	c.refused++
 	c.reasons[policy.Rule]++
 	c.rules[rule]++
 	sc := &a.signals[policy.SignalTrap]
 	sc.requests++
-	sc.traps++
-	if !confirmed {
+	if !marks {
+		// Another page or the browser caused it: the trap's 403, nothing
+		// else (policy.TrapMarks).
+		c.trapsUnmarked++
+		sc.trapsUnmarked++
+	} else {
+		c.traps++
+		sc.traps++
+	}
+	if marks && !confirmed {
 		c.probation++
 		sc.probation++
 	}
@@ -325,7 +346,7 @@ func (a *Auditor) undeclaredSignals() []SignalReport {
 			m = policy.SignalLog
 		}
 		out = append(out, SignalReport{Signal: s.String(), Mode: m.String(), Requests: sc.requests, Refused: sc.refused,
-			WouldRefuse: sc.wouldRefuse, TrapRequests: sc.traps, Probation: sc.probation})
+			WouldRefuse: sc.wouldRefuse, TrapRequests: sc.traps, Probation: sc.probation, TrapUnmarked: sc.trapsUnmarked})
 	}
 	return out
 }

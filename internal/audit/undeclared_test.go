@@ -159,7 +159,9 @@ func TestUndeclaredHeaderRule(t *testing.T) {
 		{"the same on an allowed page", caddyReq{ip: "203.0.113.2", uri: "/public", ua: uaChrome131, tls: true}, "allow no rule disallows fetch_metadata enforce"},
 		{"Chrome 131 over TLS with its headers", caddyReq{ip: "203.0.113.3", uri: "/private/x", ua: uaChrome131, tls: true, headers: chromeNav}, "person"},
 		{"one Fetch Metadata header and Sec-CH-UA are enough", caddyReq{ip: "203.0.113.4", uri: "/private/x", ua: uaChrome131, tls: true, headers: []string{"Sec-Fetch-Dest: image", "Sec-Ch-Ua: x"}}, "person"},
-		{"Fetch Metadata without Sec-CH-UA: client_hints, log", caddyReq{ip: "203.0.113.5", uri: "/private/x", ua: uaChrome131, tls: true, headers: chromeNav[3:]}, "block rule client_hints log"},
+		{"Fetch Metadata without Sec-CH-UA: a person may send that, never judged", caddyReq{ip: "203.0.113.5", uri: "/private/x", ua: uaChrome131, tls: true, headers: chromeNav[3:]}, "person"},
+		{"a Chrome WebSocket handshake: Chromium sends no Fetch Metadata there", caddyReq{ip: "203.0.113.16", uri: "/private/ws", ua: uaChrome131, tls: true, headers: []string{"Upgrade: websocket", "Connection: Upgrade"}}, "person"},
+		{"a Firefox WebSocket handshake without Fetch Metadata", caddyReq{ip: "203.0.113.17", uri: "/private/ws", ua: uaFirefox, tls: true, headers: []string{"Upgrade: websocket", "Connection: Upgrade"}}, "block rule fetch_metadata enforce"},
 		{"over plain HTTP to a host that is not loopback", caddyReq{ip: "203.0.113.6", uri: "/private/x", ua: uaChrome131}, "person"},
 		{"over plain HTTP to localhost", caddyReq{ip: "127.0.0.1", host: "localhost:8080", uri: "/private/x", ua: uaChrome131}, "block rule fetch_metadata enforce"},
 		{"over plain HTTP to [::1]", caddyReq{ip: "::1", host: "[::1]:8080", uri: "/private/x", ua: uaChrome131}, "block rule fetch_metadata enforce"},
@@ -190,7 +192,7 @@ func TestUndeclaredHeaderRule(t *testing.T) {
 		t.Errorf("Chrome's refusal: %+v", d)
 	}
 	r := a.Report()
-	if r.Undeclared != 8 || r.Browsers != 9 || r.Crawlers != 1 {
+	if r.Undeclared != 8 || r.Browsers != 11 || r.Crawlers != 1 {
 		t.Errorf("undeclared %d, browsers %d, crawlers %d", r.Undeclared, r.Browsers, r.Crawlers)
 	}
 	for _, c := range r.Crawler {
@@ -200,8 +202,8 @@ func TestUndeclaredHeaderRule(t *testing.T) {
 	}
 	// example.com's: localhost and [::1] are sites of their own.
 	chrome := undeclaredReport(t, r, "Chrome (undeclared)")
-	if chrome.Host != "example.com" || chrome.Requests != 4 || chrome.Signals["fetch_metadata"] != 3 || chrome.Signals["client_hints"] != 1 ||
-		chrome.Refused != 3 || chrome.RefusedLogMode != 1 || chrome.Category != "undeclared" {
+	if chrome.Host != "example.com" || chrome.Requests != 3 || chrome.Signals["fetch_metadata"] != 3 || chrome.Signals["client_hints"] != 0 ||
+		chrome.Refused != 2 || chrome.RefusedLogMode != 0 || chrome.Category != "undeclared" {
 		t.Errorf("Chrome (undeclared): %+v", chrome)
 	}
 	u := r.UndeclaredSignals
@@ -209,9 +211,9 @@ func TestUndeclaredHeaderRule(t *testing.T) {
 		t.Fatal("no undeclared section")
 	}
 	want := []SignalReport{
-		{Signal: "fetch_metadata", Mode: "enforce", Requests: 6, Refused: 5},
+		{Signal: "fetch_metadata", Mode: "enforce", Requests: 7, Refused: 6},
 		{Signal: "fetch_metadata_safari", Mode: "log", Requests: 1, WouldRefuse: 1},
-		{Signal: "client_hints", Mode: "log", Requests: 1, WouldRefuse: 1},
+		{Signal: "client_hints", Mode: "log"},
 		{Signal: "trap", Mode: "off"},
 	}
 	if fmt.Sprint(u.Signals) != fmt.Sprint(want) || u.Requests != 8 || u.HeaderLines != int64(len(cases)) {
@@ -222,10 +224,10 @@ func TestUndeclaredHeaderRule(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range []string{
-		"9 by browsers, 1 by crawlers, 8 by undeclared crawlers",
-		"undeclared   fetch_metadata enforce: 6 requests, 5 refused; fetch_metadata_safari log: 1 request, 1 enforce would refuse; client_hints log: 1 request, 1 enforce would refuse\n",
+		"11 by browsers, 1 by crawlers, 8 by undeclared crawlers",
+		"undeclared   fetch_metadata enforce: 7 requests, 6 refused; fetch_metadata_safari log: 1 request, 1 enforce would refuse",
 		"UNDECLARED CRAWLER",
-		"Chrome (undeclared): 3 refused by Disallow: /private/ (line 2)",
+		"Chrome (undeclared): 2 refused by Disallow: /private/ (line 2)",
 	} {
 		if !strings.Contains(table.String(), s) {
 			t.Errorf("table lacks %q:\n%s", s, table.String())
@@ -262,15 +264,15 @@ func TestUndeclaredState(t *testing.T) {
 	if s := strings.Join(got, " "); s != "allow allow allow allow throttle throttle" {
 		t.Errorf("decisions %s", s)
 	}
-	// The same requests caught by client_hints (log): judged in log mode,
-	// with their own state, served.
+	// The same requests with fetch_metadata in log mode: judged in log
+	// mode, with their own state, served.
 	for i := range reqs {
-		reqs[i].headers = chromeNav[3:]
 		reqs[i].at += 100
 	}
-	_, ds = feed(t, Config{}, robots, lines(reqs...)...)
+	logModes := policy.NewDisguiseModes("", map[string]string{"fetch_metadata": "log"}, false)
+	_, ds = feed(t, Config{Disguised: &logModes}, robots, lines(reqs...)...)
 	for i, d := range ds {
-		if d.Mode != "log" || d.Undeclared != "client_hints" || (i >= 4) != (d.Decision == "throttle") {
+		if d.Mode != "log" || d.Undeclared != "fetch_metadata" || (i >= 4) != (d.Decision == "throttle") {
 			t.Errorf("request %d in log mode: %+v", i, d)
 		}
 	}

@@ -181,18 +181,29 @@ func HeaderSignals(h map[string][]string) agents.Signals {
 // PassesHeaders reports whether a request to a secure context that carries
 // the signals present passes the header signals whatever its User-Agent
 // claims: a real browser's request, decided without looking its claim up.
+//
+// Any Fetch Metadata header is enough. A person's browser sends Fetch
+// Metadata without Sec-CH-UA on whole kinds of requests: Chromium's workers,
+// service workers, CORS preflights and downloads, every subresource of a
+// page served with Permissions-Policy: ch-ua=(), Chromium with a User-Agent
+// override, and Firefox or Safari whose User-Agent switcher claims Chrome.
+// Those cannot be told from a script that forges Fetch Metadata by headers
+// alone, so the person wins: client_hints never judges a request that
+// carries Fetch Metadata.
 func (m *DisguiseModes) PassesHeaders(present agents.Signals) bool {
-	return present&agents.FetchMetadata != 0 && (!m.Hints() || present&agents.ClientHints != 0)
+	return present&agents.FetchMetadata != 0
 }
 
-// JudgeHeaders returns the signal that catches a request to a secure
-// context whose User-Agent claims c and that carries the signals present,
-// with its mode: of the signals the claim promises and the request lacks,
-// the one with the strictest mode. The mode is SignalOff when nothing
-// catches it.
-func (m *DisguiseModes) JudgeHeaders(c *agents.BrowserClaim, present agents.Signals) (Signal, SignalMode) {
+// JudgeHeaders returns the signal that catches a request of kind k to a
+// secure context whose User-Agent claims c and that carries the signals
+// present, with its mode: of the signals the claim promises and the request
+// lacks, the one with the strictest mode. The mode is SignalOff when nothing
+// catches it: a request with Fetch Metadata (see PassesHeaders), and a kind
+// of request the claimed browser sends without the headers (a WebSocket
+// handshake from Chromium, or from Safari, which was not measured).
+func (m *DisguiseModes) JudgeHeaders(c *agents.BrowserClaim, present agents.Signals, k Kind) (Signal, SignalMode) {
 	missing := c.Signals &^ present
-	if missing == 0 {
+	if missing == 0 || m.PassesHeaders(present) || !k.Carries(c.Engine) {
 		return SignalFetchMetadata, SignalOff
 	}
 	return m.Strongest(c, missing)
@@ -218,6 +229,87 @@ func (m *DisguiseModes) Strongest(c *agents.BrowserClaim, missing agents.Signals
 		consider(SignalClientHints)
 	}
 	return best, mode
+}
+
+// Kind is what a request's own headers tell about why it was sent, as far
+// as judging a browser claim and the trap needs it. The zero value is a
+// request whose headers tell nothing: no Fetch Metadata (a program, a text
+// browser, or a browser over plain HTTP) and no WebSocket handshake.
+type Kind uint8
+
+// The flags of a Kind.
+const (
+	// KindWebSocket: a WebSocket handshake (Upgrade: websocket). Chromium
+	// sends it with neither Fetch Metadata nor Sec-CH-UA (measured with
+	// Chromium 156, integration/browsers_people_test.go); Firefox sends
+	// Sec-Fetch-Mode: websocket. A page of any site can open one.
+	KindWebSocket Kind = 1 << iota
+	// KindInduced: a request its client did not choose itself: a
+	// subresource, a nested or cross-site or same-site navigation, or a
+	// prefetch or prerender (Sec-Purpose, Purpose, X-Moz: prefetch). Only
+	// a browser sends such headers, at the request of a page (another
+	// site's included) or of its own speculation.
+	KindInduced
+)
+
+// KindOf reads the kind of a request from its header map (keys canonical,
+// as Go's HTTP servers store them and Caddy's access log records them).
+func KindOf(h map[string][]string) Kind {
+	return KindFrom(first(h, "Sec-Fetch-Site"), first(h, "Sec-Fetch-Mode"), first(h, "Sec-Fetch-Dest"),
+		has(h, "Sec-Purpose") || has(h, "Purpose") || strings.EqualFold(first(h, "X-Moz"), "prefetch"),
+		first(h, "Upgrade"))
+}
+
+// KindFrom is KindOf from the values that decide it: the Fetch Metadata
+// headers (Sec-Fetch-Site, -Mode, -Dest; "" where absent), whether the
+// request says it is a prefetch or prerender, and the Upgrade header.
+//
+// A request with any Fetch Metadata is the client's own choice only as a
+// top-level navigation (Sec-Fetch-Mode: navigate, Sec-Fetch-Dest:
+// document) that is same-origin or typed, bookmarked or opened from
+// outside the browser (Sec-Fetch-Site: none).
+func KindFrom(site, mode, dest string, purpose bool, upgrade string) Kind {
+	var k Kind
+	if strings.EqualFold(strings.TrimSpace(upgrade), "websocket") {
+		k |= KindWebSocket
+	}
+	if purpose {
+		return k | KindInduced
+	}
+	if site == "" && mode == "" && dest == "" {
+		return k
+	}
+	if mode != "navigate" || dest != "document" || (site != "same-origin" && site != "none") {
+		k |= KindInduced
+	}
+	return k
+}
+
+// Carries reports whether a browser of engine e sends its Fetch Metadata
+// and client hints on requests of kind k: every kind but Chromium's
+// WebSocket handshakes (and Safari's, which could not be measured here).
+func (k Kind) Carries(e agents.Engine) bool {
+	return k&KindWebSocket == 0 || e == agents.EngineGecko
+}
+
+// TrapMarks reports whether a request of kind k for the trap marks its
+// client: only the client's own choice does (no Fetch Metadata, or a
+// same-origin or typed top-level navigation). A request another page
+// caused (an image, a prefetch, a cross-site redirect, a WebSocket any page
+// may open) gets the trap's 403 and marks nobody: a person must never pay
+// for what a web page made their browser ask.
+func TrapMarks(k Kind) bool { return k == 0 }
+
+func first(h map[string][]string, key string) string {
+	if v := h[key]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+func has(h map[string][]string, key string) bool {
+	_, ok := h[key]
+	return ok
 }
 
 // Bounds and defaults of the trap.
@@ -294,15 +386,51 @@ func (m *TrapMark) Take(now time.Time, hold time.Duration, ua string) {
 
 // Judged records a request at now of the marked client (not for the trap)
 // and reports whether it is judged as an undeclared crawler's: never past
-// the hold; a client on probation is confirmed by a request that comes
-// less than TrapHumanGap after its previous one (a crawler's pace).
-func (m *TrapMark) Judged(now time.Time) bool {
+// the hold; a client on probation is confirmed by a document (see
+// IsDocument) that comes less than TrapHumanGap after its previous
+// document (a crawler's pace). Subresources neither confirm it nor count
+// in its pace: a graphical text browser (links -g) fetches a page's images
+// right after the page.
+func (m *TrapMark) Judged(now time.Time, document bool) bool {
 	if now.After(m.Until) {
 		return false
 	}
-	if !m.Confirmed && now.Sub(m.Last) < TrapHumanGap {
-		m.Confirmed = true
+	if !m.Confirmed && document {
+		if now.Sub(m.Last) < TrapHumanGap {
+			m.Confirmed = true
+		}
+		m.Last = now
 	}
-	m.Last = now
 	return m.Confirmed
+}
+
+// subresourceExts are the extensions of the files a page loads by itself:
+// images, styles, scripts and fonts.
+var subresourceExts = []string{
+	".png", ".jpg", ".jpeg", ".gif", ".webp", ".avif", ".svg", ".ico", ".bmp",
+	".css", ".js", ".mjs", ".woff", ".woff2", ".ttf", ".otf",
+}
+
+// IsDocument reports whether a request for path (decoded) with the given
+// Accept header reads as a document a person opens rather than a
+// subresource the browser loads by itself: not an image, style, script or
+// font by its Accept header or its path's extension. It is how a text
+// browser's pace is measured without Fetch Metadata, which text browsers do
+// not send.
+func IsDocument(path, accept string) bool {
+	accept = strings.TrimSpace(accept)
+	for _, p := range [...]string{"image/", "text/css", "font/", "application/javascript", "text/javascript"} {
+		if len(accept) >= len(p) && strings.EqualFold(accept[:len(p)], p) {
+			return false
+		}
+	}
+	if i := strings.LastIndexByte(path, '.'); i >= 0 && strings.LastIndexByte(path, '/') < i {
+		ext := path[i:]
+		for _, e := range subresourceExts {
+			if strings.EqualFold(ext, e) {
+				return false
+			}
+		}
+	}
+	return true
 }

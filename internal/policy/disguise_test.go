@@ -101,9 +101,11 @@ func TestJudgeHeadersAgreesWithMissing(t *testing.T) {
 				t.Fatalf("%s with %v: Signals &^ HeaderSignals = %b, Missing = %b", ua, h, got, missing)
 			}
 			for _, m := range modes {
-				s, mode := m.JudgeHeaders(&c, present)
+				s, mode := m.JudgeHeaders(&c, present, 0)
 				ws, wmode := policy.SignalFetchMetadata, policy.SignalOff
-				if missing != 0 {
+				// Fetch Metadata alone passes: a person whose browser
+				// omits Sec-CH-UA wins over a script that forges it.
+				if missing != 0 && present&agents.FetchMetadata == 0 {
 					ws, wmode = m.Strongest(&c, missing)
 				}
 				if s != ws || mode != wmode {
@@ -130,7 +132,7 @@ func TestJudgeHeadersAgreesWithMissing(t *testing.T) {
 		mode    policy.SignalMode
 	}{
 		{uas[0], 0, policy.SignalFetchMetadata, policy.SignalEnforce},
-		{uas[0], agents.FetchMetadata, policy.SignalClientHints, policy.SignalLog},
+		{uas[0], agents.FetchMetadata, policy.SignalFetchMetadata, policy.SignalOff}, // client hints never judge Fetch Metadata
 		{uas[0], agents.FetchMetadata | agents.ClientHints, policy.SignalFetchMetadata, policy.SignalOff},
 		{uas[2], agents.FetchMetadata, policy.SignalFetchMetadata, policy.SignalOff}, // Samsung Internet sends no client hints
 		{uas[3], 0, policy.SignalFetchMetadata, policy.SignalEnforce},
@@ -140,7 +142,7 @@ func TestJudgeHeadersAgreesWithMissing(t *testing.T) {
 		{uas[7], 0, policy.SignalFetchMetadata, policy.SignalOff},
 	} {
 		claim := agents.ParseBrowserClaim(c.ua)
-		if s, mode := m.JudgeHeaders(&claim, c.present); s != c.want || mode != c.mode {
+		if s, mode := m.JudgeHeaders(&claim, c.present, 0); s != c.want || mode != c.mode {
 			t.Errorf("%s with %b: %s %s, want %s %s", c.ua, c.present, s, mode, c.want, c.mode)
 		}
 	}
@@ -193,7 +195,7 @@ func TestTrapMark(t *testing.T) {
 
 	var m policy.TrapMark
 	m.Take(now, hold, chrome)
-	if !m.Confirmed || !m.Judged(now.Add(time.Hour)) || !m.Judged(now.Add(hold)) || m.Judged(now.Add(hold+time.Second)) {
+	if !m.Confirmed || !m.Judged(now.Add(time.Hour), true) || !m.Judged(now.Add(hold), false) || m.Judged(now.Add(hold+time.Second), true) {
 		t.Errorf("a graphical browser's mark: %+v", m)
 	}
 
@@ -204,13 +206,21 @@ func TestTrapMark(t *testing.T) {
 	}
 	// A person's pace: never judged.
 	for i := 1; i <= 5; i++ {
-		if p.Judged(now.Add(time.Duration(i) * 1500 * time.Millisecond)) {
+		at := now.Add(time.Duration(i) * 1500 * time.Millisecond)
+		if p.Judged(at, true) {
 			t.Fatalf("a person's pace, request %d, judged", i)
+		}
+		// Each page's images, right after it (links -g): subresources
+		// are not a pace.
+		for j := 1; j <= 3; j++ {
+			if p.Judged(at.Add(time.Duration(j)*50*time.Millisecond), false) {
+				t.Fatalf("a person's page %d, image %d, judged", i, j)
+			}
 		}
 	}
 	// A crawler's pace: confirmed, and judged from then on.
 	at := now.Add(7500*time.Millisecond + policy.TrapHumanGap - time.Millisecond)
-	if !p.Judged(at) || !p.Judged(at.Add(time.Minute)) {
+	if !p.Judged(at, true) || !p.Judged(at.Add(time.Minute), false) {
 		t.Errorf("a crawler's pace: %+v", p)
 	}
 
@@ -236,5 +246,73 @@ func TestTrapPrefix(t *testing.T) {
 	}
 	if p := policy.TrapPrefix(netip.Addr{}); p.IsValid() {
 		t.Errorf("TrapPrefix(zero) = %s", p)
+	}
+}
+
+// TestKind: what the headers tell of why a request was sent, and whom the
+// trap marks: the client's own choice only.
+func TestKind(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		h     map[string][]string
+		want  policy.Kind
+		marks bool
+	}{
+		{"no headers (a program, a text browser)", map[string][]string{}, 0, true},
+		{"typed navigation", map[string][]string{"Sec-Fetch-Site": {"none"}, "Sec-Fetch-Mode": {"navigate"}, "Sec-Fetch-Dest": {"document"}}, 0, true},
+		{"same-origin link", map[string][]string{"Sec-Fetch-Site": {"same-origin"}, "Sec-Fetch-Mode": {"navigate"}, "Sec-Fetch-Dest": {"document"}}, 0, true},
+		{"cross-site redirect", map[string][]string{"Sec-Fetch-Site": {"cross-site"}, "Sec-Fetch-Mode": {"navigate"}, "Sec-Fetch-Dest": {"document"}}, policy.KindInduced, false},
+		{"same-site navigation", map[string][]string{"Sec-Fetch-Site": {"same-site"}, "Sec-Fetch-Mode": {"navigate"}, "Sec-Fetch-Dest": {"document"}}, policy.KindInduced, false},
+		{"image", map[string][]string{"Sec-Fetch-Site": {"same-origin"}, "Sec-Fetch-Mode": {"no-cors"}, "Sec-Fetch-Dest": {"image"}}, policy.KindInduced, false},
+		{"iframe", map[string][]string{"Sec-Fetch-Site": {"same-origin"}, "Sec-Fetch-Mode": {"navigate"}, "Sec-Fetch-Dest": {"iframe"}}, policy.KindInduced, false},
+		{"prefetch", map[string][]string{"Sec-Fetch-Site": {"same-origin"}, "Sec-Fetch-Mode": {"navigate"}, "Sec-Fetch-Dest": {"document"}, "Sec-Purpose": {"prefetch"}}, policy.KindInduced, false},
+		{"prefetch without Fetch Metadata", map[string][]string{"Purpose": {"prefetch"}}, policy.KindInduced, false},
+		{"Firefox's old prefetch", map[string][]string{"X-Moz": {"prefetch"}}, policy.KindInduced, false},
+		{"forged site alone", map[string][]string{"Sec-Fetch-Site": {"none"}}, policy.KindInduced, false},
+		{"Chromium's WebSocket", map[string][]string{"Upgrade": {"websocket"}}, policy.KindWebSocket, false},
+		{"Firefox's WebSocket", map[string][]string{"Upgrade": {"websocket"}, "Sec-Fetch-Site": {"same-origin"}, "Sec-Fetch-Mode": {"websocket"}, "Sec-Fetch-Dest": {"empty"}}, policy.KindWebSocket | policy.KindInduced, false},
+	} {
+		k := policy.KindOf(c.h)
+		if k != c.want || policy.TrapMarks(k) != c.marks {
+			t.Errorf("%s: kind %b, marks %v; want %b, %v", c.name, k, policy.TrapMarks(k), c.want, c.marks)
+		}
+	}
+	chromium, gecko, webkit := agents.EngineChromium, agents.EngineGecko, agents.EngineWebKit
+	if policy.KindWebSocket.Carries(chromium) || policy.KindWebSocket.Carries(webkit) || !policy.KindWebSocket.Carries(gecko) || !policy.Kind(0).Carries(chromium) {
+		t.Error("Carries: Chromium's WebSocket handshakes carry no Fetch Metadata, Firefox's do")
+	}
+	// A Chrome claim's WebSocket handshake is never judged by headers; a
+	// Firefox claim's still is.
+	m := policy.NewDisguiseModes("enforce", nil, false)
+	chrome := agents.ParseBrowserClaim("Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36")
+	firefox := agents.ParseBrowserClaim("Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0")
+	if _, mode := m.JudgeHeaders(&chrome, 0, policy.KindWebSocket); mode != policy.SignalOff {
+		t.Error("a Chrome WebSocket handshake judged")
+	}
+	if _, mode := m.JudgeHeaders(&firefox, 0, policy.KindWebSocket); mode != policy.SignalEnforce {
+		t.Error("a Firefox WebSocket handshake without Fetch Metadata not judged")
+	}
+	if _, mode := m.JudgeHeaders(&chrome, 0, 0); mode != policy.SignalEnforce {
+		t.Error("a Chrome claim without Fetch Metadata not judged")
+	}
+}
+
+func TestIsDocument(t *testing.T) {
+	for _, c := range []struct {
+		path, accept string
+		want         bool
+	}{
+		{"/", "*/*", true},
+		{"/page.html", "text/html, text/plain", true},
+		{"/private/report", "", true},
+		{"/img/logo.PNG", "*/*", false},
+		{"/style.css", "", false},
+		{"/a.b/page", "", true},
+		{"/pic", "image/avif,image/webp,*/*", false},
+		{"/app.js", "*/*", false},
+	} {
+		if got := policy.IsDocument(c.path, c.accept); got != c.want {
+			t.Errorf("IsDocument(%q, %q) = %v, want %v", c.path, c.accept, got, c.want)
+		}
 	}
 }

@@ -186,6 +186,17 @@ type Client struct {
 	// Signer is the Web Bot Auth agent that signed the request, "" for a
 	// crawler known by its User-Agent.
 	Signer string
+	// Undeclared, for a client judged as an undeclared crawler, is the
+	// name its state is kept under (agents.ClaimEntry.StateName): the
+	// claimed browser and a digest of its whole User-Agent, so that the
+	// state is the client's own and never a browser family's.
+	Undeclared string
+	// RulesOnly is set for a request that carries every header its claimed
+	// browser sends, from a client judged only because of a trap mark on
+	// its address and User-Agent: a person on that address may send the
+	// very same User-Agent, so the request is judged by robots.txt's rules
+	// alone, without throttle, strike or ban.
+	RulesOnly bool
 }
 
 // Who is the identity a request's state is kept under, derived from the
@@ -209,6 +220,9 @@ type Who struct {
 	// a resident of an address seen presenting many names: its state is
 	// the address's (see RotationName).
 	Rotating bool
+	// RulesOnly is Client.RulesOnly: robots.txt's rules apply, no
+	// throttle, strike or ban.
+	RulesOnly bool
 }
 
 // Identify derives the identity of the client's request.
@@ -228,6 +242,10 @@ func Identify(c *Client) (w Who) {
 		// crawler that shares its token.
 		w.Name = "sig:" + c.Signer
 	}
+	if c.Undeclared != "" {
+		w.Name = c.Undeclared
+	}
+	w.RulesOnly = c.RulesOnly
 	return w
 }
 
@@ -307,6 +325,10 @@ const (
 	TokenNone     = -2 // no group applies
 )
 
+// RulesOnlyExcuse is why a refusal of a RulesOnly request is not a
+// strike.
+const RulesOnlyExcuse = "this request carries every header of the browser its User-Agent names; another client with the same User-Agent on this address took the trap, so only robots.txt's rules apply to it"
+
 // RetryUnavailable is the Retry-After of a temporary refusal: robots.txt
 // unavailable, or a claim whose verification is pending.
 const RetryUnavailable = 30 * time.Second
@@ -355,7 +377,7 @@ func (a *Assessment) Assess(f *Facts, o *Options) {
 	case a.Verdict == agents.Spoofed && o.SpoofedBlock:
 		a.Action, a.Reason = Block, Spoofed
 		return
-	case f.Ban != nil && f.Ban.Banned:
+	case f.Ban != nil && f.Ban.Banned && !f.Who.RulesOnly:
 		a.Action, a.Reason, a.BanUntil = Ban, Banned, f.Ban.Until
 		a.RetryAfter = f.Ban.Until.Sub(f.Now)
 		return
@@ -438,6 +460,9 @@ func (a *Assessment) Assess(f *Facts, o *Options) {
 		// strike punishes the crawler, so it needs a violation under every
 		// reading and every version served within the strike window.
 		a.NoStrike = strikeExcuse(site, who, forms, f.Now)
+		if who.RulesOnly && a.NoStrike == "" {
+			a.NoStrike = RulesOnlyExcuse
+		}
 		a.Strike = o.Strikes && a.NoStrike == ""
 		return
 	}
@@ -453,7 +478,7 @@ func (a *Assessment) Assess(f *Facts, o *Options) {
 		a.Action, a.Reason, a.RetryAfter = Block, Unverified, RetryUnavailable
 		return
 	}
-	if interval > 0 && interval != noInterval && throttles(o.CrawlDelay, &f.Client.Agent.Profile, unproven) {
+	if interval > 0 && interval != noInterval && !who.RulesOnly && throttles(o.CrawlDelay, &f.Client.Agent.Profile, unproven) {
 		a.Interval, a.RateGroup, a.Pace = interval, rateGroup, true
 	}
 }

@@ -1,0 +1,427 @@
+package integration
+
+import (
+	"bufio"
+	"crypto/sha1"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/caddyrobots/caddy-robots/internal/chromiumtest"
+)
+
+// People first, request kind by request kind: real, headed Chromium and
+// Firefox ESR under Xvfb, with every disguised signal enforced (client_hints
+// included) and the trap on, against a real Caddy over HTTPS whose
+// robots.txt disallows everything for "*" (so that any request judged as an
+// undeclared crawler's is refused, and seen to be).
+//
+// Each browser first opens a page on another site (https://localhost, a
+// different site from https://127.0.0.1 for the browsers) that makes it ask
+// for the trap of 127.0.0.1 the ways another web page can: an <img>, a
+// new Image(), a <link rel=prefetch>, and a top-level navigation redirected
+// to it. Then it loads 127.0.0.1's page, served with Permissions-Policy:
+// ch-ua=() (so Chromium sends no Sec-CH-UA on its subresources), which:
+// opens six WebSockets, starts a dedicated worker (which fetches), registers
+// a service worker (whose install fetches), sends a CORS preflight, a
+// beacon and an EventSource, downloads a file, prefetches every link of the
+// page the way prefetch-all scripts do (the hidden trap link included) and
+// one by speculation rules, then reports. Every request but the trap's must
+// reach the backend, no request may be judged as an undeclared crawler's,
+// and no trap request may mark the browser.
+//
+// The same runs for Firefox whose User-Agent is switched to Chrome's (a
+// person with a User-Agent switcher: Fetch Metadata, never Sec-CH-UA) and
+// for Chromium with a User-Agent of its own set on the command line (as
+// DevTools' override does).
+
+const peopleEvil = `<!doctype html>
+<html><head><title>another site</title>
+<link rel="prefetch" href="%[1]s/no-robots/prefetched-by-another-site">
+</head><body><h1>Another site</h1>
+<img src="%[1]s/no-robots/img-by-another-site" width="10" height="10" alt="">
+<script>
+new Image().src = "%[1]s/no-robots/new-image-by-another-site";
+setTimeout(() => { window.open("/hop"); }, 800);
+setTimeout(() => { location.href = "%[1]s/start.html"; }, 2500);
+</script></body></html>
+`
+
+const peopleStart = `<!doctype html>
+<html><head><title>caddy-robots: people first</title>
+<link rel="stylesheet" href="/style.css">
+<script type="speculationrules">{"prefetch": [{"source": "list", "urls": ["/speculated.html", "/no-robots/speculated"]}]}</script>
+<script src="/people.js" defer></script></head>
+<body>
+<a href="/no-robots/" rel="nofollow" hidden aria-hidden="true" tabindex="-1">Do not follow this link: it is a trap for crawlers that ignore robots.txt.</a>
+<a href="/about.html">About</a>
+<h1>Request kinds</h1>
+<p><img src="/img.svg" width="120" height="60" alt="image"> <span id="status">running…</span></p>
+<ul id="results"></ul>
+</body></html>
+`
+
+const peopleScript = `
+const results = {};
+function note(k, v) {
+	results[k] = v;
+	const li = document.createElement("li");
+	li.textContent = k + ": " + v;
+	document.getElementById("results").appendChild(li);
+}
+function socket(i) {
+	return new Promise(ok => {
+		const ws = new WebSocket("wss://" + location.host + "/ws/" + i);
+		const t = setTimeout(() => { ok("timeout"); }, 5000);
+		ws.onmessage = e => { clearTimeout(t); ws.close(); ok(String(e.data)); };
+		ws.onerror = () => { clearTimeout(t); ok("error"); };
+	});
+}
+async function run() {
+	// Prefetch every link, as prefetch-all scripts do.
+	for (const a of document.querySelectorAll("a[href]")) {
+		const l = document.createElement("link"); l.rel = "prefetch"; l.href = a.href;
+		document.head.appendChild(l);
+	}
+	for (let i = 1; i <= 6; i++) { note("websocket " + i, await socket(i)); }
+	note("worker", await new Promise(ok => {
+		const w = new Worker("/worker.js");
+		w.onmessage = e => ok(String(e.data));
+		w.onerror = () => ok("error");
+		setTimeout(() => ok("timeout"), 5000);
+	}));
+	if (navigator.serviceWorker) {
+		try {
+			const reg = await navigator.serviceWorker.register("/sw.js");
+			await Promise.race([navigator.serviceWorker.ready, new Promise(ok => setTimeout(ok, 5000))]);
+			note("service worker", reg.active ? "active" : (reg.installing || reg.waiting ? "installing" : "none"));
+		} catch (e) { note("service worker", "error " + e); }
+	} else { note("service worker", "unsupported"); }
+	try {
+		const r = await fetch("https://localhost:" + location.port + "/api/cors", {method: "PUT", headers: {"X-Robots-Test": "1"}, body: "x"});
+		note("preflight", r.status);
+	} catch (e) { note("preflight", "error " + e); }
+	note("beacon", navigator.sendBeacon("/api/beacon", "hello") ? "queued" : "refused");
+	note("eventsource", await new Promise(ok => {
+		const es = new EventSource("/events");
+		es.onmessage = e => { es.close(); ok(String(e.data)); };
+		es.onerror = () => { es.close(); ok("error"); };
+		setTimeout(() => { es.close(); ok("timeout"); }, 5000);
+	}));
+	let r = await fetch("/api/data"); note("fetch", r.status);
+	const a = document.createElement("a"); a.href = "/download.bin"; a.download = "download.bin";
+	document.body.appendChild(a); a.click(); note("download", "clicked");
+	await new Promise(ok => setTimeout(ok, 2000));
+	const img = document.querySelector("img"); note("image", img.complete && img.naturalWidth > 0 ? "loaded" : "broken");
+	await fetch("/report", {method: "POST", body: JSON.stringify(results)});
+	document.getElementById("status").textContent = "done";
+	setTimeout(() => { location.href = "/done.html"; }, 300);
+}
+run().catch(e => { note("error", String(e)); fetch("/report", {method: "POST", body: JSON.stringify(results)}); });
+`
+
+// peopleBackend serves both sites' pages and records every request it is
+// sent, with the headers that tell its kind.
+type peopleBackend struct {
+	a    string // the origin of the site under test: https://127.0.0.1:port
+	mu   sync.Mutex
+	seen []string
+	done chan struct{}
+	once sync.Once
+}
+
+func (b *peopleBackend) record(s string) {
+	b.mu.Lock()
+	b.seen = append(b.seen, s)
+	b.mu.Unlock()
+}
+
+func (b *peopleBackend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	b.record(fmt.Sprintf("%s %s%s [site=%s mode=%s dest=%s ch-ua=%t purpose=%q upgrade=%q]", r.Method, r.Host, r.URL.Path,
+		r.Header.Get("Sec-Fetch-Site"), r.Header.Get("Sec-Fetch-Mode"), r.Header.Get("Sec-Fetch-Dest"), r.Header.Get("Sec-Ch-Ua") != "",
+		r.Header.Get("Sec-Purpose")+r.Header.Get("Purpose")+r.Header.Get("X-Moz"), r.Header.Get("Upgrade")))
+	html := func(s string) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		io.WriteString(w, s)
+	}
+	switch p := r.URL.Path; {
+	case p == "/evil.html":
+		html(fmt.Sprintf(peopleEvil, b.a))
+	case p == "/hop":
+		http.Redirect(w, r, b.a+"/no-robots/top-level-redirect", http.StatusFound)
+	case p == "/start.html":
+		w.Header().Set("Permissions-Policy", "ch-ua=()")
+		html(peopleStart)
+	case p == "/about.html", p == "/speculated.html":
+		html("<!doctype html><p>about</p>")
+	case p == "/style.css":
+		w.Header().Set("Content-Type", "text/css")
+		io.WriteString(w, "body { background: rgb(230, 240, 255); font: 20px sans-serif; }")
+	case p == "/people.js":
+		w.Header().Set("Content-Type", "text/javascript")
+		io.WriteString(w, peopleScript)
+	case p == "/worker.js":
+		w.Header().Set("Content-Type", "text/javascript")
+		io.WriteString(w, `fetch("/api/from-worker").then(r => postMessage("fetched " + r.status), e => postMessage("error " + e));`)
+	case p == "/sw.js":
+		w.Header().Set("Content-Type", "text/javascript")
+		io.WriteString(w, `self.addEventListener("install", e => { e.waitUntil(fetch("/api/from-service-worker").then(() => self.skipWaiting())); });
+self.addEventListener("activate", e => { e.waitUntil(self.clients.claim()); });`)
+	case p == "/img.svg":
+		w.Header().Set("Content-Type", "image/svg+xml")
+		io.WriteString(w, `<svg xmlns="http://www.w3.org/2000/svg" width="120" height="60"><rect width="120" height="60" fill="rgb(200,60,60)"/></svg>`)
+	case p == "/api/cors":
+		w.Header().Set("Access-Control-Allow-Origin", b.a)
+		w.Header().Set("Access-Control-Allow-Methods", "PUT")
+		w.Header().Set("Access-Control-Allow-Headers", "X-Robots-Test")
+		if r.Method == http.MethodOptions {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		io.WriteString(w, "cors ok")
+	case p == "/events":
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "data: hello\n\n")
+	case strings.HasPrefix(p, "/ws/"):
+		serveWebSocket(w, r)
+	case p == "/download.bin":
+		w.Header().Set("Content-Type", "application/octet-stream")
+		w.Header().Set("Content-Disposition", `attachment; filename="download.bin"`)
+		w.Write(make([]byte, 4096))
+	case p == "/report":
+		body, _ := io.ReadAll(r.Body)
+		b.record("report " + string(body))
+	case p == "/done.html":
+		html(`<!doctype html><html><head><link rel="stylesheet" href="/style.css"></head><body><h1>All done</h1></body></html>`)
+		b.once.Do(func() { close(b.done) })
+	case strings.HasPrefix(p, "/api/"):
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"ok":true}`)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+// serveWebSocket answers a WebSocket handshake (RFC 6455) and sends one
+// text message, "hello".
+func serveWebSocket(w http.ResponseWriter, r *http.Request) {
+	key := r.Header.Get("Sec-WebSocket-Key")
+	if key == "" || !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
+		http.Error(w, "not a websocket handshake", http.StatusBadRequest)
+		return
+	}
+	sum := sha1.Sum([]byte(key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"))
+	conn, rw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	fmt.Fprintf(rw, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n\r\n",
+		base64.StdEncoding.EncodeToString(sum[:]))
+	rw.Write([]byte{0x81, 5, 'h', 'e', 'l', 'l', 'o'})
+	rw.Flush()
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, _ = bufio.NewReader(conn).ReadByte() // the client's close
+}
+
+func (b *peopleBackend) requests() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]string(nil), b.seen...)
+}
+
+// peopleWants are the requests (method and path on the site under test,
+// or host and path on the other one) every browser must have had served.
+var peopleWants = []string{
+	"GET /start.html", "GET /style.css", "GET /people.js", "GET /img.svg", "GET /ws/1", "GET /ws/6",
+	"GET /worker.js", "GET /api/from-worker", "GET /sw.js", "GET /api/from-service-worker",
+	"OPTIONS localhost/api/cors", "PUT localhost/api/cors", "POST /api/beacon", "GET /events", "GET /api/data",
+	"GET /download.bin", "POST /report", "GET /done.html",
+}
+
+const chromeUA156 = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0.0.0 Safari/537.36"
+
+func TestRealBrowsersPeopleFirst(t *testing.T) {
+	ca := newTestCA(t, "127.0.0.1", "localhost")
+	a := "https://" + hostPort("127.0.0.1", httpsPort)
+	backend := &peopleBackend{a: a, done: make(chan struct{})}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: backend, ReadHeaderTimeout: 5 * time.Second}
+	go srv.Serve(ln)
+	defer srv.Close()
+	site := func(host string) string {
+		return fmt.Sprintf(`
+https://%s {
+	tls %s %s
+	robots {
+		source inline "User-agent: *\nDisallow: /\nCrawl-delay: 5\n"
+		disguised enforce
+		trap /no-robots/
+	}
+	reverse_proxy %s
+}
+`, hostPort(host, httpsPort), ca.certFile, ca.keyFile, ln.Addr().String())
+	}
+	newClient(t, tlsGlobals()+site("127.0.0.1")+site("localhost"))
+	display := startXvfb(t)
+
+	runs := []struct {
+		name   string
+		launch func(t *testing.T, display, url, home string, ca testCA) *exec.Cmd
+	}{
+		{"chromium", func(t *testing.T, display, url, home string, ca testCA) *exec.Cmd {
+			return peopleChromium(t, display, url, home, ca, "")
+		}},
+		{"chromium-ua-override", func(t *testing.T, display, url, home string, ca testCA) *exec.Cmd {
+			return peopleChromium(t, display, url, home, ca, chromeUA)
+		}},
+		{"firefox-esr", func(t *testing.T, display, url, home string, ca testCA) *exec.Cmd {
+			return peopleFirefox(t, display, url, home, ca, "")
+		}},
+		{"firefox-esr-as-chrome", func(t *testing.T, display, url, home string, ca testCA) *exec.Cmd {
+			return peopleFirefox(t, display, url, home, ca, chromeUA156)
+		}},
+	}
+	for _, run := range runs {
+		t.Run(run.name, func(t *testing.T) {
+			backend.mu.Lock()
+			backend.seen, backend.done, backend.once = nil, make(chan struct{}), sync.Once{}
+			done := backend.done
+			backend.mu.Unlock()
+			judged := func() float64 {
+				return disguisedMetric(t, "caddy_robots_disguised_total", `mode="enforce"`) -
+					disguisedMetric(t, "caddy_robots_disguised_total", `action="trap_unmarked"`) +
+					disguisedMetric(t, "caddy_robots_decisions_total", `category="undeclared"`)
+			}
+			unmarked := func() float64 {
+				return disguisedMetric(t, "caddy_robots_disguised_total", `action="trap_unmarked"`)
+			}
+			before, unmarkedBefore := judged(), unmarked()
+			home, err := os.MkdirTemp("", "robots-people-")
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmd := run.launch(t, display, "https://"+hostPort("localhost", httpsPort)+"/evil.html", home, ca)
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			logf, _ := os.Create(filepath.Join(home, "browser.log"))
+			cmd.Stdout, cmd.Stderr = logf, logf
+			if err := cmd.Start(); err != nil {
+				t.Fatalf("%s: %v", run.name, err)
+			}
+			defer func() {
+				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+				_ = cmd.Wait()
+				logf.Close()
+				for range 20 {
+					if os.RemoveAll(home) == nil {
+						return
+					}
+					time.Sleep(100 * time.Millisecond)
+				}
+			}()
+			select {
+			case <-done:
+			case <-time.After(120 * time.Second):
+				log, _ := os.ReadFile(filepath.Join(home, "browser.log"))
+				t.Fatalf("%s did not finish the page in 120 s; requests: %q\nbrowser log tail: %s", run.name, backend.requests(), lastLines(string(log), 20))
+			}
+			time.Sleep(time.Second)
+			reqs := backend.requests()
+			sort.Strings(reqs)
+			t.Logf("%s: the backend was sent %d requests:\n  %s", run.name, len(reqs), strings.Join(reqs, "\n  "))
+			for _, want := range peopleWants {
+				method, path, _ := strings.Cut(want, " ")
+				host := "127.0.0.1"
+				if h, p, ok := strings.Cut(path, "/"); ok && h != "" {
+					host, path = h, "/"+p
+				}
+				found := false
+				for _, r := range reqs {
+					found = found || strings.HasPrefix(r, method+" "+hostPort(host, httpsPort)+path+" ")
+				}
+				if !found {
+					t.Errorf("%s: the backend never got %s (refused, or never sent)", run.name, want)
+				}
+			}
+			for _, r := range reqs {
+				if strings.HasPrefix(r, "report ") {
+					for _, bad := range []string{`"error"`, `:"timeout"`, `"broken"`} {
+						if strings.Contains(r, bad) {
+							t.Errorf("%s: the page's report has %s: %s", run.name, bad, r)
+						}
+					}
+				}
+			}
+			if d := judged() - before; d != 0 {
+				t.Errorf("%s: %v requests judged as an undeclared crawler's or marked by the trap, want 0", run.name, d)
+			}
+			// The other site's image, new Image() and redirected
+			// navigation did reach the trap (and its 403), marking nobody.
+			if d := unmarked() - unmarkedBefore; d < 3 {
+				t.Errorf("%s: %v trap requests caused by another site or a prefetch, want at least 3: the test did not attack", run.name, d)
+			} else {
+				t.Logf("%s: %v trap requests caused by another site or by prefetching, none marked the browser", run.name, d)
+			}
+		})
+	}
+}
+
+func peopleChromium(t *testing.T, display, url, home string, ca testCA, ua string) *exec.Cmd {
+	chromium := chromiumtest.Find(t)
+	trustCA(t, filepath.Join(home, ".pki", "nssdb"), ca)
+	args := []string{"--no-sandbox", "--no-first-run", "--no-default-browser-check",
+		"--user-data-dir=" + filepath.Join(home, "profile"), "--password-store=basic",
+		"--disable-background-networking", "--disable-component-update", "--disable-popup-blocking",
+		"--window-position=0,0", "--window-size=1280,900"}
+	if ua != "" {
+		args = append(args, "--user-agent="+ua)
+	}
+	cmd := exec.Command(chromium, append(args, url)...)
+	cmd.Env = append(os.Environ(), "DISPLAY="+display, "HOME="+home, "XDG_DOWNLOAD_DIR="+filepath.Join(home, "Downloads"))
+	return cmd
+}
+
+func peopleFirefox(t *testing.T, display, url, home string, ca testCA, ua string) *exec.Cmd {
+	firefox := need(t, "firefox-esr")
+	profile := filepath.Join(home, "profile")
+	trustCA(t, profile, ca)
+	prefs := []string{
+		`user_pref("browser.shell.checkDefaultBrowser", false);`,
+		`user_pref("browser.startup.homepage_override.mstone", "ignore");`,
+		`user_pref("browser.aboutwelcome.enabled", false);`,
+		`user_pref("datareporting.policy.dataSubmissionEnabled", false);`,
+		`user_pref("toolkit.telemetry.reportingpolicy.firstRun", false);`,
+		`user_pref("app.update.disabledForTesting", true);`,
+		`user_pref("browser.download.folderList", 2);`,
+		`user_pref("browser.download.dir", "` + filepath.Join(home, "Downloads") + `");`,
+		`user_pref("browser.download.useDownloadDir", true);`,
+		`user_pref("browser.download.always_ask_before_handling_new_types", false);`,
+		`user_pref("browser.download.alwaysOpenPanel", false);`,
+		`user_pref("network.captive-portal-service.enabled", false);`,
+		`user_pref("network.connectivity-service.enabled", false);`,
+		`user_pref("dom.disable_open_during_load", false);`,
+	}
+	if ua != "" {
+		prefs = append(prefs, `user_pref("general.useragent.override", "`+ua+`");`)
+	}
+	if err := os.WriteFile(filepath.Join(profile, "user.js"), []byte(strings.Join(prefs, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(firefox, "--no-remote", "--new-instance", "--profile", profile, "--width", "1280", "--height", "900", url)
+	cmd.Env = append(os.Environ(), "DISPLAY="+display, "HOME="+home, "MOZ_CRASHREPORTER_DISABLE=1")
+	return cmd
+}
