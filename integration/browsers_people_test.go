@@ -425,3 +425,162 @@ func peopleFirefox(t *testing.T, display, url, home string, ca testCA, ua string
 	cmd.Env = append(os.Environ(), "DISPLAY="+display, "HOME="+home, "MOZ_CRASHREPORTER_DISABLE=1")
 	return cmd
 }
+
+// The neighbour's mark. A script on the browser's own address, with the
+// browser's exact User-Agent, takes the trap, is refused a disallowed page
+// three times and is banned. Then the person in headed Chromium on that
+// address loads a page with nine images, a style and a fetch, all on
+// allowed paths, within one Crawl-delay window: every request is served
+// (its requests carry Chromium's own headers, so they are judged by
+// robots.txt's rules alone: no throttle, no strike, no ban), while the
+// script stays banned.
+func TestRealBrowserBesideATrappedScript(t *testing.T) {
+	ca := newTestCA(t, "127.0.0.1")
+	var (
+		mu   sync.Mutex
+		seen []string
+		ua   string
+		goCh = make(chan struct{})
+		done = make(chan struct{})
+		once sync.Once
+	)
+	gallery := "<!doctype html><html><head><link rel=stylesheet href=/style.css></head><body><h1>Gallery</h1>"
+	for i := range 9 {
+		gallery += fmt.Sprintf(`<img src="/img/%d.svg" width="40" height="40" alt="">`, i)
+	}
+	gallery += `<script>window.onload = async () => { const r = await fetch("/api/data"); document.title = "fetch " + r.status; setTimeout(() => { location.href = "/done.html"; }, 300); };</script></body></html>`
+	backend := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.Method+" "+r.URL.Path)
+		if r.URL.Path == "/" && ua == "" {
+			ua = r.UserAgent()
+		}
+		mu.Unlock()
+		switch p := r.URL.Path; {
+		case p == "/":
+			w.Header().Set("Content-Type", "text/html")
+			io.WriteString(w, `<!doctype html><p>waiting</p><script>
+async function wait() { const r = await fetch("/api/wait"); if ((await r.text()) == "go") { location.href = "/gallery.html"; } else { setTimeout(wait, 300); } }
+wait();</script>`)
+		case p == "/api/wait":
+			select {
+			case <-goCh:
+				io.WriteString(w, "go")
+			default:
+				io.WriteString(w, "wait")
+			}
+		case p == "/gallery.html":
+			w.Header().Set("Content-Type", "text/html")
+			io.WriteString(w, gallery)
+		case p == "/style.css":
+			w.Header().Set("Content-Type", "text/css")
+			io.WriteString(w, "body { background: rgb(230, 240, 255); }")
+		case strings.HasPrefix(p, "/img/"):
+			w.Header().Set("Content-Type", "image/svg+xml")
+			io.WriteString(w, `<svg xmlns="http://www.w3.org/2000/svg" width="40" height="40"><rect width="40" height="40" fill="rgb(200,60,60)"/></svg>`)
+		case p == "/done.html":
+			io.WriteString(w, "done")
+			once.Do(func() { close(done) })
+		default:
+			io.WriteString(w, "ok")
+		}
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: backend, ReadHeaderTimeout: 5 * time.Second}
+	go srv.Serve(ln)
+	defer srv.Close()
+	newClient(t, tlsGlobals()+fmt.Sprintf(`
+https://%s {
+	tls %s %s
+	robots {
+		source inline "User-agent: *\nDisallow: /private/\nCrawl-delay: 30\n"
+		trap /no-robots/
+		strikes 3 10m 1h
+	}
+	reverse_proxy %s
+}
+`, hostPort("127.0.0.1", httpsPort), ca.certFile, ca.keyFile, ln.Addr().String()))
+	display := startXvfb(t)
+	home, err := os.MkdirTemp("", "robots-neighbour-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "https://" + hostPort("127.0.0.1", httpsPort)
+	cmd := peopleChromium(t, display, base+"/", home, ca, "")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = cmd.Wait()
+		for range 20 {
+			if os.RemoveAll(home) == nil {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
+	eventually(t, 60*time.Second, "Chromium to load the first page", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return ua != ""
+	})
+	mu.Lock()
+	browserUA := ua
+	mu.Unlock()
+	t.Logf("Chromium's User-Agent: %s", browserUA)
+
+	// The script: Chromium's exact User-Agent, the same address, none of
+	// its headers.
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: ca.clientTLS(t)}, Timeout: 10 * time.Second}
+	get := func(path string) (int, string) {
+		req, _ := http.NewRequest("GET", base+path, nil)
+		req.Header.Set("User-Agent", browserUA)
+		res, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		body, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(body)
+	}
+	if s, _ := get("/no-robots/"); s != 403 {
+		t.Fatalf("the script's trap request: %d", s)
+	}
+	for i := range 3 {
+		if s, _ := get(fmt.Sprintf("/private/%d", i)); s != 403 {
+			t.Fatalf("the script's disallowed request %d: %d", i, s)
+		}
+	}
+	if s, body := get("/public"); s != 403 || !strings.Contains(body, "banned") {
+		t.Fatalf("the script is not banned: %d %q", s, body)
+	}
+	close(goCh)
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		mu.Lock()
+		t.Fatalf("Chromium did not finish the gallery; the backend got %q", seen)
+		mu.Unlock()
+	}
+	mu.Lock()
+	got := strings.Join(seen, "\n")
+	mu.Unlock()
+	for _, want := range []string{"GET /gallery.html", "GET /style.css", "GET /api/data", "GET /done.html"} {
+		if !strings.Contains(got, want+"\n") && !strings.HasSuffix(got, want) {
+			t.Errorf("the person's %s was refused; the backend got:\n%s", want, got)
+		}
+	}
+	for i := range 9 {
+		if !strings.Contains(got, fmt.Sprintf("GET /img/%d.svg", i)) {
+			t.Errorf("the person's image %d was refused; the backend got:\n%s", i, got)
+		}
+	}
+	if s, body := get("/public"); s != 403 || !strings.Contains(body, "banned") {
+		t.Errorf("the script is no longer banned: %d %q", s, body)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -72,4 +73,18 @@ func newTestCA(t *testing.T, names ...string) testCA {
 	write(c.certFile, "CERTIFICATE", leafDER)
 	write(c.keyFile, "EC PRIVATE KEY", keyDER)
 	return c
+}
+
+// clientTLS returns a TLS configuration that trusts c's CA alone.
+func (c testCA) clientTLS(t *testing.T) *tls.Config {
+	t.Helper()
+	pem, err := os.ReadFile(c.caFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		t.Fatal("the test CA's PEM holds no certificate")
+	}
+	return &tls.Config{RootCAs: pool}
 }
