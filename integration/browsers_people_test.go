@@ -584,3 +584,93 @@ https://%s {
 		t.Errorf("the script is no longer banned: %d %q", s, body)
 	}
 }
+
+// A person in Links in graphics mode (links2 -g, which shows the hidden
+// trap link) follows it once by hand, then opens a page whose image it
+// fetches right after the page, then a page robots.txt disallows, at a
+// person's pace: the probation measures the pace between documents, so the
+// image does not confirm the person as a crawler and the last page is
+// served.
+func TestTrapLinksGraphicsPerson(t *testing.T) {
+	links := need(t, "links2")
+	var (
+		mu   sync.Mutex
+		seen []string
+	)
+	backend := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.URL.Path+" accept="+r.Header.Get("Accept"))
+		mu.Unlock()
+		switch r.URL.Path {
+		case "/page.html":
+			w.Header().Set("Content-Type", "text/html")
+			io.WriteString(w, `<html><body><h1>A page</h1><img src="/picture.gif" width="1" height="1"></body></html>`)
+		case "/picture.gif":
+			w.Header().Set("Content-Type", "image/gif")
+			w.Write([]byte("GIF89a\x01\x00\x01\x00\x80\x00\x00\x00\x00\x00\xff\xff\xff!\xf9\x04\x01\x00\x00\x00\x00,\x00\x00\x00\x00\x01\x00\x01\x00\x00\x02\x02D\x01\x00;"))
+		default:
+			w.Header().Set("Content-Type", "text/html")
+			io.WriteString(w, "<html><body><p>private page</p></body></html>")
+		}
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: backend, ReadHeaderTimeout: 5 * time.Second}
+	go srv.Serve(ln)
+	defer srv.Close()
+	newClient(t, globals+fmt.Sprintf(`
+http://links.example:%d {
+	robots {
+		source inline "User-agent: *\nDisallow: /private/\n"
+		trap /no-robots/
+		crawl_delay off
+	}
+	reverse_proxy %s
+}
+`, crawlPort, ln.Addr().String()))
+	display := startXvfb(t)
+	home := t.TempDir()
+	base := "http://" + hostPort("links.example", crawlPort)
+	got := func(path string) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, s := range seen {
+			if strings.HasPrefix(s, path+" ") {
+				return true
+			}
+		}
+		return false
+	}
+	// open runs links2 -g on url until until() holds, then closes it.
+	open := func(url, what string, until func() bool) {
+		// links.example reaches this machine through a proxy setting:
+		// Links asks Caddy's port on loopback for the whole URL.
+		cmd := exec.Command(links, "-g", "-http-proxy", hostPort("127.0.0.1", crawlPort), url)
+		cmd.Env = append(os.Environ(), "DISPLAY="+display, "HOME="+home)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			_ = cmd.Wait()
+		}()
+		eventually(t, 30*time.Second, what, until)
+	}
+	trapsBefore := disguisedMetric(t, "caddy_robots_disguised_total", `signal="trap",action="trap"`)
+	open(base+"/no-robots/", "links -g to ask for the trap", func() bool {
+		return disguisedMetric(t, "caddy_robots_disguised_total", `signal="trap",action="trap"`) > trapsBefore
+	})
+	time.Sleep(1500 * time.Millisecond)
+	open(base+"/page.html", "links -g to load the page and its image", func() bool { return got("/picture.gif") })
+	time.Sleep(1500 * time.Millisecond)
+	open(base+"/private/p.html", "links -g to load a disallowed page at a person's pace", func() bool {
+		return got("/private/p.html") || disguisedMetric(t, "caddy_robots_disguised_total", `signal="trap",action="block"`) > 0
+	})
+	t.Logf("the backend got: %q", seen)
+	if !got("/private/p.html") {
+		t.Errorf("the person in links -g was refused a page after following the trap once and loading a page with its image")
+	}
+}

@@ -4,7 +4,8 @@
 # with certutil to make them trust Caddy's local CA in a throwaway profile
 # and ImageMagick's import for screenshots), and the scripts and text
 # browser that wear a browser's User-Agent (integration/disguised_test.go:
-# lynx, wget, python3 with requests and Scrapy, all Debian's). Installs
+# lynx, links2 in graphics mode, wget, python3 with requests and Scrapy,
+# all Debian's). Installs
 # what is missing with apt-get when running as root; otherwise says
 # exactly what to install.
 set -euo pipefail
@@ -15,6 +16,7 @@ have chromium || need+=(chromium)
 have firefox-esr || have firefox || need+=(firefox-esr)
 have Xvfb || need+=(xvfb)
 have lynx || need+=(lynx)
+have links2 || need+=(links2)
 have wget || need+=(wget)
 have certutil || need+=(libnss3-tools)
 have import || need+=(imagemagick)
