@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -117,5 +118,62 @@ func TestAdversarialBanFlood(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("/robots/bans does not list the rogue's ban after the flood: %+v", list)
+	}
+}
+
+// TestAdversarialCrawlDelayHostHopping: a Crawl-delay budget is per site
+// block where the rules do not depend on the Host: a bot sending a new Host
+// header with each request to a catch-all site gets its 503 after the same
+// burst as one with a fixed Host. With source site (each Host its own
+// robots.txt), a bot hopping Hosts gets at most the budgets of
+// RotationResidents+1 hosts.
+func TestAdversarialCrawlDelayHostHopping(t *testing.T) {
+	const robots = "User-agent: *\nDisallow: /private/\nCrawl-delay: 5\n"
+	dir := advSite(t, robots)
+	cfg := globalsWith("\tservers {\n\t\ttrusted_proxies static 127.0.0.1/32\n\t\ttrusted_proxies_strict\n\t}\n")
+	fc := newFloodClient()
+	// allowed sends n requests of one bot from address ip, the i-th with
+	// Host host(i), and returns how many were allowed and refused with 503.
+	allowed := func(name, ip string, n int, host func(i int) string) (ok, throttled int) {
+		ua := name + "/1.0 (+https://" + strings.ToLower(name) + ".example/bot)"
+		for i := range n {
+			switch s := fc.get(host(i), "/index.html?n="+strconv.Itoa(i), ua, "X-Forwarded-For: "+ip); s {
+			case 200:
+				ok++
+			case 503:
+				throttled++
+			default:
+				t.Fatalf("%s request %d: %d", name, i, s)
+			}
+		}
+		return ok, throttled
+	}
+	for k, source := range []string{`source inline "` + strings.ReplaceAll(robots, "\n", `\n`) + `"`, "source site"} {
+		t.Run(strings.Fields(source)[1], func(t *testing.T) {
+			newClient(t, cfg+fmt.Sprintf("http://:%d", httpPort)+` {
+	root * `+dir+`
+	robots {
+		`+source+`
+		strikes off
+	}
+	file_server
+}
+`)
+			const n = 40
+			suffix := strings.Fields(source)[1] + ".hop.localhost"
+			fixedOK, fixedThrottled := allowed("FixedHost", fmt.Sprintf("198.51.100.%d", 10+2*k), n, func(int) string { return at("fixed." + suffix) })
+			hopOK, hopThrottled := allowed("HostHopper", fmt.Sprintf("198.51.100.%d", 11+2*k), n, func(i int) string { return at(fmt.Sprintf("h%d.%s", i, suffix)) })
+			t.Logf("%s: fixed Host %d allowed, %d throttled; new Host each time %d allowed, %d throttled", source, fixedOK, fixedThrottled, hopOK, hopThrottled)
+			if fixedThrottled == 0 {
+				t.Fatalf("the fixed-Host bot was never throttled: %d allowed", fixedOK)
+			}
+			limit := fixedOK + 1
+			if strings.Contains(source, "site") {
+				limit = 5 * (fixedOK + 1) // RotationResidents hosts of its own, then one shared budget
+			}
+			if hopThrottled == 0 || hopOK > limit {
+				t.Errorf("a bot sending a new Host each time got %d of %d allowed (%d throttled); a fixed Host got %d, so at most %d", hopOK, n, hopThrottled, fixedOK, limit)
+			}
+		})
 	}
 }
