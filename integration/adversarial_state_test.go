@@ -177,3 +177,42 @@ func TestAdversarialCrawlDelayHostHopping(t *testing.T) {
 		})
 	}
 }
+
+// TestAdversarialSiteTableFlood: with source site on a catch-all site, a
+// flood of more random Hosts than the site table holds neither evicts the
+// site in use nor keeps a new real site out: crawlers of both are judged by
+// their robots.txt, with no 503.
+func TestAdversarialSiteTableFlood(t *testing.T) {
+	dir := advSite(t, "User-agent: *\nDisallow: /private/\n")
+	newClient(t, globals+fmt.Sprintf("http://:%d", httpPort)+` {
+	root * `+dir+`
+	robots {
+		crawl_delay off
+		strikes off
+	}
+	file_server
+}
+`)
+	fc := newFloodClient()
+	judged := func(host string) {
+		t.Helper()
+		if s := fc.get(at(host), "/index.html", exampleUA); s != 200 {
+			t.Errorf("%s: an allowed page got %d, want 200", host, s)
+		}
+		if s := fc.get(at(host), "/private/secret.html", exampleUA); s != 403 {
+			t.Errorf("%s: a disallowed page got %d, want 403", host, s)
+		}
+	}
+	judged("real.tableflood.localhost")
+	start := time.Now()
+	const n = 4096 + 200
+	counts := flood(n, 8, func(i int) int {
+		if i%500 == 0 {
+			fc.get(at("real.tableflood.localhost"), "/index.html", exampleUA) // the real site keeps being served
+		}
+		return fc.get(at(randHex(12)+".tableflood.localhost"), "/index.html", "FloodBot/1.0 (+https://flood.example/bot)")
+	})
+	t.Logf("%d random Hosts in %s: %v", n, time.Since(start).Round(time.Millisecond), counts)
+	judged("real.tableflood.localhost")
+	judged("new.tableflood.localhost")
+}
