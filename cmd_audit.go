@@ -272,6 +272,7 @@ func auditConfig(env *cliEnv) (audit.Config, *auditSource, error) {
 	// The handler keeps strikes and bans per site block: the lines of every
 	// host the block serves share them.
 	cfg.Block = ce.block
+	cfg.PacePerHost = h.Source == "site"
 	hosts, _ := fl.GetStringArray("host")
 	for _, h := range hosts {
 		if policy.HostOf(strings.TrimSpace(h)) == "" {

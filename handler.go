@@ -295,7 +295,7 @@ func (h *Handler) writeState(ctx context.Context, o *outcome, scopes *lazyScopes
 		return
 	}
 	sc := scopes.get()
-	id := policy.ThrottleIdentity(sc.pace, &o.who, addr.get())
+	id := policy.ThrottleIdentity(h.paceScope(sc, o, addr, clock, dry), &o.who, addr.get())
 	pace := state.Pace{Interval: as.Interval, Burst: h.burst, Fetch: state.NewFetch(o.target.Method, o.host, o.target.Raw)}
 	var res state.ThrottleResult
 	var err error
@@ -316,13 +316,19 @@ func (h *Handler) writeState(ctx context.Context, o *outcome, scopes *lazyScopes
 
 // stateScopes are the scopes of the state a request reads and writes: the
 // handler's site block for strikes and bans (whatever Host the client
-// sends), the site's host for the Crawl-delay budget (robots.txt is the
-// host's). Log mode keeps its own throttle and strike state, so that what
-// it would have done never carries over into enforce mode.
+// sends), and for the Crawl-delay budget, the site block too when its
+// rules do not depend on the Host (source file or inline), else the
+// site's host (source site: each host's robots.txt is its own), but the
+// site block for the hosts a client hops to (see paceScope). Log mode
+// keeps its own throttle and strike state, so that what it would have done
+// never carries over into enforce mode.
 type stateScopes struct {
 	ban, pace string
-	desc      string        // the site block, for people
-	stats     *crawlerStats // the site block's counts
+	// hopped is the Crawl-delay scope of a host a client hops to: the
+	// site block's.
+	hopped string
+	desc   string        // the site block, for people
+	stats  *crawlerStats // the site block's counts
 }
 
 func (h *Handler) stateScopes(r *http.Request, host string) stateScopes {
@@ -331,10 +337,45 @@ func (h *Handler) stateScopes(r *http.Request, host string) stateScopes {
 	if stats == nil {
 		stats = h.stats
 	}
+	out := stateScopes{ban: sc.key, pace: sc.key, hopped: sc.key, desc: sc.desc, stats: stats}
 	if !h.enforce {
-		return stateScopes{ban: sc.logKey, pace: "log|" + host, desc: sc.desc, stats: stats}
+		out.ban, out.pace, out.hopped = sc.logKey, sc.logKey, sc.logKey
 	}
-	return stateScopes{ban: sc.key, pace: host, desc: sc.desc, stats: stats}
+	if h.Source == "site" {
+		out.pace = host
+		if !h.enforce {
+			out.pace = "log|" + host
+		}
+	}
+	return out
+}
+
+// hostHops recognises clients that hop Hosts on a source site handler,
+// for every handler of the process and across config reloads; see
+// paceScope.
+var hostHops = state.NewRotations(0)
+
+// paceScope is the scope of the request's Crawl-delay budget (the Site
+// of its throttle identity). With source file or inline, the rules are
+// the same whatever Host the client sends, and so is the budget: the site
+// block's. With source site each host has its own robots.txt and its own
+// budget, as RFC 9309 crawlers keep one per host; but a client chooses the
+// Host header, and on a catch-all site (or *.example.com) a new made-up
+// Host would be a new budget with every request. So a client (its name
+// and address, as for a name rotation: state.Rotations) keeps a budget of
+// its own on each of the first state.RotationResidents hosts it asks for
+// within state.RotationWindow, and every further host shares one budget,
+// the site block's, until an hour after its last new host. A verified
+// crawler, whose name and address nobody can borrow, keeps one per host.
+func (h *Handler) paceScope(sc *stateScopes, o *outcome, addr *clientAddr, clock *lazyClock, dry bool) string {
+	if h.Source != "site" || o.who.Verified || sc.pace == sc.hopped {
+		return sc.pace
+	}
+	who, client, now := sc.hopped+"|"+o.who.StateName(), addr.recorded(), clock.get()
+	if hostHops.Resident(who, client, o.host, now) || !hostHops.Note(who, addr.get(), client, o.host, now, dry) {
+		return sc.pace
+	}
+	return sc.hopped
 }
 
 // lazyScopes works out the request's stateScopes on first use: most

@@ -305,8 +305,10 @@ type StoreConfig struct {
 	// Type is "memory" (default) or "redis".
 	Type string `json:"type,omitempty"`
 	// MaxEntries caps the memory store (default 100000 identities); the
-	// least recently used unverified identities are evicted first. With
-	// Redis it caps the local fallback store.
+	// least recently used unverified identities are evicted first. Banned
+	// identities are kept apart, so that no flood evicts a ban: a tenth
+	// of MaxEntries more, at least 1,024 (state.MemoryConfig.MaxBans).
+	// With Redis it caps the local fallback store.
 	MaxEntries int `json:"max_entries,omitempty"`
 	// URL is the Redis address, e.g. redis://user:pass@host:6379/0,
 	// rediss://... for TLS, redis-sentinel://host:26379/master or

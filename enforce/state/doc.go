@@ -61,10 +61,14 @@
 // # Stores
 //
 // [Memory] is the default: bounded (100,000 identities by default, a hard
-// cap), sharded, O(1) and allocation-free per decision. When full, it evicts
-// the least recently used unverified client first and a verified crawler only
-// when no unverified client is left, so a flood of random addresses cannot
-// push out the crawlers the site cares about, nor grow memory. Entries whose
+// cap, and up to 10,000 banned identities beside them), sharded, O(1) and
+// allocation-free per decision. When full, it evicts the least recently used
+// unverified client first and a verified crawler only when no unverified
+// client is left, so a flood of random addresses cannot push out the
+// crawlers the site cares about, nor grow memory. Bans are kept apart and
+// never compete with those entries: a ban ends when it expires or is lifted,
+// or when the bans themselves are full, and then the ban that ends first
+// makes room. Entries whose
 // TAT, strike window and ban are all in the past are dead and are freed as
 // decisions pass by; no goroutine sweeps.
 //
@@ -72,7 +76,9 @@
 // decision is one atomic script on the server (GCRA in integer
 // microseconds, with the same T and τ as [Memory] and the arithmetic of
 // go-redis/redis_rate; strikes by INCR + PEXPIRE and a ban key with a TTL). Keys are "{prefix}:{site}:{identity}:..." and all expire on
-// their own. Each call has its own short timeout (50ms by default).
+// their own. Each call has its own short timeout (50ms by default). Only
+// Redis's own eviction at maxmemory can remove a ban early: see [Redis] for
+// the policies that keep bans.
 //
 // # Failing open
 //

@@ -13,6 +13,10 @@ import (
 const (
 	DefaultMaxEntries = 100_000
 	DefaultShards     = 64
+	// MinMaxBans is the least number of bans a memory store keeps room
+	// for when [MemoryConfig].MaxBans is not set: a small store still
+	// keeps 16 bans a shard.
+	MinMaxBans = 1024
 )
 
 // MemoryConfig configures [NewMemory].
@@ -24,6 +28,16 @@ type MemoryConfig struct {
 	// most [MaxNameLen] bytes; see [MaxStrikeRecords]), and a ban its
 	// [BanInfo] (about 300 bytes): with every identity struck, ~45 MiB.
 	MaxEntries int
+	// MaxBans is the cap on identities kept while banned, beyond
+	// MaxEntries (default MaxEntries/10, at least [MinMaxBans]: 10,000
+	// for the default store, about 7 MiB with their records). A ban is
+	// not an entry of the LRU that throttle entries compete for: no flood
+	// of other identities, however large, evicts it. It ends when it
+	// expires or is lifted, or, when the bans of its shard fill their
+	// share of MaxBans, the ban of that shard that ends first makes room
+	// for a new one. Each shard's share is rounded up, so the store holds
+	// at most [Memory.Cap] + [Memory.BanCap] identities.
+	MaxBans int
 	// Shards is the number of independently locked parts (default 64). It
 	// is rounded up to a power of two and lowered to at most MaxEntries.
 	Shards int
@@ -33,19 +47,25 @@ type MemoryConfig struct {
 // allocation-free for an identity it already holds.
 //
 // Each shard has a map from [Identity] to a slot in a slot array that grows up
-// to the shard's share of MaxEntries, and two intrusive LRU lists over those
-// slots: one for unverified clients, one for verified crawlers. When a shard
-// is full, a new identity takes the slot of (in this order) a dead verified
-// entry, the least recently used unverified entry, or, only when no unverified
-// entry is left, the least recently used verified one. An entry is dead when
-// its throttle time, strike window and ban are all in the past; every decision
-// also frees the dead entries it finds at the tail of the lists, so idle
-// identities expire without a sweeper goroutine.
+// to the shard's share of MaxEntries plus its share of MaxBans, and three
+// intrusive lists over those slots: two LRU lists, one for unverified clients
+// and one for verified crawlers, holding at most the shard's share of
+// MaxEntries, and the list of banned identities, in the order their bans
+// started, holding at most its share of MaxBans. When the LRU lists are full,
+// a new identity takes the slot of (in this order) a dead verified entry, the
+// least recently used unverified entry, or, only when no unverified entry is
+// left, the least recently used verified one; a banned identity is never
+// among them. An entry is dead when its throttle time, strike window and ban
+// are all in the past; every decision also frees the dead entries it finds at
+// the tail of the lists (a ban that ended goes back to its LRU list, or is
+// freed if nothing else of it is alive), so idle identities expire without a
+// sweeper goroutine.
 type Memory struct {
 	shards []memShard
 	mask   uint64
 	seed   maphash.Seed
 	max    int
+	bans   int // the sum of the shards' banLimit
 	// struck has a bit set for every hash that ever got a strike or a ban,
 	// so that Banned answers the common case (a crawler that never struck)
 	// without taking a shard lock. Bits are never cleared; a set bit only
@@ -87,10 +107,12 @@ type memShard struct {
 	mu       sync.Mutex
 	idx      map[uint64]int32 // keyed by Memory.hash; the entry holds the identity
 	entries  []entry
-	limit    int
-	free     int32 // first free slot, chained through entry.next; -1 if none
-	lists    [2]lruList
-	lastName string // the last name cloned into the shard, shared by new entries
+	limit    int        // slots of the LRU lists
+	banLimit int        // slots of the ban list
+	free     int32      // first free slot, chained through entry.next; -1 if none
+	lists    [3]lruList // listUnverified, listVerified, listBans
+	count    [3]int     // entries in each list
+	lastName string     // the last name cloned into the shard, shared by new entries
 	// lastCrawler is the last crawler name a strike record kept, shared by
 	// the next records with the same name.
 	lastCrawler string
@@ -123,7 +145,16 @@ type entry struct {
 	prev    int32
 	next    int32
 	flags   uint8 // entryEarned
+	list    uint8 // the list holding the entry
 }
+
+// The lists of a shard: the LRU lists of unverified and verified
+// identities, and the banned identities.
+const (
+	listUnverified = 0
+	listVerified   = 1
+	listBans       = 2
+)
 
 // entryEarned marks a ban that a [Failover] store's local store earned
 // while its primary was failing and has not yet written to the primary.
@@ -147,11 +178,12 @@ func (e *entry) activeStrikes(now int64) int {
 	return 0
 }
 
-func listOf(id Identity) int {
+// lruOf is the LRU list of id's entries.
+func lruOf(id Identity) uint8 {
 	if id.Verified {
-		return 1
+		return listVerified
 	}
-	return 0
+	return listUnverified
 }
 
 // NewMemory returns an empty memory store. Slots are allocated as identities
@@ -162,6 +194,9 @@ func NewMemory(cfg MemoryConfig) *Memory {
 	}
 	if cfg.Shards <= 0 {
 		cfg.Shards = DefaultShards
+	}
+	if cfg.MaxBans <= 0 {
+		cfg.MaxBans = max(cfg.MaxEntries/10, MinMaxBans)
 	}
 	n := 1
 	for n < cfg.Shards {
@@ -182,9 +217,11 @@ func NewMemory(cfg MemoryConfig) *Memory {
 		if i < cfg.MaxEntries%n {
 			s.limit++
 		}
+		s.banLimit = (cfg.MaxBans + n - 1) / n
+		m.bans += s.banLimit
 		s.idx = make(map[uint64]int32)
 		s.free = -1
-		s.lists = [2]lruList{{-1, -1}, {-1, -1}}
+		s.lists = [3]lruList{{-1, -1}, {-1, -1}, {-1, -1}}
 	}
 	return m
 }
@@ -310,6 +347,7 @@ func (m *Memory) strike(id Identity, p StrikePolicy, now time.Time, info StrikeI
 	if earned {
 		e.flags |= entryEarned
 	}
+	s.toBans(s.idx[h], t)
 	return BanResult{Banned: true, Until: now.Add(p.Ban), Strikes: n, Info: *e.log.ban}
 }
 
@@ -353,7 +391,7 @@ func (m *Memory) Banned(_ context.Context, id Identity, now time.Time) (BanResul
 func (m *Memory) Close() error { return nil }
 
 // Len returns the number of identities held, dead ones included until they
-// are freed. It never exceeds MaxEntries.
+// are freed. It never exceeds Cap + BanCap.
 func (m *Memory) Len() int {
 	n := 0
 	for i := range m.shards {
@@ -365,8 +403,12 @@ func (m *Memory) Len() int {
 	return n
 }
 
-// Cap returns MaxEntries.
+// Cap returns MaxEntries: the identities held in the LRU lists.
 func (m *Memory) Cap() int { return m.max }
+
+// BanCap returns the most banned identities held beyond Cap: MaxBans,
+// rounded up to a multiple of the shards.
+func (m *Memory) BanCap() int { return m.bans }
 
 // observeRetry raises id's TAT to what a refusal under p with wait
 // retryAfter at now implies; [NewFailover] uses it to keep the local store
@@ -407,6 +449,7 @@ func (m *Memory) observeBan(id Identity, until time.Time, info BanInfo, now time
 		e.flags &^= entryEarned // of a ban that ended
 	}
 	e.banUntil = max(old, u)
+	s.toBans(s.idx[h], t)
 	if e.flags&entryEarned != 0 {
 		return
 	}
@@ -445,14 +488,21 @@ func (m *Memory) shard(h uint64) *memShard { return &m.shards[h&m.mask] }
 func (s *memShard) lookup(id Identity, h uint64, now int64, create bool) *entry {
 	s.pruneTails(now)
 	if i, ok := s.idx[h]; ok {
-		if s.entries[i].id == id {
+		e := &s.entries[i]
+		switch {
+		case e.id != id:
+			if !create {
+				return nil
+			}
+			s.remove(i) // a hash collision: the newcomer takes the slot
+		case e.list != listBans:
 			s.touch(i)
-			return &s.entries[i]
+			return e
+		case e.banUntil > now:
+			return e // bans keep the order they started in
+		case !s.settle(i, now):
+			return e
 		}
-		if !create {
-			return nil
-		}
-		s.remove(i) // a hash collision: the newcomer takes the slot
 	}
 	if !create {
 		return nil
@@ -493,38 +543,85 @@ func (s *memShard) newLog() *strikeLog {
 	return new(strikeLog)
 }
 
-// pruneTails frees up to two dead entries at the tail of each list, so that
-// the number of entries held shrinks when identities go idle.
+// pruneTails frees up to two dead entries at the tail of each LRU list,
+// and settles up to two ended bans at the tail of the ban list, so that the
+// number of entries held shrinks when identities go idle.
 func (s *memShard) pruneTails(now int64) {
-	for l := range 2 * len(s.lists) {
-		l &= 1
-		if t := s.lists[l].tail; t >= 0 && s.entries[t].dead(now) {
-			s.remove(t)
+	for range 2 {
+		for l := range listBans {
+			if t := s.lists[l].tail; t >= 0 && s.entries[t].dead(now) {
+				s.remove(t)
+			}
+		}
+		if t := s.lists[listBans].tail; t >= 0 && s.entries[t].banUntil <= now {
+			s.settle(t, now)
 		}
 	}
+}
+
+// toBans moves entry i, whose ban is in force, to the ban list. When the
+// shard's bans fill it, the ban that ends first (one already over, or
+// lifted, if there is one) is dropped with its entry to make room.
+func (s *memShard) toBans(i int32, now int64) {
+	if s.entries[i].list == listBans {
+		return
+	}
+	if s.count[listBans] >= s.banLimit {
+		first := s.lists[listBans].tail
+		for j := first; j >= 0; j = s.entries[j].prev {
+			if s.entries[j].banUntil < s.entries[first].banUntil {
+				first = j
+			}
+		}
+		s.remove(first)
+	}
+	s.unlink(i)
+	s.entries[i].list = listBans
+	s.pushFront(i)
+}
+
+// settle takes entry i, on the ban list with its ban over (ended or
+// lifted), off it: back to the front of its LRU list (making room there
+// as insert does), or freed if nothing else of it is alive. It reports
+// whether it freed the entry.
+func (s *memShard) settle(i int32, now int64) (freed bool) {
+	if s.entries[i].dead(now) {
+		s.remove(i)
+		return true
+	}
+	s.unlink(i)
+	e := &s.entries[i]
+	e.list = lruOf(e.id)
+	if s.count[listUnverified]+s.count[listVerified] >= s.limit {
+		s.remove(s.victim(now))
+	}
+	s.pushFront(i)
+	return false
 }
 
 func (s *memShard) insert(id Identity, h uint64, now int64) int32 {
 	var i int32
 	var oldName string
 	switch {
-	case s.free >= 0:
-		i = s.free
-		s.free = s.entries[i].next
-	case len(s.entries) < s.limit:
-		if len(s.entries) == cap(s.entries) {
-			grown := make([]entry, len(s.entries), min(max(2*cap(s.entries), 8), s.limit))
-			copy(grown, s.entries)
-			s.entries = grown
-		}
-		i = int32(len(s.entries))
-		s.entries = append(s.entries, entry{})
-	default:
+	case s.count[listUnverified]+s.count[listVerified] >= s.limit:
 		i = s.victim(now)
 		oldName = s.entries[i].id.Name
 		s.recycle(s.entries[i].log)
 		s.unlink(i)
 		delete(s.idx, s.entries[i].hash)
+	case s.free >= 0:
+		i = s.free
+		s.free = s.entries[i].next
+	default:
+		// The LRU lists have room and no slot is free, so the slots in
+		// use are fewer than limit + banLimit.
+		if len(s.entries) == cap(s.entries) {
+			grown := make([]entry, len(s.entries), min(max(2*cap(s.entries), 8), s.limit+s.banLimit))
+			copy(grown, s.entries)
+			s.entries = grown
+		}
+		i = int32(len(s.entries))
+		s.entries = append(s.entries, entry{})
 	}
 	// Keep the name in memory of its own (not a slice of a request header),
 	// shared with the previous entry where possible.
@@ -537,25 +634,27 @@ func (s *memShard) insert(id Identity, h uint64, now int64) int32 {
 		id.Name = strings.Clone(id.Name)
 		s.lastName = id.Name
 	}
-	s.entries[i] = entry{id: id, hash: h}
+	s.entries[i] = entry{id: id, hash: h, list: lruOf(id)}
 	s.idx[h] = i
 	s.pushFront(i)
 	return i
 }
 
-// victim picks the slot to reuse in a full shard.
+// victim picks the slot to reuse when the LRU lists are full: never a
+// banned identity's.
 func (s *memShard) victim(now int64) int32 {
-	if t := s.lists[1].tail; t >= 0 && s.entries[t].dead(now) {
+	if t := s.lists[listVerified].tail; t >= 0 && s.entries[t].dead(now) {
 		return t
 	}
-	if t := s.lists[0].tail; t >= 0 {
+	if t := s.lists[listUnverified].tail; t >= 0 {
 		return t
 	}
-	return s.lists[1].tail
+	return s.lists[listVerified].tail
 }
 
+// touch marks entry i, on an LRU list, most recently used.
 func (s *memShard) touch(i int32) {
-	if s.lists[listOf(s.entries[i].id)].head == i {
+	if s.lists[s.entries[i].list].head == i {
 		return
 	}
 	s.unlink(i)
@@ -564,7 +663,8 @@ func (s *memShard) touch(i int32) {
 
 func (s *memShard) pushFront(i int32) {
 	e := &s.entries[i]
-	l := &s.lists[listOf(e.id)]
+	l := &s.lists[e.list]
+	s.count[e.list]++
 	e.prev, e.next = -1, l.head
 	if l.head >= 0 {
 		s.entries[l.head].prev = i
@@ -576,7 +676,8 @@ func (s *memShard) pushFront(i int32) {
 
 func (s *memShard) unlink(i int32) {
 	e := &s.entries[i]
-	l := &s.lists[listOf(e.id)]
+	l := &s.lists[e.list]
+	s.count[e.list]--
 	if e.prev >= 0 {
 		s.entries[e.prev].next = e.next
 	} else {

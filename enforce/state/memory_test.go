@@ -298,7 +298,7 @@ func TestMemoryBoundUnderConcurrency(t *testing.T) {
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		for !stop.Load() {
-			if n := m.Len(); n > max {
+			if n := m.Len(); n > max+m.BanCap() {
 				over.Store(int64(n))
 			}
 		}
@@ -324,10 +324,10 @@ func TestMemoryBoundUnderConcurrency(t *testing.T) {
 	stop.Store(true)
 	wg.Wait()
 	if n := over.Load(); n != 0 {
-		t.Fatalf("Len reached %d > %d", n, max)
+		t.Fatalf("Len reached %d > %d + %d", n, max, m.BanCap())
 	}
-	if n := m.Len(); n > max {
-		t.Fatalf("Len = %d > %d", n, max)
+	if n := m.Len(); n > max+m.BanCap() {
+		t.Fatalf("Len = %d > %d + %d", n, max, m.BanCap())
 	}
 	checkInvariants(t, m)
 }
@@ -342,23 +342,28 @@ func checkInvariants(t *testing.T, m *Memory) {
 		inLists := 0
 		for l := range s.lists {
 			prev := int32(-1)
+			n := 0
 			for i := s.lists[l].head; i >= 0; i = s.entries[i].next {
 				e := &s.entries[i]
-				if e.prev != prev || listOf(e.id) != l || s.idx[e.hash] != i || e.hash != m.hash(e.id) {
+				if e.prev != prev || int(e.list) != l || (l != listBans && lruOf(e.id) != e.list) || s.idx[e.hash] != i || e.hash != m.hash(e.id) {
 					t.Fatalf("shard %d: list %d broken at slot %d", si, l, i)
 				}
 				prev = i
-				inLists++
+				n++
 			}
-			if s.lists[l].tail != prev {
-				t.Fatalf("shard %d: list %d tail %d, want %d", si, l, s.lists[l].tail, prev)
+			if s.lists[l].tail != prev || s.count[l] != n {
+				t.Fatalf("shard %d: list %d tail %d, want %d; count %d, want %d", si, l, s.lists[l].tail, prev, s.count[l], n)
 			}
+			inLists += n
+		}
+		if s.count[listUnverified]+s.count[listVerified] > s.limit || s.count[listBans] > s.banLimit {
+			t.Fatalf("shard %d: %v listed, limits %d and %d", si, s.count, s.limit, s.banLimit)
 		}
 		free := 0
 		for i := s.free; i >= 0; i = s.entries[i].next {
 			free++
 		}
-		if inLists != len(s.idx) || inLists+free != len(s.entries) || len(s.entries) > s.limit {
+		if inLists != len(s.idx) || inLists+free != len(s.entries) || len(s.entries) > s.limit+s.banLimit {
 			t.Fatalf("shard %d: %d listed, %d mapped, %d free, %d slots, limit %d", si, inLists, len(s.idx), free, len(s.entries), s.limit)
 		}
 		total += s.limit
@@ -464,4 +469,97 @@ func TestMayHaveBans(t *testing.T) {
 	if r, _ := m.Banned(ctx0, other, epoch); r.Banned || r.Strikes != 0 {
 		t.Fatalf("another identity Banned = %+v", r)
 	}
+}
+
+// TestMemoryBansOutliveFlood: bans are kept apart from the LRU lists that
+// throttle entries compete for. A flood of a hundred times more identities
+// than the store holds, throttled and struck (but not banned), leaves every
+// ban in force and listed, and the store within Cap + BanCap.
+func TestMemoryBansOutliveFlood(t *testing.T) {
+	m := NewMemory(MemoryConfig{MaxEntries: 100, Shards: 4})
+	p := StrikePolicy{Strikes: 2, Window: time.Hour, Ban: time.Hour}
+	banned := make([]Identity, 20)
+	for i := range banned {
+		banned[i] = NewIdentity("Rogue", false, ip4(0xc6336400+uint32(i)))
+		mustStrike(t, m, banned[i], p, epoch)
+		if r := mustStrike(t, m, banned[i], p, epoch); !r.Banned {
+			t.Fatalf("%v not banned: %+v", banned[i], r)
+		}
+	}
+	now := epoch
+	for i := range 10_000 {
+		now = now.Add(time.Millisecond)
+		id := NewIdentity(fmt.Sprint("flood", i%7), i%50 == 0, ip4(uint32(i)))
+		mustThrottle(t, m, id, time.Minute, now)
+		if i%3 == 0 && !id.Verified {
+			mustStrike(t, m, id, p, now) // one strike each: no ban
+		}
+		if n := m.Len(); n > m.Cap()+m.BanCap() {
+			t.Fatalf("Len %d > %d + %d", n, m.Cap(), m.BanCap())
+		}
+	}
+	for _, id := range banned {
+		if r, _ := m.Banned(ctx0, id, now); !r.Banned || r.Info.Crawler == "" && r.Info.Token == "" && len(r.Info.Strikes) == 0 {
+			t.Errorf("%v after the flood: %+v, want banned with its info", id, r)
+		}
+	}
+	if bans, _ := m.Bans(ctx0, now, 0); len(bans) != len(banned) {
+		t.Errorf("Bans lists %d bans after the flood, want %d", len(bans), len(banned))
+	}
+	checkInvariants(t, m)
+
+	// A ban that ended goes back to the LRU lists (or is freed): the
+	// flood then takes its slot like any other.
+	after := epoch.Add(2 * time.Hour)
+	for i := range 1000 {
+		mustThrottle(t, m, NewIdentity("late", false, ip4(0x0a000000+uint32(i))), time.Minute, after.Add(time.Duration(i)*time.Millisecond))
+	}
+	for _, id := range banned {
+		if r, _ := m.Banned(ctx0, id, after); r.Banned {
+			t.Errorf("%v still banned after its ban ended", id)
+		}
+	}
+	if n := m.Len(); n > m.Cap() {
+		t.Errorf("Len %d > Cap %d once every ban ended", n, m.Cap())
+	}
+	checkInvariants(t, m)
+}
+
+// TestMemoryBanTableFull: when a shard's bans fill their share of MaxBans,
+// a new ban evicts the ban that ends first, never another; a ban lifted by
+// Unban leaves its slot to the next ban.
+func TestMemoryBanTableFull(t *testing.T) {
+	m := NewMemory(MemoryConfig{MaxEntries: 10, MaxBans: 3, Shards: 1})
+	if m.BanCap() != 3 {
+		t.Fatalf("BanCap = %d, want 3", m.BanCap())
+	}
+	ban := func(i int, d time.Duration) Identity {
+		id := NewIdentity("Rogue", false, ip4(uint32(i)))
+		if r := mustStrike(t, m, id, StrikePolicy{Strikes: 1, Window: time.Hour, Ban: d}, epoch); !r.Banned {
+			t.Fatalf("%v not banned", id)
+		}
+		return id
+	}
+	isBanned := func(id Identity) bool { r, _ := m.Banned(ctx0, id, epoch); return r.Banned }
+	a := ban(1, 3*time.Hour)
+	b := ban(2, time.Hour) // ends first
+	c := ban(3, 2*time.Hour)
+	d := ban(4, 4*time.Hour)
+	if !isBanned(a) || isBanned(b) || !isBanned(c) || !isBanned(d) {
+		t.Fatalf("a full ban table evicted another ban than the one ending first: %v %v %v %v", isBanned(a), isBanned(b), isBanned(c), isBanned(d))
+	}
+	if ok, err := m.Unban(ctx0, d.String(), epoch); !ok || err != nil {
+		t.Fatalf("Unban = %v, %v", ok, err)
+	}
+	e := ban(5, 30*time.Minute)
+	if !isBanned(a) || !isBanned(c) || !isBanned(e) {
+		t.Fatal("a new ban evicted a ban in force while a lifted one held a slot")
+	}
+	for i := range 100 { // a throttle flood evicts none of them
+		mustThrottle(t, m, NewIdentity("flood", false, ip4(uint32(100+i))), time.Hour, epoch)
+	}
+	if !isBanned(a) || !isBanned(c) || !isBanned(e) || m.Len() > m.Cap()+m.BanCap() {
+		t.Fatalf("after a flood: %v %v %v, Len %d", isBanned(a), isBanned(c), isBanned(e), m.Len())
+	}
+	checkInvariants(t, m)
 }

@@ -55,6 +55,18 @@ type RedisConfig struct {
 // "1" of earlier versions) is a ban without info. Every key expires on its
 // own, so nothing needs cleaning up.
 //
+// A flood of throttle keys cannot evict a ban through this code: no call
+// deletes or overwrites another identity's keys, and a throttle key lives
+// no longer than its identity's next slot (a Crawl-delay or so) or its
+// HEAD/GET pairing window. Redis itself removes a key before its TTL only
+// when it reaches maxmemory with an eviction policy, which this code
+// cannot choose per key: run it with maxmemory-policy noeviction (Redis's
+// default: a full server refuses writes, the store fails open through
+// [NewFailover], and every ban stays) or volatile-ttl (the keys nearest
+// their end go first: throttle keys long before bans). With an allkeys-*
+// policy, or volatile-lru, -lfu or -random, a flood of other clients'
+// keys can evict a ban.
+//
 // Errors are returned, wrapped, never hidden; wrap the store with
 // [NewFailover] to fail open.
 type Redis struct {

@@ -120,10 +120,17 @@ type Config struct {
 	Site string
 	// Block, when set, is the site block of the robots handler that
 	// judges. The handler keeps strikes, bans, rotation records and trap
-	// marks per site block and throttles per host, so the lines of every
-	// host the block serves share its state. Nil: each host is a site
-	// block of its own (all the audit can know without a config).
+	// marks per site block, and Crawl-delay budgets too unless
+	// PacePerHost, so the lines of every host the block serves share its
+	// state. Nil: each host is a site block of its own (all the audit can
+	// know without a config).
 	Block *SiteBlock
+	// PacePerHost keeps a Crawl-delay budget per host, as the handler does
+	// with source site (each host's robots.txt is its own), except for the
+	// hosts a client hops to beyond its first state.RotationResidents,
+	// which share the site block's. False: one budget per site block, as
+	// with source file or inline.
+	PacePerHost bool
 	// MaxCrawlers bounds the crawlers reported by name, over all sites;
 	// the others are counted together under OtherName. Default
 	// DefaultMaxCrawlers.
@@ -173,6 +180,7 @@ type Auditor struct {
 	robotsNow *enforce.Robots
 	store     *state.Memory
 	rotations *state.Rotations // addresses rotating names, as the server recognises them
+	hostHops  *state.Rotations // clients hopping Hosts (Config.PacePerHost), as the server recognises them
 	ctx       context.Context
 	keep      map[string]bool // Config.Hosts, read as HostOf reads them
 
@@ -314,6 +322,7 @@ func New(cfg Config) (*Auditor, error) {
 		byHost:    map[string]*hostAgg{},
 		store:     state.NewMemory(state.MemoryConfig{MaxEntries: cfg.MaxStateEntries}),
 		rotations: state.NewRotations(0),
+		hostHops:  state.NewRotations(0),
 		ctx:       context.Background(),
 		robotsNow: cfg.Robots,
 	}
@@ -541,6 +550,9 @@ func (a *Auditor) hostFor(e *Entry) (*hostEntry, error) {
 		block, desc = "block|"+b.Name, b.Name
 	}
 	he.scope, he.logScope, he.desc = stateScope(block, a.cfg.LogMode), stateScope(block, true), desc
+	if !a.cfg.PacePerHost {
+		he.pace, he.logPace = he.scope, he.logScope
+	}
 	he.keep = a.keep == nil || a.keep[he.host]
 	if he.keep {
 		he.agg = a.hostAgg(he.host)
@@ -619,7 +631,7 @@ func newCrawler(name string, h *hostAgg, ag agents.Agent) *crawler {
 
 // judging is how a request is judged: the scopes of the state it reads
 // and writes (strikes and bans: the site block's; the throttle: the
-// host's), whether in log mode, and for an undeclared crawler the signal
+// site block's or the host's, see Config.PacePerHost), whether in log mode, and for an undeclared crawler the signal
 // that caught it.
 type judging struct {
 	scope      string
@@ -724,7 +736,11 @@ func (a *Auditor) judge(ue *uaEntry, he *hostEntry, e *Entry, t time.Time, j jud
 		}
 	}
 	if as.Pace && stateful {
-		id := policy.ThrottleIdentity(j.pace, &who, ip)
+		scope := j.pace
+		if scope != j.scope && !who.Verified && a.hostHops.Note(j.scope+"|"+who.StateName(), ip, "", he.host, t, false) {
+			scope = j.scope // a host the client hopped to: the site block's budget
+		}
+		id := policy.ThrottleIdentity(scope, &who, ip)
 		pace := state.Pace{Interval: as.Interval, Burst: a.opts.Burst, Fetch: state.NewFetch(target.Method, he.host, target.Raw)}
 		if res, err := a.store.ThrottlePace(a.ctx, id, pace, t); err == nil {
 			as = as.Throttled(res)

@@ -325,6 +325,7 @@ func (l *Loader) Snapshot(r *http.Request, host string) *Snapshot {
 		l.load(st, r)
 		snap = st.snap.Load()
 	}
+	l.t.prove(st, snap)
 	return snap
 }
 

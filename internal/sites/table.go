@@ -33,8 +33,26 @@ const (
 	// random Host names on a catch-all site costs a small entry per name,
 	// not a parsed copy each.
 	maxSites = 4096
+	// maxProven is how many of them may be proven: loaded with a good
+	// copy and still requested a minute after they were first seen
+	// (established). The other maxSites - maxProven places, at least, are
+	// for the sites not proven yet, where a new Host evicts the least
+	// recently used of them; a proven site is never evicted for a new
+	// Host. So a flood of unknown Hosts churns among the unproven sites,
+	// and neither evicts nor starves a site the server has loaded and kept
+	// serving.
+	maxProven = maxSites * 3 / 4
+	// keepProven is how long (seconds) a proven site keeps its place
+	// after its last request: only a site idle for longer is demoted to
+	// make room for another to be proven, or evicted to make room for
+	// rules. A site that crawlers visit at least daily (RFC 9309 lets them
+	// cache robots.txt for 24 hours) stays proven.
+	keepProven = 24 * 60 * 60
+	// promoteEvery is how often (seconds) an established site that could
+	// not be proven (every place taken by a site in use) tries again.
+	promoteEvery = 60
 	// activeFor is how long after its last request a site counts as in
-	// active use: such a site is never evicted.
+	// active use: such a site is never evicted to make room for rules.
 	activeFor = time.Minute
 	// parsedFactor and parsedBase estimate a parsed version's memory from
 	// its body: measured at 2x to 20x the body (many small groups cost
@@ -93,6 +111,11 @@ type site struct {
 	// dirty marks a history held back because the site is new (see
 	// persistOrDefer).
 	dirty atomic.Bool
+	// proven is set once the site is proven (see maxProven); tried is
+	// the coarse clock of its last try to be. proven changes under the
+	// table's mu.
+	proven atomic.Bool
+	tried  atomic.Int64
 	// saveMu serialises writes of the site's history to storage, and
 	// guards savedIDs: the version ids of the history in storage.
 	saveMu   sync.Mutex
@@ -109,10 +132,11 @@ type site struct {
 // the version history the grace rule depends on survives them. It is safe
 // for concurrent use.
 type Table struct {
-	name  string
-	mu    sync.Mutex
-	sites map[key]*site
-	view  atomic.Pointer[map[key]*site] // copy of sites for lock-free reads
+	name   string
+	mu     sync.Mutex
+	sites  map[key]*site
+	proven int                           // sites with proven set; guarded by mu
+	view   atomic.Pointer[map[key]*site] // copy of sites for lock-free reads
 	// hot is a direct-mapped cache in front of view: a request's site is
 	// found with one hash and one pointer, not a map walk (which costs
 	// hundreds of ns in a busy server, where the map is out of the CPU
@@ -249,9 +273,10 @@ func (t *Table) lookup(k key) *site {
 }
 
 // getOrAdd returns a site, adding an empty (pending) entry if needed. When
-// the table is full it evicts the least recently used site that is not in
-// active use; when every site is in use it returns nil and the caller
-// treats the site as unavailable for now.
+// the table is full it evicts the least recently used sites that are not
+// proven, in use or not: a proven site is never evicted for a new one.
+// There are always some (see maxProven); were there none, it would return
+// nil and the caller treat the site as unavailable for now.
 func (t *Table) getOrAdd(k key) (st *site, added bool) {
 	if st := t.lookup(k); st != nil {
 		return st, false
@@ -264,7 +289,7 @@ func (t *Table) getOrAdd(k key) (st *site, added bool) {
 	}
 	// Evict a batch at a time, so a flood of new names does not scan the
 	// table for every one.
-	if len(t.sites) >= maxSites && !t.evictLocked(maxSites/64) {
+	if len(t.sites) >= maxSites && !t.evictLocked(maxSites/64, false) {
 		return nil, false
 	}
 	st = &site{key: k}
@@ -289,27 +314,83 @@ func (t *Table) all() []*site {
 	return out
 }
 
-// evictLocked removes up to n least recently used sites that are not in
-// active use; it reports whether it removed any. Called with mu held.
-func (t *Table) evictLocked(n int) bool {
-	cutoff := clock.Load() - int64(activeFor/time.Second)
-	var idle []*site
+// evictLocked removes up to n least recently used sites that are not
+// proven; with idle set, only those not in active use, and then proven
+// sites idle for longer than keepProven. It reports whether it removed
+// any. Called with mu held.
+func (t *Table) evictLocked(n int, idle bool) bool {
+	now := clock.Load()
+	cutoff := now - int64(activeFor/time.Second)
+	if !idle {
+		cutoff = now + 1
+	}
+	var victims, stale []*site
 	for _, st := range t.sites {
-		if st.key.host != "" && st.used.Load() <= cutoff { // "" is file and inline
-			idle = append(idle, st)
+		if st.key.host == "" { // file and inline
+			continue
+		}
+		switch used := st.used.Load(); {
+		case !st.proven.Load() && used <= cutoff:
+			victims = append(victims, st)
+		case idle && st.proven.Load() && used <= now-keepProven:
+			stale = append(stale, st)
 		}
 	}
-	if len(idle) == 0 {
+	byUse := func(a, b *site) int { return cmp.Compare(a.used.Load(), b.used.Load()) }
+	slices.SortFunc(victims, byUse)
+	slices.SortFunc(stale, byUse)
+	victims = append(victims, stale...)
+	if len(victims) == 0 {
 		return false
 	}
-	slices.SortFunc(idle, func(a, b *site) int { return cmp.Compare(a.used.Load(), b.used.Load()) })
-	for _, victim := range idle[:min(n, len(idle))] {
+	for _, victim := range victims[:min(n, len(victims))] {
+		if victim.proven.Load() {
+			victim.proven.Store(false)
+			t.proven--
+		}
 		delete(t.sites, victim.key)
 		t.hotSlot(victim.key).CompareAndSwap(victim, nil)
 		t.release(victim.snap.Load().versions)
 	}
 	t.publishView()
 	return true
+}
+
+// prove makes st proven if it qualifies: a good copy loaded (snap has a
+// version) and established (requested again at least establishAfter after
+// it was first seen). When maxProven sites are proven, the least recently
+// used of them idle for longer than keepProven gives its place up (it
+// stays, unproven); if none does, st tries again after promoteEvery. A
+// proven site, and a site that does not qualify, cost two atomic loads.
+func (t *Table) prove(st *site, snap *Snapshot) {
+	if st.proven.Load() || len(snap.versions) == 0 || !established(st) {
+		return
+	}
+	now := clock.Load()
+	if last := st.tried.Load(); last != 0 && now-last < promoteEvery {
+		return
+	}
+	st.tried.Store(now)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if st.proven.Load() || t.sites[st.key] != st {
+		return // proven meanwhile, or evicted
+	}
+	if t.proven >= maxProven {
+		var oldest *site
+		for _, o := range t.sites {
+			if o.proven.Load() && o.used.Load() <= now-keepProven && (oldest == nil || o.used.Load() < oldest.used.Load()) {
+				oldest = o
+			}
+		}
+		if oldest == nil {
+			return
+		}
+		oldest.proven.Store(false)
+		t.proven--
+	}
+	st.proven.Store(true)
+	t.proven++
 }
 
 // publishView copies sites for lock-free readers; called with mu held,
@@ -392,7 +473,7 @@ func (t *Table) makeRoom(bodyLen int, limit int64) bool {
 			return true
 		}
 		t.mu.Lock()
-		ok := t.evictLocked(1)
+		ok := t.evictLocked(1, true)
 		t.mu.Unlock()
 		if !ok {
 			return false

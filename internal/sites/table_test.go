@@ -36,11 +36,13 @@ func setClock(t testing.TB, sec int64) {
 }
 
 // TestTableLRU: the table keeps at most maxSites sites; when full it
-// forgets the least recently used idle sites, never one in active use; a
-// site is one entry however it is reached (hot cache, view or map), and
-// the hot cache never hands out an evicted site.
+// forgets the least recently used sites that are not proven, in use or
+// not, and never a proven one; a site is one entry however it is reached
+// (hot cache, view or map), and the hot cache never hands out an evicted
+// site.
 func TestTableLRU(t *testing.T) {
-	tb := NewTable("site")
+	l := newTestLoader(t, Config{})
+	tb := l.t
 	base := clock.Load()
 	key := func(n string) key { return key{server: ":443", host: n} }
 
@@ -49,18 +51,24 @@ func TestTableLRU(t *testing.T) {
 	if again, added := tb.getOrAdd(key("old.example")); again != old || added {
 		t.Fatal("the same site gave two entries")
 	}
+	real, _ := tb.getOrAdd(key("real.example"))
+	if err := l.publish(real, []byte("User-agent: *\nDisallow: /private/\n")); err != nil {
+		t.Fatal(err)
+	}
 	clock.Store(base)
-	active, _ := tb.getOrAdd(key("active.example")) // in use now
+	real.used.Store(base) // requested again an hour later: established
+	tb.prove(real, real.snap.Load())
+	if !real.proven.Load() {
+		t.Fatal("a loaded, established site is not proven")
+	}
+	clock.Store(base - 30)
+	active, _ := tb.getOrAdd(key("active.example")) // in use, not proven
+	clock.Store(base)
 	for i := range maxSites + 40 {
 		n := fmt.Sprintf("h%d.example", i)
 		st, _ := tb.getOrAdd(key(n))
 		if st == nil {
-			// Every site is in active use: the table refuses new ones
-			// rather than forget one that serves traffic.
-			if len(tb.sites) < maxSites {
-				t.Fatalf("refused a site with %d in the table", len(tb.sites))
-			}
-			break
+			t.Fatalf("refused a site with %d in the table", len(tb.sites))
 		}
 		if st.key.host != n {
 			t.Fatalf("getOrAdd(%q) returned the entry of %q", n, st.key.host)
@@ -72,18 +80,74 @@ func TestTableLRU(t *testing.T) {
 	if tb.lookup(key("old.example")) != nil {
 		t.Error("the idle site was not the one forgotten")
 	}
-	if tb.lookup(key("active.example")) != active {
-		t.Error("a site in active use was forgotten")
+	if tb.lookup(key("active.example")) == active {
+		t.Error("the least recently used unproven site was kept, though in use")
+	}
+	if tb.lookup(key("real.example")) != real || len(real.snap.Load().versions) != 1 {
+		t.Error("a proven site was forgotten for new ones")
 	}
 	for i := range tb.hot {
 		if st := tb.hot[i].Load(); st != nil && tb.sites[st.key] != st {
 			t.Errorf("hot slot %d holds %q, which is not in the table", i, st.key.host)
 		}
 	}
-	// Once they go idle, room is made again.
 	clock.Store(base + 3600)
 	if st, added := tb.getOrAdd(key("new.example")); st == nil || !added || !st.snap.Load().Pending {
-		t.Error("no room for a new site after the others went idle")
+		t.Error("no room for a new site")
+	}
+}
+
+// TestTableProvenPool: at most maxProven sites are proven; once they all
+// are, a site is proven only in the place of one idle for longer than
+// keepProven, and new Hosts, however many, churn among the others.
+func TestTableProvenPool(t *testing.T) {
+	l := newTestLoader(t, Config{})
+	tb := l.t
+	base := clock.Load()
+	setClock(t, base)
+	key := func(n string) key { return key{server: ":443", host: n} }
+	body := []byte("User-agent: *\nDisallow: /private/\n")
+	prove := func(n string, used int64) *site {
+		st, _ := tb.getOrAdd(key(n))
+		if len(st.snap.Load().versions) == 0 {
+			if err := l.publish(st, body); err != nil {
+				t.Fatal(err)
+			}
+		}
+		st.born = used - establishAfter
+		st.used.Store(used)
+		st.tried.Store(0)
+		tb.prove(st, st.snap.Load())
+		return st
+	}
+	stale := prove("stale.example", base-keepProven-10)
+	for i := range maxProven - 1 {
+		prove(fmt.Sprintf("p%d.example", i), base)
+	}
+	if tb.proven != maxProven || !stale.proven.Load() {
+		t.Fatalf("%d proven, want %d", tb.proven, maxProven)
+	}
+	late := prove("late.example", base)
+	if !late.proven.Load() || stale.proven.Load() || tb.proven != maxProven {
+		t.Fatalf("the stale site did not give its place up: late %v, stale %v, %d proven", late.proven.Load(), stale.proven.Load(), tb.proven)
+	}
+	later := prove("later.example", base)
+	if later.proven.Load() || tb.proven != maxProven {
+		t.Fatalf("a site was proven in the place of one in use: %d proven", tb.proven)
+	}
+	for i := range 3 * maxSites {
+		if st, _ := tb.getOrAdd(key(fmt.Sprintf("flood%d.example", i))); st == nil {
+			t.Fatalf("flood host %d refused", i)
+		}
+	}
+	n := 0
+	for _, st := range tb.sites {
+		if st.proven.Load() {
+			n++
+		}
+	}
+	if n != maxProven || len(tb.sites) > maxSites || tb.lookup(key("late.example")) != late || tb.lookup(key("p0.example")) == nil {
+		t.Errorf("after the flood: %d proven sites held (want %d), %d sites", n, maxProven, len(tb.sites))
 	}
 }
 
