@@ -189,3 +189,30 @@ func TestFairnessGoogleIndexRule(t *testing.T) {
 		t.Errorf("three unambiguous refusals did not ban: %d %q", res.status, res.body)
 	}
 }
+
+// TestFairnessCocCocToken: Coc Coc's web robot obeys the group that names
+// coccocbot-web (its documented token), else coccocbot, else "*". A site
+// that allows it by that name while "*" disallows everything serves it,
+// and a group for coccocbot governs it when none names coccocbot-web.
+func TestFairnessCocCocToken(t *testing.T) {
+	dir := advSite(t, "User-agent: *\nDisallow: /\n")
+	c := newClient(t, globals+siteURL("coccoc.localhost")+` {
+	root * `+dir+`
+	robots {
+		source inline "User-agent: coccocbot-web\nAllow: /\n\nUser-agent: coccocbot\nDisallow: /private/\n\nUser-agent: *\nDisallow: /\n"
+		crawl_delay off
+		strikes 3 10m 1h
+	}
+	file_server
+}
+`)
+	u := siteURL("coccoc.localhost")
+	const web = "Mozilla/5.0 (compatible; coccocbot-web/1.0; +http://help.coccoc.com/searchengine)"
+	for range 4 {
+		c.expect(u+"/index.html", web, 200, "home")
+		c.expect(u+"/private/secret.html", web, 200, secret)
+	}
+	const image = "Mozilla/5.0 (compatible; coccocbot-image/1.0; +http://help.coccoc.com/searchengine)"
+	c.expect(u+"/index.html", image, 200, "home")
+	c.expect(u+"/private/secret.html", image, 403, "User-agent: coccocbot")
+}
