@@ -190,6 +190,12 @@ var foldTable struct {
 	m    map[rune]string
 }
 
+// WarmFoldCase builds the table FoldCase folds non-ASCII letters with (a
+// pass over Unicode's letters, some 20 ms), so that the first request
+// with such a letter does not wait for it. A caller that folds paths calls
+// it once when it starts; FoldCase builds the table itself otherwise.
+func WarmFoldCase() { foldTable.once.Do(buildFoldTable) }
+
 // foldOf returns the folded form of the non-ASCII letter r, and whether it
 // has one (it has a case).
 func foldOf(r rune) (string, bool) {
