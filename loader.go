@@ -88,6 +88,7 @@ func newRuleSource(h *Handler, ctx caddy.Context) (*ruleSource, error) {
 		t := sites.NewTable(key)
 		if h.CaseInsensitivePaths {
 			t.FoldCase()
+			enforce.WarmFoldCase() // not on a request's time
 		}
 		return &tableEntry{table: t, fetched: newBoundedMap[state.Identity, time.Time](maxFetchers)}, nil
 	})

@@ -221,12 +221,15 @@ type Handler struct {
 	// that throttling does not log an ERROR line per request.
 	UseErrorRoutes bool `json:"use_error_routes,omitempty"`
 
-	// CaseInsensitivePaths compares paths ignoring the case of ASCII
-	// letters, for sites whose server does (IIS, a file server on a
-	// case-insensitive file system): there "/PRIVATE/x" is "/private/x",
-	// and "Disallow: /private/" must govern both. The rules are parsed
-	// from the robots.txt folded and every target is folded before it is
-	// matched; the robots.txt served and stored stays as written. RFC 9309
+	// CaseInsensitivePaths compares paths ignoring case, for sites whose
+	// server does (IIS, a file server on a case-insensitive file system):
+	// there "/PRIVATE/x" is "/private/x", and "Disallow: /private/" must
+	// govern both. Letters are folded the way such servers fold them,
+	// Unicode's included, raw or percent-encoded UTF-8 (enforce.FoldCase):
+	// "/pr%C4%B1vate/" (dotless i, "I" upper-cased) is "/private/". The
+	// rules are parsed from the robots.txt folded and every target is
+	// folded before it is matched; the robots.txt served and stored stays
+	// as written. RFC 9309
 	// compares case-sensitively, so with this option a crawler that
 	// requests a differently-cased spelling of a disallowed path is
 	// refused where the RFC would let it fetch. Costs one pass over each

@@ -23,7 +23,8 @@ import (
 //     the agent's token (the built-in catalogue, or verify {
 //     signature_agent <url> token <t> }), or by "*" when none is known; its
 //     throttle budget and ban state are the signing agent's own.
-//   - Invalid (a web-bot-auth signature that fails): refused as spoofed.
+//   - Invalid (a web-bot-auth signature that fails, or a covered
+//     Content-Digest that does not match the body): refused as spoofed.
 //   - Unsigned, or Unknown (the agent's key directory is not fetched yet or
 //     cannot be): judged by the User-Agent as always.
 
@@ -107,7 +108,11 @@ func (h *Handler) releaseSignatures() error {
 // identity), an Invalid result to refuse, or neither (nil, "") to judge the
 // request by its User-Agent.
 func (h *Handler) signedAgent(r *http.Request) (a *agents.Shared, signer string, invalid *webbotauth.Result) {
-	res := h.sig.Verify(r.Context(), asReceived(r), h.now())
+	ar := asReceived(r)
+	res := h.sig.Verify(r.Context(), ar, h.now())
+	// Checking a covered Content-Digest reads the body and puts it back
+	// on the request Verify was given: the next handler must get it.
+	r.Body = ar.Body
 	switch res.Outcome {
 	case webbotauth.Verified:
 	case webbotauth.Invalid:

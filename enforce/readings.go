@@ -21,7 +21,9 @@ const (
 	Reading1994
 	// ReadingGoogle is Google's open-source parser (google/robotstxt): RFC
 	// 9309 matching, but lenient about misspelt keys and missing colons,
-	// and user-agent values cut to their leading letters, '-' and '_'.
+	// user-agent values cut to their leading letters, '-' and '_', lines
+	// cut at 16,663 bytes, and an Allow of ".../index.htm..." also
+	// allowing its directory.
 	ReadingGoogle
 )
 
@@ -82,7 +84,11 @@ type Readings struct {
 //     ("Dissallow", "useragent", "User agent", ...), "Key value" without a
 //     colon when the line has exactly two words, user-agent values cut to
 //     their leading [A-Za-z_-] characters, groups ended only by a
-//     user-agent line after a rule; longest match, allow wins ties.
+//     user-agent line after a rule; every line cut after its first 16,663
+//     bytes; an Allow value whose part from its last "/" starts with
+//     "/index.htm" also allows that directory exactly (Allow:
+//     /dir/index.html also allows /dir/, as Allow: /dir/$ would, with
+//     that pattern's length); longest match, allow wins ties.
 //
 // Unambiguous is true only when all three disallow target; otherwise the
 // answer names a reading that allows it and says why, pointing at a line.
@@ -156,21 +162,25 @@ type alternatives struct {
 	google *Robots      // nil when Google reads the file as RFC 9309 does
 	fixes  map[int]gfix // lines Google reads differently, by line number
 	fixOrd []int        // their line numbers, in file order
+	index  map[int]gfix // Allow lines added by Google's index.html rule, by line of the rewrite
+	srcOf  []int        // line of the rewrite Google's reading is parsed from -> line of the file
 }
 
 // gfix is a line that Google's parser reads although RFC 9309 does not, or
 // reads differently.
 type gfix struct {
-	kind  uint8  // fixKey, fixColon, fixCut
+	kind  uint8  // fixKey, fixColon, fixCut, fixLong, fixIndex
 	key   string // the key as written
 	value string // the value as written
-	cut   string // fixCut: the value Google keeps
+	cut   string // fixCut: the value Google keeps; fixIndex: the pattern it adds
 }
 
 const (
 	fixKey   = iota + 1 // a misspelt or prefixed key
 	fixColon            // no colon
 	fixCut              // a user-agent value cut
+	fixLong             // a line cut at googleMaxLine bytes
+	fixIndex            // an Allow line added by the index.html rule
 )
 
 // oldReading is the file as a 1994-standard parser reads it.
@@ -443,38 +453,76 @@ func googleCut(v string) string {
 	return v[:i]
 }
 
+// googleMaxLine is the number of bytes of a line that Google's parser
+// keeps (its line buffer is 8 × 2083 bytes, one of them for the final
+// NUL); the rest of a longer line is dropped.
+const googleMaxLine = 8*2083 - 1
+
+// googleIndexDir returns, for the value of an Allow line, the pattern that
+// Google's index.html rule adds: when the part of the value from its last
+// "/" starts with "/index.htm", Google's parser also allows that directory
+// exactly ("/dir/index.html" also allows "/dir/$"). ok is false otherwise.
+func googleIndexDir(val string) (dir string, ok bool) {
+	i := strings.LastIndexByte(val, '/')
+	if i < 0 || !strings.HasPrefix(val[i:], "/index.htm") {
+		return "", false
+	}
+	return val[:i+1] + "$", true
+}
+
 // buildGoogle rewrites src line by line into the file as Google's parser
 // reads it, in the syntax this package parses, and parses that when any
-// line changed.
+// line changed. Each line of src becomes one line of the rewrite, except an
+// Allow line that Google's index.html rule applies to, which is followed by
+// the Allow line that rule adds.
 func (a *alternatives) buildGoogle(src string) {
 	var out strings.Builder
 	out.Grow(len(src) + 64)
 	changed := false
-	forEachLine(src, func(n int, raw string) {
-		if n > 1 {
+	var srcOf []int // line of the rewrite -> line of src, index 0 unused
+	srcOf = append(srcOf, 0)
+	newLine := func(n int) {
+		if len(srcOf) > 1 {
 			out.WriteByte('\n')
 		}
-		ln := raw
-		if k := strings.IndexByte(ln, '#'); k >= 0 {
-			ln = ln[:k]
+		srcOf = append(srcOf, n)
+	}
+	forEachLine(src, func(n int, raw string) {
+		newLine(n)
+		long := false
+		if len(raw) > googleMaxLine {
+			long = googleContent(raw[:googleMaxLine]) != googleContent(raw)
+			raw = raw[:googleMaxLine]
 		}
-		ln = trim(ln)
+		ln := googleContent(raw)
 		if ln == "" {
+			if long {
+				a.addFix(n, gfix{kind: fixLong})
+				changed = true
+			}
 			return
 		}
 		key, val, colon := strings.Cut(ln, ":")
 		if !colon {
 			f := strings.Fields(ln)
 			if len(f) != 2 {
+				if long {
+					a.addFix(n, gfix{kind: fixLong})
+					changed = true
+				}
 				return
 			}
 			key, val = f[0], f[1]
 		}
 		key, val = trim(key), trim(val)
 		fix := gfix{key: key, value: val}
-		if !colon {
+		switch {
+		case long:
+			fix.kind = fixLong
+		case !colon:
 			fix.kind = fixColon
 		}
+		var index string
 		switch {
 		case hasPrefixFold(key, googleUA):
 			if fix.kind == 0 && !equalFold(key, "user-agent") {
@@ -495,6 +543,7 @@ func (a *alternatives) buildGoogle(src string) {
 			}
 			out.WriteString("Allow: ")
 			out.WriteString(val)
+			index, _ = googleIndexDir(val)
 		case hasPrefixFold(key, googleDisallow):
 			if fix.kind == 0 && !equalFold(key, "disallow") {
 				fix.kind = fixKey
@@ -502,30 +551,64 @@ func (a *alternatives) buildGoogle(src string) {
 			out.WriteString("Disallow: ")
 			out.WriteString(val)
 		default:
+			if fix.kind == fixLong {
+				a.addFix(n, fix)
+				changed = true
+			}
 			return
 		}
 		if fix.kind != 0 {
 			changed = true
-			if a.fixes == nil {
-				a.fixes = map[int]gfix{}
+			a.addFix(n, fix)
+		}
+		if index != "" {
+			changed = true
+			newLine(n)
+			out.WriteString("Allow: ")
+			out.WriteString(index)
+			if a.index == nil {
+				a.index = map[int]gfix{}
 			}
-			a.fixes[n] = fix
-			a.fixOrd = append(a.fixOrd, n)
+			a.index[len(srcOf)-1] = gfix{kind: fixIndex, value: val, cut: index}
 		}
 	})
 	if changed {
 		a.google = Parse([]byte(out.String()))
+		a.srcOf = srcOf
 	}
+}
+
+// googleContent is a line as Google's parser reads it: without its
+// comment and surrounding whitespace.
+func googleContent(raw string) string {
+	if k := strings.IndexByte(raw, '#'); k >= 0 {
+		raw = raw[:k]
+	}
+	return trim(raw)
+}
+
+// addFix records that Google reads line n differently.
+func (a *alternatives) addFix(n int, f gfix) {
+	if a.fixes == nil {
+		a.fixes = map[int]gfix{}
+	}
+	a.fixes[n] = f
+	a.fixOrd = append(a.fixOrd, n)
 }
 
 // explainGoogle says why Google's decision gd allows a target that RFC
 // decision rd refuses.
 func (a *alternatives) explainGoogle(rd, gd Decision, tokens []string) (int, string) {
 	// The rule that allows it, if Google reads it from a line RFC 9309
-	// ignores.
+	// ignores or reads differently, or adds it by its index.html rule.
 	if gd.Rule != nil {
-		if f, ok := a.fixes[gd.Rule.Line]; ok {
-			return gd.Rule.Line, f.describe(gd.Rule.Line) + ", and by that rule this path is allowed"
+		if f, ok := a.index[gd.Rule.Line]; ok {
+			n := a.srcOf[gd.Rule.Line]
+			return n, f.describe(n) + ", and by that rule this path is allowed"
+		}
+		n := a.srcOf[gd.Rule.Line]
+		if f, ok := a.fixes[n]; ok {
+			return n, f.describe(n) + ", and by that rule this path is allowed"
 		}
 	}
 	// A user-agent line that Google cuts to one of the crawler's tokens.
@@ -565,6 +648,10 @@ func (f gfix) describe(n int) string {
 		return "Google's parser accepts the misspelt `" + f.key + "` on line " + ln
 	case fixColon:
 		return "Google's parser accepts `" + f.key + " " + f.value + "` without a colon on line " + ln
+	case fixLong:
+		return "Google's parser reads only the first " + strconv.Itoa(googleMaxLine) + " bytes of line " + ln
+	case fixIndex:
+		return "Google's parser reads `Allow: " + f.value + "` on line " + ln + " as also allowing `" + f.cut + "` (its index.html rule)"
 	default:
 		return "Google's parser cuts the user-agent `" + f.value + "` on line " + ln + " to `" + f.cut + "`"
 	}

@@ -95,6 +95,37 @@ func TestReadings(t *testing.T) {
 		{name: "a misspelt rule Google would also refuse by changes nothing",
 			file:   "User-agent: *\nDisallow: /x\nDisalow: /y\n",
 			tokens: []string{"Wget"}, wildcard: true, target: "/x/1"},
+		{name: "Google's index.html rule allows the directory",
+			file:   "User-agent: *\nDisallow: /\nAllow: /dir/index.html\n",
+			tokens: []string{"Googlebot"}, wildcard: true, target: "/dir/",
+			lenient: ReadingGoogle, line: 3, why: "Google's parser reads `Allow: /dir/index.html` on line 3 as also allowing `/dir/$` (its index.html rule)"},
+		{name: "Google's index.html rule applies to index.htm and to the root",
+			file:   "User-agent: *\nAllow: /index.htm\nDisallow: /\n",
+			tokens: []string{"Wget"}, wildcard: true, target: "/",
+			lenient: ReadingGoogle, line: 2, why: "as also allowing `/$` (its index.html rule)"},
+		{name: "Google's index.html rule allows the directory only, not what is under it",
+			file:   "User-agent: *\nDisallow: /\nAllow: /dir/index.html\n",
+			tokens: []string{"Googlebot"}, wildcard: true, target: "/dir/other.html"},
+		{name: "Google's index.html rule: the added Allow /dir/$ outweighs Disallow: /dir/",
+			file:   "User-agent: *\nAllow: /dir/index.html\nDisallow: /dir/\n",
+			tokens: []string{"Googlebot"}, wildcard: true, target: "/dir/",
+			lenient: ReadingGoogle, line: 2, why: "its index.html rule"},
+		{name: "Google's index.html rule: a longer Disallow still wins",
+			file:   "User-agent: *\nDisallow: /\nAllow: /dir/index.html\nDisallow: /*dir/$\n",
+			tokens: []string{"Googlebot"}, wildcard: true, target: "/dir/"},
+		{name: "Google's index.html rule takes the last slash of the value",
+			file:   "User-agent: *\nDisallow: /\nAllow: /a/index.html/b\n",
+			tokens: []string{"Googlebot"}, wildcard: true, target: "/a/"},
+		{name: "Google's index.html rule is for Allow only",
+			file:   "User-agent: *\nDisallow: /dir/index.html\nDisallow: /dir/\n",
+			tokens: []string{"Googlebot"}, wildcard: true, target: "/dir/"},
+		{name: "Google cuts a long line, which shortens an Allow",
+			file:   "User-agent: *\nDisallow: /\nAllow: /long/" + strings.Repeat("a", googleMaxLine) + "\n",
+			tokens: []string{"Googlebot"}, wildcard: true, target: "/long/" + strings.Repeat("a", googleMaxLine-len("Allow: /long/")) + "b",
+			lenient: ReadingGoogle, line: 3, why: "Google's parser reads only the first 16663 bytes of line 3"},
+		{name: "a long line cut inside its comment changes nothing",
+			file:   "User-agent: *\nDisallow: /x # " + strings.Repeat("c", googleMaxLine) + "\n",
+			tokens: []string{"Googlebot"}, wildcard: true, target: "/x"},
 		{name: "the token chain picks the same group in every reading",
 			file:   "User-agent: Googlebot\nDisallow: /g/\n\nUser-agent: *\nAllow: /\n",
 			tokens: []string{"Googlebot-Image", "Googlebot"}, wildcard: true, target: "/g/1.png"},
@@ -103,14 +134,18 @@ func TestReadings(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			r := Parse([]byte(c.file))
 			got := r.Readings(c.tokens, c.wildcard, c.target)
+			target := c.target
+			if len(target) > 80 {
+				target = target[:80] + "..."
+			}
 			if c.lenient == 0 {
 				if !got.Unambiguous || got.Lenient != 0 || got.Why != "" {
-					t.Fatalf("Readings(%v, %q) = %+v, want Unambiguous", c.tokens, c.target, got)
+					t.Fatalf("Readings(%v, %q) = %+v, want Unambiguous", c.tokens, target, got)
 				}
 				return
 			}
 			if got.Unambiguous || got.Lenient != c.lenient || !strings.Contains(got.Why, c.why) || (c.line != 0 && got.Line != c.line) {
-				t.Fatalf("Readings(%v, %q) = %+v\nwant lenient %v at line %d, why containing %q", c.tokens, c.target, got, c.lenient, c.line, c.why)
+				t.Fatalf("Readings(%v, %q) = %+v\nwant lenient %v at line %d, why containing %q", c.tokens, target, got, c.lenient, c.line, c.why)
 			}
 		})
 	}

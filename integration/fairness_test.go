@@ -150,3 +150,69 @@ func TestFairnessLogModeSwitch(t *testing.T) {
 		t.Errorf("after log → enforce: refusal logged %v, ban logged %v:\n%s", refusedEnforce, bannedEnforce, log)
 	}
 }
+
+// TestFairnessGoogleIndexRule: with Disallow: / and Allow:
+// /public/index.html, Google's parser allows /public/ (its index.html
+// rule). RFC 9309 refuses it, so the request gets 403, but a crawler that
+// follows Google's documented reading is not struck for it: many such
+// requests ban neither a Googlebot claim nor another crawler. A path that
+// every reading refuses still earns strikes and a ban.
+func TestFairnessGoogleIndexRule(t *testing.T) {
+	robots := "User-agent: *\nDisallow: /\nAllow: /public/index.html\n"
+	dir := advSite(t, robots)
+	c := newClient(t, globals+siteURL("indexrule.localhost")+` {
+	root * `+dir+`
+	robots {
+		strikes 3 10m 1h
+	}
+	file_server
+}
+`)
+	u := siteURL("indexrule.localhost")
+	for _, ua := range []string{googleUA, "IndexBot/1.0 (+https://index.example/bot)"} {
+		for i := range 8 {
+			res := c.get(u+"/public/", ua)
+			if res.status != 403 || !strings.Contains(res.body, "No strike: ") || !strings.Contains(res.body, "index.html rule") {
+				t.Fatalf("%s, request %d for /public/: %d %q, want 403 with no strike by Google's index.html rule", ua, i+1, res.status, res.body)
+			}
+		}
+		if res := c.get(u+"/public/index.html", ua); res.status != 200 {
+			t.Errorf("%s after eight requests Google's reading allows: %d %q, want 200 (not banned)", ua, res.status, res.body)
+		}
+	}
+	// Every reading refuses /private/: three strikes ban.
+	const rogue = "RudeIndexBot/1.0 (+https://rude.example/bot)"
+	for range 3 {
+		c.expect(u+"/private/secret.html", rogue, 403)
+	}
+	if res := c.get(u+"/public/index.html", rogue); res.status != 403 || !strings.Contains(res.body, "banned") {
+		t.Errorf("three unambiguous refusals did not ban: %d %q", res.status, res.body)
+	}
+}
+
+// TestFairnessCocCocToken: Coc Coc's web robot obeys the group that names
+// coccocbot-web (its documented token), else coccocbot, else "*". A site
+// that allows it by that name while "*" disallows everything serves it,
+// and a group for coccocbot governs it when none names coccocbot-web.
+func TestFairnessCocCocToken(t *testing.T) {
+	dir := advSite(t, "User-agent: *\nDisallow: /\n")
+	c := newClient(t, globals+siteURL("coccoc.localhost")+` {
+	root * `+dir+`
+	robots {
+		source inline "User-agent: coccocbot-web\nAllow: /\n\nUser-agent: coccocbot\nDisallow: /private/\n\nUser-agent: *\nDisallow: /\n"
+		crawl_delay off
+		strikes 3 10m 1h
+	}
+	file_server
+}
+`)
+	u := siteURL("coccoc.localhost")
+	const web = "Mozilla/5.0 (compatible; coccocbot-web/1.0; +http://help.coccoc.com/searchengine)"
+	for range 4 {
+		c.expect(u+"/index.html", web, 200, "home")
+		c.expect(u+"/private/secret.html", web, 200, secret)
+	}
+	const image = "Mozilla/5.0 (compatible; coccocbot-image/1.0; +http://help.coccoc.com/searchengine)"
+	c.expect(u+"/index.html", image, 200, "home")
+	c.expect(u+"/private/secret.html", image, 403, "User-agent: coccocbot")
+}

@@ -23,7 +23,9 @@
 // expires, at most a day apart, alg ed25519 if given), checks that it covers
 // @authority (or @target-uri) and the Signature-Agent member it relies on,
 // rebuilds the RFC 9421 signature base, looks the key up by (directory,
-// keyid) and verifies the Ed25519 signature with crypto/ed25519.
+// keyid) and verifies the Ed25519 signature with crypto/ed25519. When the
+// signature covers content-digest, the field is checked against the body
+// (RFC 9530), so a captured request cannot be replayed with another body.
 //
 // Four outcomes are kept apart: Verified (the signature holds, under a key
 // the agent's directory publishes), Invalid (a web-bot-auth signature is
@@ -173,6 +175,10 @@ type Config struct {
 	// RootCAs, if set, replaces the system roots when verifying directory
 	// servers' certificates (tests, private PKI).
 	RootCAs *x509.CertPool
+	// MaxBodyBytes caps the request body read to check a covered
+	// Content-Digest field (RFC 9530) against it; a larger body leaves
+	// the signature Unknown. Default 1 MiB.
+	MaxBodyBytes int64
 	// UserAgent is sent on directory fetches. Default
 	// "caddy-robots-webbotauth/1 (+https://github.com/caddyrobots/caddy-robots)".
 	UserAgent string
@@ -203,6 +209,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxDirectories <= 0 {
 		c.MaxDirectories = 1024
+	}
+	if c.MaxBodyBytes <= 0 {
+		c.MaxBodyBytes = 1 << 20
 	}
 	if c.MaxKeysPerDirectory <= 0 {
 		c.MaxKeysPerDirectory = 32
@@ -301,6 +310,15 @@ func (v *Verifier) isAllowed(origin string) bool {
 // When a request carries several web-bot-auth signatures (at most four are
 // examined), the first that verifies wins; otherwise an Unknown outcome is
 // preferred to an Invalid one, since it may still verify later.
+//
+// A signature that holds and covers the content-digest field verifies only
+// if the field matches the body (RFC 9530, sha-256 or sha-512): Verify
+// then reads the body, at most Config.MaxBodyBytes (a larger body, a body
+// that cannot be read, or a field with neither algorithm leaves the
+// outcome Unknown; a digest that does not match makes it Invalid), and
+// replaces r.Body with one that yields the whole original body, so the
+// handlers that follow still receive it. Without content-digest among the
+// covered components, Verified says nothing about the body.
 func (v *Verifier) Verify(ctx context.Context, r *http.Request, now time.Time) Result {
 	if ctx == nil {
 		ctx = context.Background()
@@ -317,6 +335,7 @@ func (v *Verifier) Verify(ctx context.Context, r *http.Request, now time.Time) R
 		return Result{Outcome: Unsigned}
 	}
 	var best *Result
+	var body bodyState // read at most once, for all the signatures
 	n := 0
 	for _, label := range dict.Names() {
 		m, _ := dict.Get(label)
@@ -330,7 +349,7 @@ func (v *Verifier) Verify(ctx context.Context, r *http.Request, now time.Time) R
 		if n++; n > maxSignatures {
 			break
 		}
-		res := v.verifyOne(ctx, r, now, label, il)
+		res := v.verifyOne(ctx, r, now, label, il, &body)
 		if res.Outcome == Verified {
 			return res
 		}
@@ -347,7 +366,7 @@ func (v *Verifier) Verify(ctx context.Context, r *http.Request, now time.Time) R
 // verifyOne checks one web-bot-auth signature. Cheap checks come first, and
 // the directory is consulted only for a well-formed signature, so junk never
 // prompts a fetch.
-func (v *Verifier) verifyOne(ctx context.Context, r *http.Request, now time.Time, label string, il httpsfv.InnerList) Result {
+func (v *Verifier) verifyOne(ctx context.Context, r *http.Request, now time.Time, label string, il httpsfv.InnerList, body *bodyState) Result {
 	res := Result{Outcome: Invalid, Label: label}
 	invalid := func(format string, args ...any) Result {
 		res.Outcome, res.Reason = Invalid, fmt.Sprintf(format, args...)
@@ -451,6 +470,17 @@ func (v *Verifier) verifyOne(ctx context.Context, r *http.Request, now time.Time
 	}
 	if !ed25519.Verify(pub, base, sig) {
 		return invalid("signature does not verify under key %s", keyID)
+	}
+	// The signature holds over the Content-Digest field; that attests the
+	// body only if the field matches it.
+	if covers(il.Items, "content-digest") {
+		if err := checkDigest(r, body, v.cfg.MaxBodyBytes); err != nil {
+			if errors.Is(err, errDigestUnchecked) {
+				res.Outcome, res.Reason = Unknown, err.Error()
+				return res
+			}
+			return invalid("%v", err)
+		}
 	}
 	res.Outcome = Verified
 	if a, ok := v.agents[ref.id]; ok {

@@ -106,8 +106,9 @@ type Options struct {
 	// BriefFor is how long a version must have been current to earn grace
 	// for every crawler; 0 means the default, BriefFor.
 	BriefFor time.Duration
-	// CaseInsensitive compares paths ignoring the case of ASCII letters,
-	// for sites whose server does (IIS): Assess folds the target's forms
+	// CaseInsensitive compares paths ignoring case (Unicode letters
+	// included, as enforce.FoldCase folds them), for sites whose server
+	// does (IIS): Assess folds the target's forms
 	// in place (Target.FoldCase) before matching, and the caller must have
 	// parsed every version from a folded body (enforce.FoldCaseBytes).
 	CaseInsensitive bool
