@@ -296,7 +296,7 @@ func (h *Handler) writeState(ctx context.Context, o *outcome, scopes *lazyScopes
 	}
 	sc := scopes.get()
 	id := policy.ThrottleIdentity(sc.pace, &o.who, addr.get())
-	pace := state.Pace{Interval: as.Interval, Burst: h.burst, Fetch: state.NewFetch(o.target.Method, o.host, o.target.Raw)}
+	pace := policy.ThrottlePace(&o.who, as.Interval, h.burst, state.NewFetch(o.target.Method, o.host, o.target.Raw))
 	var res state.ThrottleResult
 	var err error
 	if dry {

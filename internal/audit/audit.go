@@ -671,14 +671,25 @@ func (a *Auditor) judge(ue *uaEntry, he *hostEntry, e *Entry, t time.Time, j jud
 		}
 	}
 	target := policy.ParseTarget(methodString(e.Method), unsafeString(e.URI), rewrites...)
-	if target.IsRobotsTxt() {
-		// Always served, to everyone.
-		c.fetches++
-		return a.dec.robotsTxt(e, ue)
-	}
 	addr := e.Addr()
 	ip, _ := netip.ParseAddr(unsafeString(addr))
 	ip = ip.Unmap()
+	if target.IsRobotsTxt() {
+		// Always served, to everyone; the fetch may give an unverified
+		// name a budget of its own on an address that rotates names, as
+		// the handler's serveRobotsTxt does.
+		c.fetches++
+		if !t.IsZero() && ip.IsValid() {
+			client := policy.Client{Agent: ag, Addr: ip, Verdict: agents.Unverified}
+			if ag.Profile.Verify != "" {
+				client.Verdict = a.verify(ag, addr, ip, t)
+			}
+			if who := policy.Identify(&client); !who.Verified {
+				a.rotations.Fetched(he.scope, ip, "", who.Name, t)
+			}
+		}
+		return a.dec.robotsTxt(e, ue)
+	}
 	if len(a.cfg.Exempt) > 0 && a.exempted(ip) {
 		c.exempt++
 		return a.dec.exempt(e, ue, &j)
@@ -720,7 +731,7 @@ func (a *Auditor) judge(ue *uaEntry, he *hostEntry, e *Entry, t time.Time, j jud
 	}
 	if as.Pace && stateful {
 		id := policy.ThrottleIdentity(j.pace, &who, ip)
-		pace := state.Pace{Interval: as.Interval, Burst: a.opts.Burst, Fetch: state.NewFetch(target.Method, he.host, target.Raw)}
+		pace := policy.ThrottlePace(&who, as.Interval, a.opts.Burst, state.NewFetch(target.Method, he.host, target.Raw))
 		if res, err := a.store.ThrottlePace(a.ctx, id, pace, t); err == nil {
 			as = as.Throttled(res)
 		}
