@@ -228,7 +228,7 @@ func (h *Handler) decide(r *http.Request, o *outcome, addr *clientAddr, signer s
 	o.who = policy.Identify(&o.client)
 	if !o.who.Verified {
 		scope, client, now := h.scopeFor(r).key, addr.recorded(), time.Unix(coarseNow.Load(), 0)
-		if !h.rotations.Resident(scope, client, o.who.Name, now) {
+		if !h.rotations.Resident(scope, client, o.who.Name, now) && !h.behindUntrustedProxy(r, addr, !dry) {
 			o.who.Rotating = h.rotations.Note(scope, addr.get(), client, o.who.Name, now, dry)
 		}
 	}

@@ -33,7 +33,7 @@ func (h *Handler) serveRobotsTxt(w http.ResponseWriter, r *http.Request, next ca
 		who := policy.Identify(&c)
 		now := h.now()
 		h.rules.fetched.Put(policy.FetchIdentity(policy.HostOf(r.Host), &who, addr.get()), now)
-		if !who.Verified {
+		if !who.Verified && !h.behindUntrustedProxy(r, &addr, true) {
 			// The fetch is the name's own evidence: it may earn a budget
 			// of its own on an address that rotates names.
 			h.rotations.Fetched(h.scopeFor(r).key, addr.get(), addr.recorded(), who.Name, now)

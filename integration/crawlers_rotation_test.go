@@ -532,3 +532,70 @@ func TestRealCrawlersAfterARotatingRogue(t *testing.T) {
 		t.Errorf("a refusal names another client: %s", l)
 	}
 }
+
+// TestRotationBehindAnUntrustedProxy: the server trusts no proxy, and every
+// client arrives from 127.0.0.1 with X-Forwarded-For, as behind a reverse
+// proxy nobody configured. One of them rotates names and asks for /private/
+// (it would ban or throttle an address's unproven names); a Googlebot claim
+// and a new crawler behind the same proxy, neither of which fetched
+// /robots.txt (they hold a cached copy), keep the Crawl-delay and get every
+// page. The operator sees the mistake: a config_warnings entry in
+// /robots/status and a red line on the status page.
+func TestRotationBehindAnUntrustedProxy(t *testing.T) {
+	dir, allowed := rotationSite(t)
+	logPath := filepath.Join(t.TempDir(), "access.log")
+	c := newClient(t, rotationConfig(dir, "proxy.rotation.invalid", 20305, logPath))
+	base := rotationURL()
+	stop := make(chan struct{})
+	rogue := runRogue(t, base, 4, stop, "X-Forwarded-For: 198.51.100.23")
+	time.Sleep(time.Second)
+	var wg sync.WaitGroup
+	for _, ua := range []string{googleUA, "NewCrawler/1.0 (+https://example.org/new)"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			statuses, refusals := politeClient(t, c, base, ua, allowed[:8], true, "X-Forwarded-For: 203.0.113.7")
+			t.Logf("%s behind the proxy: %v", ua, statuses)
+			for i, r := range refusals {
+				if i < 2 {
+					t.Errorf("%s, keeping the delay behind an untrusted proxy beside a rotating rogue, refused: %s", ua, r)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	rogue.mu.Lock()
+	t.Logf("the rogue: %d names, %d of %d allowed-page requests answered 200, %d /private/ requests, %d served",
+		len(rogue.names), rogue.allowedOK, rogue.allowed, rogue.private, len(rogue.privateOK))
+	if len(rogue.privateOK) > 0 {
+		t.Errorf("the rogue was served /private/ pages: %v", rogue.privateOK)
+	}
+	rogue.mu.Unlock()
+
+	var st struct {
+		Handlers []struct {
+			Warnings       []string `json:"config_warnings"`
+			UntrustedProxy string   `json:"untrusted_proxy"`
+		} `json:"handlers"`
+	}
+	adminJSON(t, http.MethodGet, "/robots/status", nil, http.StatusOK, &st)
+	found := false
+	for _, h := range st.Handlers {
+		for _, w := range h.Warnings {
+			if strings.Contains(w, "127.0.0.1") && strings.Contains(w, "X-Forwarded-For") && strings.Contains(w, "trusted_proxies") {
+				found = true
+			}
+		}
+		if found && h.UntrustedProxy != "127.0.0.1" {
+			t.Errorf("untrusted_proxy = %q, want 127.0.0.1", h.UntrustedProxy)
+		}
+	}
+	if !found {
+		t.Errorf("no config warning about the untrusted proxy in /robots/status: %+v", st)
+	}
+	status, page := admin(t, http.MethodGet, "/robots/", nil)
+	if status != http.StatusOK || !strings.Contains(string(page), `class="bad" id="untrusted-proxy"`) {
+		t.Errorf("the status page (%d) has no red line about the untrusted proxy", status)
+	}
+}

@@ -17,6 +17,7 @@
 package audit
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -674,12 +675,15 @@ func (a *Auditor) judge(ue *uaEntry, he *hostEntry, e *Entry, t time.Time, j jud
 	addr := e.Addr()
 	ip, _ := netip.ParseAddr(unsafeString(addr))
 	ip = ip.Unmap()
+	// Behind a proxy the server did not trust (client_ip is the peer),
+	// no address-level state applies, as in the handler.
+	pooling := !policy.UntrustedProxy(ip, e.Forwarded, len(e.ClientIP) > 0 && !bytes.Equal(e.ClientIP, e.RemoteIP))
 	if target.IsRobotsTxt() {
 		// Always served, to everyone; the fetch may give an unverified
 		// name a budget of its own on an address that rotates names, as
 		// the handler's serveRobotsTxt does.
 		c.fetches++
-		if !t.IsZero() && ip.IsValid() {
+		if !t.IsZero() && ip.IsValid() && pooling {
 			client := policy.Client{Agent: ag, Addr: ip, Verdict: agents.Unverified}
 			if ag.Profile.Verify != "" {
 				client.Verdict = a.verify(ag, addr, ip, t)
@@ -705,7 +709,7 @@ func (a *Auditor) judge(ue *uaEntry, he *hostEntry, e *Entry, t time.Time, j jud
 	// Without a time the state cannot be replayed: the request is judged
 	// on its own.
 	stateful := !t.IsZero()
-	if stateful && !who.Verified {
+	if stateful && !who.Verified && pooling {
 		who.Rotating = a.rotations.Note(he.scope, ip, "", who.Name, t, false)
 	}
 	var ban state.BanResult

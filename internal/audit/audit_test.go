@@ -470,7 +470,8 @@ func mustPrefix(t *testing.T, s string) netip.Prefix {
 // TestAuditorRotation replays rotation as the handler judges it: beyond an
 // address's four residents, new names share a pool worth four names'
 // budgets; a name that fetched /robots.txt has its own; strikes stay per
-// name.
+// name; and behind a proxy the server did not trust (X-Forwarded-For from
+// a private peer, client_ip the peer's), nothing is pooled.
 func TestAuditorRotation(t *testing.T) {
 	const robots = "User-agent: *\nDisallow: /private/\nCrawl-delay: 5\n"
 	var reqs []req
@@ -489,6 +490,7 @@ func TestAuditorRotation(t *testing.T) {
 			req{ts: t0 + 3.1, uri: "/", ua: "Late/1.0", ip: ip, headers: headers})
 	}
 	names("192.0.2.9", nil)
+	names("10.0.0.5", map[string]string{"X-Forwarded-For": "203.0.113.7"})
 	_, ds := audit(t, Config{}, robots, reqs)
 	count := func(from, to int, what string) int {
 		n := 0
@@ -499,7 +501,7 @@ func TestAuditorRotation(t *testing.T) {
 		}
 		return n
 	}
-	per := len(ds)
+	per := len(ds) / 2
 	// 20 names beyond the residents: 16 allowed by the pool, 4 throttled.
 	if n := count(0, 24, "throttle/rate"); n != 4 {
 		t.Errorf("rotating address: %d of 24 names throttled, want 4: %s", n, summary(ds[:24]))
@@ -512,5 +514,8 @@ func TestAuditorRotation(t *testing.T) {
 	}
 	if d := ds[per-1]; d.Decision != "allow" {
 		t.Errorf("a graduate after the strikes: %+v", d)
+	}
+	if n := count(per, len(ds), "throttle/rate"); n != 0 {
+		t.Errorf("behind an untrusted proxy: %d throttled, want 0: %s", n, summary(ds[per:]))
 	}
 }

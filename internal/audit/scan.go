@@ -68,7 +68,11 @@ type Entry struct {
 	// policy.HeaderSignals reads a header map: agents.FetchMetadata for any
 	// of Sec-Fetch-Site, Sec-Fetch-Mode and Sec-Fetch-Dest,
 	// agents.ClientHints for Sec-CH-UA (Caddy's JSON only).
-	Signals    agents.Signals
+	Signals agents.Signals
+	// Forwarded is set when the request carried X-Forwarded-For or
+	// Forwarded (Caddy's JSON only): with client_ip equal to remote_ip,
+	// the peer forwarded for others without being trusted.
+	Forwarded  bool
 	HasHeaders bool   // the line records the request's headers (request.headers: Caddy's JSON)
 	TLS        bool   // the request came over TLS (request.tls)
 	HasURI     bool   // the line has a request.uri: it is an access-log line
@@ -114,6 +118,8 @@ var rewriteHeaders = [3][]byte{[]byte("X-Original-Url"), []byte("X-Rewrite-Url")
 var (
 	userAgentHeader      = []byte("User-Agent")
 	forwardedProtoHeader = []byte("X-Forwarded-Proto")
+	forwardedForHeader   = []byte("X-Forwarded-For")
+	forwardedHeader      = []byte("Forwarded")
 	secFetchHeader       = []byte("Sec-Fetch-")
 	secCHUAHeader        = []byte("Sec-Ch-Ua")
 )
@@ -256,7 +262,15 @@ func (s *Scanner) object(line []byte, i int, e *Entry, lvl int) (int, bool) {
 				// The header is there, whatever its value: only its
 				// presence is read (skipped below).
 				e.Signals |= secSignal(key)
+			case 'f':
+				if len(key) == len(forwardedHeader) && bytes.EqualFold(key, forwardedHeader) {
+					e.Forwarded = true // presence only: skipped below
+				}
 			case 'x':
+				if len(key) == len(forwardedForHeader) && bytes.EqualFold(key, forwardedForHeader) {
+					e.Forwarded = true // presence only: skipped below
+					break
+				}
 				if len(key) < len("X-Rewrite-Url") {
 					break
 				}

@@ -93,3 +93,14 @@ func (w *Who) StateName() string {
 	}
 	return w.Name
 }
+
+// UntrustedProxy reports whether a request from peer is forwarded for
+// others by a proxy the server does not trust: peer is on a private or
+// loopback address, the request carries X-Forwarded-For or Forwarded
+// (forwarded), and the server did not take the client's address from them
+// (trusted false). Every client behind such a proxy has its address, so
+// address-level state (rotation's pooled budget) must not judge them as
+// one; the handler and the audit ask the same question.
+func UntrustedProxy(peer netip.Addr, forwarded, trusted bool) bool {
+	return forwarded && !trusted && (peer.IsPrivate() || peer.IsLoopback())
+}

@@ -88,3 +88,26 @@ func TestThrottlePace(t *testing.T) {
 		}
 	}
 }
+
+// TestUntrustedProxy: only a private or loopback peer that forwards while
+// untrusted is a proxy the server should have been told about.
+func TestUntrustedProxy(t *testing.T) {
+	for _, c := range []struct {
+		peer               string
+		forwarded, trusted bool
+		want               bool
+	}{
+		{"127.0.0.1", true, false, true},
+		{"10.0.0.5", true, false, true},
+		{"fd00::1", true, false, true},
+		{"::1", true, false, true},
+		{"10.0.0.5", true, true, false},
+		{"10.0.0.5", false, false, false},
+		{"203.0.113.7", true, false, false},
+		{"2001:db8::1", true, false, false},
+	} {
+		if got := UntrustedProxy(netip.MustParseAddr(c.peer), c.forwarded, c.trusted); got != c.want {
+			t.Errorf("UntrustedProxy(%s, forwarded %v, trusted %v) = %v, want %v", c.peer, c.forwarded, c.trusted, got, c.want)
+		}
+	}
+}
