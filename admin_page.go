@@ -205,6 +205,7 @@ ul.warns{margin:4px 0 8px;padding-left:20px;color:var(--warn);font-size:14px}
 · bans in force: {{if .Bans.Count}}<span class="bad">{{.Bans.Count}}{{if .Bans.Truncated}}+{{end}}</span>{{else}}0{{end}}
 {{if .Store.Error}}<br><span class="err">{{.Store.Error}}</span>{{end}}
 {{if .Bans.Error}}<br><span class="err">{{.Bans.Error}}</span>{{end}}</p>
+{{if .UntrustedProxy}}<p class="bad" id="untrusted-proxy">Clients arrive through <code>{{.UntrustedProxy}}</code>, which sends X-Forwarded-For or Forwarded but is not a trusted proxy: every client behind it has its address. Set <code>trusted_proxies</code> (and <code>trusted_proxies_strict</code>) in the servers options. Until then, rotation is not judged for that address.</p>{{end}}
 {{if .ConfigWarnings}}
 <h3>Config warnings</h3>
 <ul class="warns">{{range .ConfigWarnings}}<li>{{.}}</li>{{end}}</ul>

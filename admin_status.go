@@ -44,6 +44,10 @@ type handlerStatus struct {
 	// logged at load (and since: a server found trusting proxies without
 	// trusted_proxies_strict), each as logged.
 	ConfigWarnings []string `json:"config_warnings"`
+	// UntrustedProxy is the first peer on a private or loopback address
+	// found sending X-Forwarded-For or Forwarded while the server does not
+	// trust it (proxies.go): a configuration error shown in red.
+	UntrustedProxy string `json:"untrusted_proxy,omitempty"`
 	// moreSites is how many sites the status page leaves out.
 	moreSites int
 }
@@ -238,6 +242,9 @@ func buildStatus(ctx context.Context, hs []*Handler, now time.Time, scans banSca
 			IPLists:      ipListsOf(h, now),
 		}
 		hs.ConfigWarnings = h.configWarnings.all()
+		if p := h.untrustedProxyPeer(); p.IsValid() {
+			hs.UntrustedProxy = p.String()
+		}
 		if hs.ConfigWarnings == nil {
 			hs.ConfigWarnings = []string{}
 		}

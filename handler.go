@@ -228,7 +228,7 @@ func (h *Handler) decide(r *http.Request, o *outcome, addr *clientAddr, signer s
 	o.who = policy.Identify(&o.client)
 	if !o.who.Verified {
 		scope, client, now := h.scopeFor(r).key, addr.recorded(), time.Unix(coarseNow.Load(), 0)
-		if !h.rotations.Resident(scope, client, o.who.Name, now) {
+		if !h.rotations.Resident(scope, client, o.who.Name, now) && !h.behindUntrustedProxy(r, addr, !dry) {
 			o.who.Rotating = h.rotations.Note(scope, addr.get(), client, o.who.Name, now, dry)
 		}
 	}
@@ -296,7 +296,7 @@ func (h *Handler) writeState(ctx context.Context, o *outcome, scopes *lazyScopes
 	}
 	sc := scopes.get()
 	id := policy.ThrottleIdentity(h.paceScope(sc, o, addr, clock, dry), &o.who, addr.get())
-	pace := state.Pace{Interval: as.Interval, Burst: h.burst, Fetch: state.NewFetch(o.target.Method, o.host, o.target.Raw)}
+	pace := policy.ThrottlePace(&o.who, as.Interval, h.burst, state.NewFetch(o.target.Method, o.host, o.target.Raw))
 	var res state.ThrottleResult
 	var err error
 	if dry {

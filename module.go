@@ -285,9 +285,12 @@ type Handler struct {
 	configWarnings *warnings
 	// rotations detects addresses that present many names (the
 	// process's table, shared by every handler and kept across reloads).
-	rotations     *state.Rotations
-	releaseRanges func() error // from startRanges; called by Cleanup
-	sigKey        string       // sigPool key of sig
+	rotations *state.Rotations
+	// untrustedProxy is the first peer found forwarding for others
+	// while the server does not trust it (proxies.go); nil until then.
+	untrustedProxy *atomic.Pointer[netip.Addr]
+	releaseRanges  func() error // from startRanges; called by Cleanup
+	sigKey         string       // sigPool key of sig
 }
 
 // StrikesConfig configures repeat-offender bans.
@@ -392,6 +395,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	h.configWarnings = new(warnings)
 	h.scope = new(atomic.Pointer[handlerScope])
 	h.rotations = rotationTable
+	h.untrustedProxy = new(atomic.Pointer[netip.Addr])
 	h.stats = newCrawlerStats()
 	h.named = newBoundedMap[string, *agents.Shared](1024)
 	if h.now == nil {

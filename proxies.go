@@ -1,9 +1,15 @@
 package caddyrobots
 
 import (
+	"fmt"
+	"net/http"
+	"net/netip"
 	"reflect"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"go.uber.org/zap"
+
+	"github.com/caddyrobots/caddy-robots/internal/policy"
 )
 
 // serverTrustsProxies reports whether srv trusts any proxy (the servers
@@ -26,4 +32,73 @@ func serverTrustsProxies(srv *caddyhttp.Server) bool {
 		return true
 	}
 	return !f.IsNil()
+}
+
+// Forwarding through a proxy the server does not trust. Behind a proxy,
+// every client has the proxy's address unless the server's trusted_proxies
+// names it; then address-level state would judge every client behind it as
+// one address: one client rotating names would make the others share its
+// pooled Crawl-delay budget. A peer on a private or loopback address that
+// sends X-Forwarded-For or Forwarded while Caddy did not take the client's
+// address from it is that mistake: the handler warns once (a
+// config_warnings entry and a red line on the status page, with the peer)
+// and, until it is fixed, applies no address-level state to that peer's
+// requests: each name behind it keeps its own budget, strikes and bans. The
+// cost, until the operator fixes it: a client there that rotates names is
+// not pooled. A public peer's headers change nothing (it could be any
+// client choosing them).
+
+// untrustedProxyWarning is the config warning logged and listed once a
+// handler meets a peer forwarding for others that the server does not
+// trust.
+const untrustedProxyWarning = "robots: requests arrive from %s with X-Forwarded-For or Forwarded, but the server does not trust it as a proxy: every client behind it has its address. Set trusted_proxies (and trusted_proxies_strict) in the servers options; until then, rotation (a pooled budget for an address's unproven names) is not applied to clients from that address"
+
+// behindUntrustedProxy reports whether r comes from a peer on a private or
+// loopback address that forwards for others (X-Forwarded-For or Forwarded)
+// while Caddy did not trust it as a proxy (its trusted_proxy variable is
+// unset or false). With report set (a real request, not the admin API's
+// check), the first such peer is reported to the operator
+// (noteUntrustedProxy).
+func (h *Handler) behindUntrustedProxy(r *http.Request, addr *clientAddr, report bool) bool {
+	_, xff := r.Header["X-Forwarded-For"]
+	_, fwd := r.Header["Forwarded"]
+	if !xff && !fwd {
+		return false
+	}
+	vars := addr.vars
+	if vars == nil {
+		vars, _ = r.Context().Value(caddyhttp.VarsCtxKey).(map[string]any)
+	}
+	trusted, _ := vars[caddyhttp.TrustedProxyVarKey].(bool)
+	peer := addr.get()
+	if !policy.UntrustedProxy(peer, true, trusted) {
+		return false
+	}
+	if report {
+		h.noteUntrustedProxy(peer)
+	}
+	return true
+}
+
+// noteUntrustedProxy records peer as the handler's first untrusted proxy
+// and warns about it once (log and config_warnings).
+func (h *Handler) noteUntrustedProxy(peer netip.Addr) {
+	if h.untrustedProxy == nil || h.untrustedProxy.Load() != nil {
+		return
+	}
+	if h.untrustedProxy.CompareAndSwap(nil, &peer) {
+		h.warnConfig(fmt.Sprintf(untrustedProxyWarning, peer), zap.String("peer", peer.String()))
+	}
+}
+
+// untrustedProxyPeer is the first peer found forwarding for others while
+// the server does not trust it; the zero Addr if none was.
+func (h *Handler) untrustedProxyPeer() netip.Addr {
+	if h.untrustedProxy == nil {
+		return netip.Addr{}
+	}
+	if p := h.untrustedProxy.Load(); p != nil {
+		return *p
+	}
+	return netip.Addr{}
 }

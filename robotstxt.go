@@ -31,7 +31,13 @@ func (h *Handler) serveRobotsTxt(w http.ResponseWriter, r *http.Request, next ca
 		c := policy.Client{Agent: &a.Agent}
 		c.Verdict = h.verify(r.Context(), &c, &addr)
 		who := policy.Identify(&c)
-		h.rules.fetched.Put(policy.FetchIdentity(policy.HostOf(r.Host), &who, addr.get()), h.now())
+		now := h.now()
+		h.rules.fetched.Put(policy.FetchIdentity(policy.HostOf(r.Host), &who, addr.get()), now)
+		if !who.Verified && !h.behindUntrustedProxy(r, &addr, true) {
+			// The fetch is the name's own evidence: it may earn a budget
+			// of its own on an address that rotates names.
+			h.rotations.Fetched(h.scopeFor(r).key, addr.get(), addr.recorded(), who.Name, now)
+		}
 	}
 	if h.serveEnforced {
 		if r.Method == http.MethodGet || r.Method == http.MethodHead {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -56,8 +57,12 @@ func TestAdversarialUnverifiedClaim(t *testing.T) {
 }
 
 // TestAdversarialRotatingTokens: a bot judged by "*" that sends a new
-// product token with every request shares one budget and one strike count
-// per address: a banned address stays banned whatever token comes next.
+// product token with every request buys no fresh budget with it: beyond an
+// address's first four names (its residents, each with its own budget),
+// the new names share one pooled budget worth four names. What robots.txt
+// forbids is refused by its rule whatever the name; strikes and bans stay
+// per name, so a new name never inherits a ban it did not earn, and a
+// newcomer that fetches /robots.txt gets a budget of its own.
 func TestAdversarialRotatingTokens(t *testing.T) {
 	dir := advSite(t, "User-agent: *\nDisallow: /private/\nCrawl-delay: 30\n")
 	c := newClient(t, globals+`
@@ -70,32 +75,55 @@ func TestAdversarialRotatingTokens(t *testing.T) {
 	file_server
 }
 `)
+	site := siteURL("rotate.localhost")
 	ua := func(i int) string { return fmt.Sprintf("RandBot%d/1.0 (+https://example.net/bot)", i) }
 	// An address's first four names are residents: each its own
 	// Crawl-delay budget (two crawlers behind one NAT never share one).
 	for i := range 4 {
-		c.expect(siteURL("rotate.localhost")+"/public/", ua(i), 200)
+		c.expect(site+"/public/", ua(i), 200)
 	}
-	// A fifth name marks the address rotating: every new name from it is
-	// judged as one, with one budget and one strike count.
-	c.expect(siteURL("rotate.localhost")+"/public/", ua(4), 200)
-	if res := c.get(siteURL("rotate.localhost")+"/public/", ua(5)); res.status != 503 {
+	// Further names share one pool worth four names (crawl_burst 1: one
+	// request each back to back) ...
+	for i := 4; i < 8; i++ {
+		c.expect(site+"/public/", ua(i), 200)
+	}
+	// ... and a new token buys nothing more.
+	if res := c.get(site+"/public/", ua(8)); res.status != 503 {
 		t.Errorf("a new token bought a new Crawl-delay budget: %d", res.status)
 	}
-	for i := 6; i < 9; i++ {
-		c.expect(siteURL("rotate.localhost")+"/private/secret.html", ua(i), 403)
+	// Forbidden paths are refused by the rule whatever the name.
+	for i := 9; i < 12; i++ {
+		res := c.expect(site+"/private/secret.html", ua(i), 403, "Disallow: /private/")
+		if strings.Contains(res.body, "banned") {
+			t.Errorf("a new name refused by a ban it did not earn: %q", res.body)
+		}
 	}
-	res := c.get(siteURL("rotate.localhost")+"/public/", ua(99))
-	if res.status != 403 || !strings.Contains(res.body, "banned") {
-		t.Errorf("the banned address escaped with a new token: %d %q", res.status, res.body)
+	// A name that earns three strikes is banned; its ban names it alone.
+	for range 3 {
+		c.expect(site+"/private/secret.html", ua(20), 403)
 	}
-	// A resident keeps its own state: refused by its rule, not banned.
-	res = c.get(siteURL("rotate.localhost")+"/private/secret.html", ua(2))
+	res := c.get(site+"/public/", ua(20))
+	if res.status != 403 || !strings.Contains(res.body, "RandBot20 is banned") {
+		t.Errorf("three strikes did not ban their name: %d %q", res.status, res.body)
+	}
+	if m := regexp.MustCompile(`RandBot\d+`).FindAllString(res.body, -1); len(m) != 1 {
+		t.Errorf("the ban names other clients: %q", res.body)
+	}
+	// Nobody else inherits it: a new name is throttled by the pool, not
+	// banned, and a resident keeps its own state.
+	if res := c.get(site+"/public/", ua(99)); res.status != 503 {
+		t.Errorf("a new name beside a banned one: %d %q, want the pool's 503", res.status, res.body)
+	}
+	res = c.get(site+"/private/secret.html", ua(2))
 	if res.status != 403 || strings.Contains(res.body, "banned") {
-		t.Errorf("a resident paid for the rotation's ban: %d %q", res.status, res.body)
+		t.Errorf("a resident paid for another name's ban: %d %q", res.status, res.body)
 	}
-	// robots.txt is still served to the banned address.
-	c.expect(siteURL("rotate.localhost")+"/robots.txt", ua(100), 200, "Disallow: /private/")
+	// A newcomer that fetches /robots.txt has a budget of its own, even
+	// while the pool is spent.
+	c.expect(site+"/robots.txt", ua(30), 200, "Disallow: /private/")
+	c.expect(site+"/public/", ua(30), 200)
+	// robots.txt is still served to the banned name.
+	c.expect(site+"/robots.txt", ua(20), 200, "Disallow: /private/")
 }
 
 // TestAdversarialMultipleUserAgents: a browser User-Agent followed by a

@@ -2,7 +2,9 @@
 # Makes sure the real crawlers of the integration tests are on PATH: wget,
 # wget2 and httrack (integration/crawlers_test.go), and Scrapy
 # (integration/crawlers_rogue_test.go, Debian's python3-scrapy, whose command
-# is scrapy). Installs the missing ones with apt-get when running as root;
+# is scrapy); integration/crawlers_rotation_test.go runs all four beside a
+# urllib.robotparser crawler (python3) and a Colly crawler it builds with go
+# from integration/testdata/collycrawler. Installs the missing ones with apt-get when running as root;
 # otherwise says exactly what to install.
 set -euo pipefail
 . "$(dirname "$0")/apt.sh"

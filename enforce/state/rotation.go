@@ -10,42 +10,56 @@ import (
 )
 
 // Token rotation. A bot judged by the "*" group chooses its product token
-// freely, so state kept per token would let a rogue buy a fresh budget and a
-// fresh strike count with every new token. But state kept per address makes
-// neighbours pay: two compliant crawlers behind one NAT, a university's
-// proxy or a shared IPv6 /64 would be throttled and banned for a rogue's
-// requests. So callers keep state per (name, address) and recognise
-// rotation with Rotations:
+// freely, so a Crawl-delay budget kept per token would let a rogue buy a
+// fresh budget with every new token. But state kept per address makes
+// neighbours pay: compliant crawlers behind one NAT, a university's proxy
+// or a shared IPv6 /64, and a compliant crawler that arrives after a rogue,
+// would be throttled or banned for someone else's requests. So callers keep
+// state per (name, address), and Rotations decides which names of an
+// address have a Crawl-delay budget of their own:
 //
-//   - an address (IPv6: its /64) may present up to RotationResidents
-//     distinct names within RotationWindow: those are its residents, each
-//     judged on its own state;
-//   - a further name within the window marks the address as rotating, until
-//     RotationHold after its last new name: every name that is not a
-//     resident is then judged as one identity, the address's, with one
-//     budget and one strike count;
-//   - residents keep their own state while the address rotates: a compliant
-//     crawler that was there first never pays for the rogue beside it. A
-//     crawler that arrives on an address while it rotates is judged with
-//     the rotation until the rotation ends.
+//   - residents: the first RotationResidents distinct names an address
+//     (IPv6: its /64) presents within RotationWindow;
+//   - graduates: up to RotationGraduates further names that fetched
+//     /robots.txt from the address (Fetched), the one piece of evidence a
+//     compliant crawler produces before its first page;
+//   - every other name is unproven: Note reports it, and callers make all
+//     the unproven names of the address share one pooled budget worth
+//     RotationPoolNames names (see RotationPoolNames), and marks the
+//     address as rotating until RotationHold after its last new name.
 //
-// A rogue that rotates tokens thus gets at most RotationResidents+1 strike
-// budgets before every new token from its address is banned together. The
-// numbers: a NAT rarely carries more than a few distinct crawlers that
-// visit one site within ten minutes, while a rotating rogue shows a new
-// name on almost every request and is caught within five; the hold
-// outlasts the default strike window (10 minutes), so a rogue that pauses
+// Strikes and bans are never pooled: they stay per (name, address), so a
+// name never inherits a ban it did not earn. A rogue's requests for what
+// robots.txt forbids are refused by the rules whatever name it sends; what
+// rotation buys it is rate, and that is bounded: at most
+// RotationResidents + RotationGraduates + RotationPoolNames names' worth of
+// Crawl-delay budget per address, however many names it shows.
+//
+// What this cannot tell apart: a rogue that fetches /robots.txt under each
+// new name takes the graduate places of its address while its entry lives,
+// and a compliant crawler arriving after that, beyond the residents, shares
+// the pool with the rogue until the rotation ends. The numbers: a NAT rarely
+// carries more than a few crawlers that visit one site within ten minutes,
+// and the hold outlasts the default strike window, so a rogue that pauses
 // does not start fresh.
 const (
 	RotationResidents = 4
+	// RotationGraduates is how many names beyond the residents may earn a
+	// budget of their own per address while its entry lives (its window,
+	// or its rotation's hold) by fetching /robots.txt.
+	RotationGraduates = 4
+	// RotationPoolNames is how many names' worth of Crawl-delay budget the
+	// unproven names of one address share: enough for that many compliant
+	// crawlers at their own pace, whoever else is on the address.
+	RotationPoolNames = 4
 	RotationWindow    = 10 * time.Minute
 	RotationHold      = time.Hour
 	// DefaultRotationEntries bounds the addresses a Rotations remembers.
 	DefaultRotationEntries = 65536
 )
 
-// Rotations remembers, per scope and address, the names the address
-// presented. It is bounded: when full, an arbitrary entry of a shard is
+// Rotations remembers, per scope and address, the names that have a budget
+// of their own there (residents and graduates). It is bounded: when full, an arbitrary entry of a shard is
 // dropped, which only forgets a rotation, never invents one. Safe for
 // concurrent use. Detection is per process: instances behind a load
 // balancer each learn it.
@@ -74,11 +88,43 @@ type rotationKey struct {
 }
 
 type rotationEntry struct {
-	residents [RotationResidents]uint64 // hashes of the resident names
-	n         int
+	// own are the hashes of the names with a budget of their own: the
+	// residents and the graduates, in the order they came.
+	own       [RotationResidents + RotationGraduates]uint64
+	n         int   // names in own
+	residents int   // of which residents
 	since     int64 // when the first resident came (Unix seconds)
-	lastNew   int64 // when the last non-resident came
+	lastNew   int64 // when the last unproven name came
 	rotating  bool
+}
+
+// has reports whether h is one of e's own names.
+func (e *rotationEntry) has(h uint64) bool {
+	for _, x := range e.own[:e.n] {
+		if x == h {
+			return true
+		}
+	}
+	return false
+}
+
+// add makes h one of e's own names, a resident while there is room for
+// one, else a graduate if graduate is set and there is room; it reports
+// whether it did.
+func (e *rotationEntry) add(h uint64, graduate bool, t int64) bool {
+	switch {
+	case e.residents < RotationResidents:
+		if e.n == 0 {
+			e.since = t
+		}
+		e.residents++
+	case graduate && e.n-e.residents < RotationGraduates:
+	default:
+		return false
+	}
+	e.own[e.n] = h
+	e.n++
+	return true
 }
 
 // shardOf picks the shard of an address's entries from its bits and the
@@ -114,9 +160,9 @@ func (r *Rotations) knownKey(scope, client, name string) (slot, fp uint64) {
 	return h % knownSlots, h >> 32
 }
 
-// Resident reports whether Note recently found name from client (the
-// client's address as the server recorded it, unparsed) to be a resident of
-// its address in scope, and that finding still holds at now: Note would
+// Resident reports whether Note or Fetched recently found name from client
+// (the client's address as the server recorded it, unparsed) to be one of
+// its address's own names in scope (a resident or a graduate), and that finding still holds at now: Note would
 // answer false again, so the caller may skip it. False means only "not
 // known": call Note.
 func (r *Rotations) Resident(scope, client, name string, now time.Time) bool {
@@ -129,16 +175,33 @@ func (r *Rotations) Resident(scope, client, name string, now time.Time) bool {
 }
 
 // Note records that name came from addr in scope at now and reports whether
-// the address rotates with name as a non-resident: the request is then
-// judged as the address's identity. With peek set nothing is recorded (a
-// preview that must not change the state). An invalid address never
-// rotates.
+// name is unproven there: neither a resident nor a graduate of the address.
+// The request then spends the address's pooled budget (see
+// RotationPoolNames); its strikes stay its own. With peek set nothing is
+// recorded (a preview that must not change the state). An invalid address
+// never pools.
 //
 // client, when not empty, is addr as the server recorded it: a name Note
 // finds resident is remembered for Resident under it until the address's
 // entry could next be reset (the end of its window, or of its hold), after
 // which Note must see the name again to keep it resident.
 func (r *Rotations) Note(scope string, addr netip.Addr, client, name string, now time.Time, peek bool) bool {
+	return r.note(scope, addr, client, name, now, peek, false)
+}
+
+// Fetched records that name fetched /robots.txt from addr in scope at now:
+// a name that is not yet one of the address's own becomes a resident if
+// there is room for one, else a graduate if fewer than RotationGraduates
+// names graduated while the entry lives. It reports whether name is still
+// unproven (no room was left). client is as for Note.
+//
+// Fetching /robots.txt is evidence the client produced itself; the pace it
+// keeps afterwards is judged on the budget it then has, its own.
+func (r *Rotations) Fetched(scope string, addr netip.Addr, client, name string, now time.Time) bool {
+	return r.note(scope, addr, client, name, now, false, true)
+}
+
+func (r *Rotations) note(scope string, addr netip.Addr, client, name string, now time.Time, peek, fetched bool) bool {
 	if !addr.IsValid() {
 		return false
 	}
@@ -174,28 +237,20 @@ func (r *Rotations) Note(scope string, addr netip.Addr, client, name string, now
 		}
 		*e = rotationEntry{}
 	}
-	for i := 0; i < e.n; i++ {
-		if e.residents[i] == h {
-			if !peek {
-				r.remember(scope, client, name, e)
-			}
-			return false
-		}
-	}
-	if e.n < RotationResidents {
+	if e.has(h) {
 		if !peek {
-			if e.n == 0 {
-				e.since = t
-			}
-			e.residents[e.n] = h
-			e.n++
 			r.remember(scope, client, name, e)
 		}
 		return false
 	}
-	if !peek {
-		e.rotating, e.lastNew = true, t
+	if peek {
+		return e.residents >= RotationResidents
 	}
+	if e.add(h, fetched, t) {
+		r.remember(scope, client, name, e)
+		return false
+	}
+	e.rotating, e.lastNew = true, t
 	return true
 }
 

@@ -161,6 +161,79 @@ func TestRotationsPeekChangesNothing(t *testing.T) {
 	}
 }
 
+// TestRotationsGraduates: beyond the residents, a name that fetched
+// /robots.txt from the address gets a budget of its own (it is no longer
+// pooled), for at most RotationGraduates names while the entry lives; a
+// peek never graduates anyone.
+func TestRotationsGraduates(t *testing.T) {
+	r := NewRotations(0)
+	a := netip.MustParseAddr("203.0.113.2")
+	const ip = "203.0.113.2"
+	now := time.Unix(1_000_000, 0)
+	for i := 0; i < RotationResidents; i++ {
+		r.Note("s", a, ip, fmt.Sprintf("Rnd%d", i), now, false)
+	}
+	if !r.Note("s", a, ip, "Rnd99", now, false) {
+		t.Fatal("a fifth name is not pooled")
+	}
+	// A newcomer that fetched /robots.txt first is never pooled.
+	if r.Fetched("s", a, ip, "Polite", now.Add(time.Second)) {
+		t.Fatal("a newcomer's /robots.txt fetch did not graduate it")
+	}
+	if r.Note("s", a, ip, "Polite", now.Add(2*time.Second), false) || r.Note("s", a, ip, "Polite", now.Add(3*time.Second), true) {
+		t.Fatal("a graduate pooled")
+	}
+	if !r.Resident("s", ip, "Polite", now.Add(3*time.Second)) {
+		t.Fatal("a graduate not remembered for the shortcut")
+	}
+	// A pooled name that fetches /robots.txt graduates too.
+	if r.Fetched("s", a, ip, "Rnd99", now.Add(4*time.Second)) || r.Note("s", a, ip, "Rnd99", now.Add(4*time.Second), false) {
+		t.Fatal("a pooled name's /robots.txt fetch did not graduate it")
+	}
+	// At most RotationGraduates graduate: a rogue that fetches
+	// /robots.txt under each new name gains a bounded number of budgets.
+	graduated := 2
+	for i := 0; i < 100; i++ {
+		if !r.Fetched("s", a, ip, fmt.Sprintf("Fetcher%d", i), now.Add(5*time.Second)) {
+			graduated++
+		}
+	}
+	if graduated != RotationGraduates {
+		t.Fatalf("%d names graduated, want %d", graduated, RotationGraduates)
+	}
+	if !r.Note("s", a, ip, "Fetcher99", now.Add(6*time.Second), false) {
+		t.Fatal("a name beyond the graduates is not pooled")
+	}
+	// Before the residents are full, a fetch makes a resident, not a
+	// graduate; a peek changes nothing.
+	q := NewRotations(0)
+	q.Note("s", a, ip, "Peeked", now, true)
+	if q.Resident("s", ip, "Peeked", now) {
+		t.Fatal("a peek recorded a name")
+	}
+	for i := 0; i < RotationResidents; i++ {
+		if q.Fetched("s", a, ip, fmt.Sprintf("Early%d", i), now) {
+			t.Fatalf("fetcher %d pooled on an address with room for residents", i)
+		}
+	}
+	for i := 0; i < RotationGraduates; i++ {
+		if q.Fetched("s", a, ip, fmt.Sprintf("Late%d", i), now) {
+			t.Fatalf("late fetcher %d pooled: the early ones took graduate places", i)
+		}
+	}
+	// The graduates end with the entry: a rotation's hold.
+	if !q.Note("s", a, ip, "Rnd", now, false) {
+		t.Fatal("a ninth name is not pooled")
+	}
+	if q.Fetched("s", a, ip, "After", now.Add(RotationHold+time.Second)) {
+		t.Fatal("the entry outlived its hold")
+	}
+	// An invalid address is never pooled.
+	if q.Fetched("s", netip.Addr{}, "", "X", now) {
+		t.Fatal("an invalid address pooled")
+	}
+}
+
 func TestRotationsBounded(t *testing.T) {
 	r := NewRotations(160)
 	now := time.Unix(1_000_000, 0)

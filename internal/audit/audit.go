@@ -17,6 +17,7 @@
 package audit
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -688,14 +689,28 @@ func (a *Auditor) judge(ue *uaEntry, he *hostEntry, e *Entry, t time.Time, j jud
 		}
 	}
 	target := policy.ParseTarget(methodString(e.Method), unsafeString(e.URI), rewrites...)
-	if target.IsRobotsTxt() {
-		// Always served, to everyone.
-		c.fetches++
-		return a.dec.robotsTxt(e, ue)
-	}
 	addr := e.Addr()
 	ip, _ := netip.ParseAddr(unsafeString(addr))
 	ip = ip.Unmap()
+	// Behind a proxy the server did not trust (client_ip is the peer),
+	// no address-level state applies, as in the handler.
+	pooling := !policy.UntrustedProxy(ip, e.Forwarded, len(e.ClientIP) > 0 && !bytes.Equal(e.ClientIP, e.RemoteIP))
+	if target.IsRobotsTxt() {
+		// Always served, to everyone; the fetch may give an unverified
+		// name a budget of its own on an address that rotates names, as
+		// the handler's serveRobotsTxt does.
+		c.fetches++
+		if !t.IsZero() && ip.IsValid() && pooling {
+			client := policy.Client{Agent: ag, Addr: ip, Verdict: agents.Unverified}
+			if ag.Profile.Verify != "" {
+				client.Verdict = a.verify(ag, addr, ip, t)
+			}
+			if who := policy.Identify(&client); !who.Verified {
+				a.rotations.Fetched(he.scope, ip, "", who.Name, t)
+			}
+		}
+		return a.dec.robotsTxt(e, ue)
+	}
 	if len(a.cfg.Exempt) > 0 && a.exempted(ip) {
 		c.exempt++
 		return a.dec.exempt(e, ue, &j)
@@ -711,7 +726,7 @@ func (a *Auditor) judge(ue *uaEntry, he *hostEntry, e *Entry, t time.Time, j jud
 	// Without a time the state cannot be replayed: the request is judged
 	// on its own.
 	stateful := !t.IsZero()
-	if stateful && !who.Verified {
+	if stateful && !who.Verified && pooling {
 		who.Rotating = a.rotations.Note(he.scope, ip, "", who.Name, t, false)
 	}
 	var ban state.BanResult
@@ -741,7 +756,7 @@ func (a *Auditor) judge(ue *uaEntry, he *hostEntry, e *Entry, t time.Time, j jud
 			scope = j.scope // a host the client hopped to: the site block's budget
 		}
 		id := policy.ThrottleIdentity(scope, &who, ip)
-		pace := state.Pace{Interval: as.Interval, Burst: a.opts.Burst, Fetch: state.NewFetch(target.Method, he.host, target.Raw)}
+		pace := policy.ThrottlePace(&who, as.Interval, a.opts.Burst, state.NewFetch(target.Method, he.host, target.Raw))
 		if res, err := a.store.ThrottlePace(a.ctx, id, pace, t); err == nil {
 			as = as.Throttled(res)
 		}

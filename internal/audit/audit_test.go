@@ -466,3 +466,56 @@ func mustPrefix(t *testing.T, s string) netip.Prefix {
 	}
 	return p
 }
+
+// TestAuditorRotation replays rotation as the handler judges it: beyond an
+// address's four residents, new names share a pool worth four names'
+// budgets; a name that fetched /robots.txt has its own; strikes stay per
+// name; and behind a proxy the server did not trust (X-Forwarded-For from
+// a private peer, client_ip the peer's), nothing is pooled.
+func TestAuditorRotation(t *testing.T) {
+	const robots = "User-agent: *\nDisallow: /private/\nCrawl-delay: 5\n"
+	var reqs []req
+	names := func(ip string, headers map[string]string) {
+		for i := range 24 {
+			reqs = append(reqs, req{ts: t0 + float64(i)/100, uri: "/", ua: fmt.Sprintf("Rnd%d/1.0", i), ip: ip, headers: headers})
+		}
+		// A newcomer that fetched /robots.txt is not pooled, and strikes
+		// of pooled names are each name's own (no ban after 10).
+		reqs = append(reqs, req{ts: t0 + 1, uri: "/robots.txt", ua: "Polite/1.0", ip: ip, headers: headers},
+			req{ts: t0 + 1.1, uri: "/", ua: "Polite/1.0", ip: ip, headers: headers})
+		for i := range 12 {
+			reqs = append(reqs, req{ts: t0 + 2 + float64(i)/100, uri: "/private/x", ua: fmt.Sprintf("Bad%d/1.0", i), ip: ip, headers: headers})
+		}
+		reqs = append(reqs, req{ts: t0 + 3, uri: "/robots.txt", ua: "Late/1.0", ip: ip, headers: headers},
+			req{ts: t0 + 3.1, uri: "/", ua: "Late/1.0", ip: ip, headers: headers})
+	}
+	names("192.0.2.9", nil)
+	names("10.0.0.5", map[string]string{"X-Forwarded-For": "203.0.113.7"})
+	_, ds := audit(t, Config{}, robots, reqs)
+	count := func(from, to int, what string) int {
+		n := 0
+		for _, d := range ds[from:to] {
+			if d.Decision+"/"+d.Reason == what {
+				n++
+			}
+		}
+		return n
+	}
+	per := len(ds) / 2
+	// 20 names beyond the residents: 16 allowed by the pool, 4 throttled.
+	if n := count(0, 24, "throttle/rate"); n != 4 {
+		t.Errorf("rotating address: %d of 24 names throttled, want 4: %s", n, summary(ds[:24]))
+	}
+	if d := ds[25]; d.Decision != "allow" {
+		t.Errorf("a newcomer that fetched /robots.txt: %+v", d)
+	}
+	if n := count(0, per, "ban/banned"); n != 0 {
+		t.Errorf("rotating address: %d bans, want none (strikes are per name)", n)
+	}
+	if d := ds[per-1]; d.Decision != "allow" {
+		t.Errorf("a graduate after the strikes: %+v", d)
+	}
+	if n := count(per, len(ds), "throttle/rate"); n != 0 {
+		t.Errorf("behind an untrusted proxy: %d throttled, want 0: %s", n, summary(ds[per:]))
+	}
+}

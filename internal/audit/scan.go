@@ -77,12 +77,16 @@ type Entry struct {
 	// give the request's kind (Kind), as policy.KindOf reads a header map.
 	FetchSite, FetchMode, FetchDest, Upgrade, Accept []byte
 	Purpose                                          bool
-	HasHeaders                                       bool   // the line records the request's headers (request.headers: Caddy's JSON)
-	TLS                                              bool   // the request came over TLS (request.tls)
-	HasURI                                           bool   // the line has a request.uri: it is an access-log line
-	HasUA                                            bool   // the format records the User-Agent (Common does not)
-	HasHost                                          bool   // the format records the Host (CLF does not)
-	Format                                           Format // the line's format
+	// Forwarded is set when the request carried X-Forwarded-For or
+	// Forwarded (Caddy's JSON only): with client_ip equal to remote_ip,
+	// the peer forwarded for others without being trusted.
+	Forwarded  bool
+	HasHeaders bool   // the line records the request's headers (request.headers: Caddy's JSON)
+	TLS        bool   // the request came over TLS (request.tls)
+	HasURI     bool   // the line has a request.uri: it is an access-log line
+	HasUA      bool   // the format records the User-Agent (Common does not)
+	HasHost    bool   // the format records the Host (CLF does not)
+	Format     Format // the line's format
 }
 
 // Addr returns the client's address as logged: client_ip when present,
@@ -134,6 +138,8 @@ var rewriteHeaders = [3][]byte{[]byte("X-Original-Url"), []byte("X-Rewrite-Url")
 var (
 	userAgentHeader      = []byte("User-Agent")
 	forwardedProtoHeader = []byte("X-Forwarded-Proto")
+	forwardedForHeader   = []byte("X-Forwarded-For")
+	forwardedHeader      = []byte("Forwarded")
 	secFetchHeader       = []byte("Sec-Fetch-")
 	secCHUAHeader        = []byte("Sec-Ch-Ua")
 )
@@ -292,7 +298,15 @@ func (s *Scanner) object(line []byte, i int, e *Entry, lvl int) (int, bool) {
 				case bytes.EqualFold(key, []byte("Sec-Purpose")):
 					e.Purpose = true
 				}
+			case 'f':
+				if len(key) == len(forwardedHeader) && bytes.EqualFold(key, forwardedHeader) {
+					e.Forwarded = true // presence only: skipped below
+				}
 			case 'x':
+				if len(key) == len(forwardedForHeader) && bytes.EqualFold(key, forwardedForHeader) {
+					e.Forwarded = true // presence only: skipped below
+					break
+				}
 				if bytes.EqualFold(key, []byte("X-Moz")) {
 					j := skipWS(line, i+1)
 					if j < len(line) && line[j] == '"' {

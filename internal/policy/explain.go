@@ -9,7 +9,6 @@ import (
 
 	"github.com/caddyrobots/caddy-robots/agents"
 	"github.com/caddyrobots/caddy-robots/enforce"
-	"github.com/caddyrobots/caddy-robots/enforce/state"
 )
 
 // Explain renders the plain-text explanation a refused crawler receives:
@@ -48,35 +47,26 @@ func Explain(a *Assessment, f *Facts, host string) string {
 	return ruleText(a, f, who.Name)
 }
 
-// banText explains a ban: who earned it, in which site block, by which
-// rules and when.
+// banText explains a ban: whose it is, in which site block, by which
+// rules and when. A ban is always the requester's own (StrikeIdentity
+// never pools), and the text names only the requester, the site and the
+// rules: never the name or address of another client, not even that of the
+// client whose requests earned a ban under the same identity.
 func banText(a *Assessment, f *Facts) string {
 	var b strings.Builder
-	name := f.Who.Name
-	if f.Who.Rotating && !f.Who.Verified {
-		name = "This address (" + f.Client.Addr.String() + "), for crawler names it had not used before,"
-	}
 	fmt.Fprintf(&b, "Refused: %s is banned until %s after repeatedly requesting paths that /robots.txt disallows.\n",
-		name, a.BanUntil.UTC().Format(time.RFC3339))
+		f.Who.Name, a.BanUntil.UTC().Format(time.RFC3339))
 	if f.Ban != nil {
 		info := f.Ban.Info
 		if info.Scope != "" {
 			fmt.Fprintf(&b, "Site: %s\n", info.Scope)
 		}
-		if info.Crawler != "" && info.Crawler != f.Who.Name {
-			fmt.Fprintf(&b, "Earned by: %s", info.Crawler)
-			if info.Token != "" {
-				fmt.Fprintf(&b, " (judged by User-agent: %s)", info.Token)
-			}
-			b.WriteString("\n")
+		if info.Token != "" {
+			fmt.Fprintf(&b, "Judged by User-agent: %s\n", info.Token)
 		}
 		for _, s := range info.Strikes {
 			fmt.Fprintf(&b, "Strike: line %d of robots.txt version %s, at %s\n", s.Line, s.Version, s.At.UTC().Format(time.RFC3339))
 		}
-	}
-	if f.Who.Rotating && !f.Who.Verified {
-		fmt.Fprintf(&b, "This address presented more than %d crawler names within %s: the names it had not used before are judged as one crawler.\n",
-			state.RotationResidents, state.RotationWindow)
 	}
 	return b.String()
 }

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"net/netip"
+	"time"
 
 	"github.com/caddyrobots/caddy-robots/enforce/state"
 )
@@ -19,13 +20,15 @@ import (
 //     crawler everywhere;
 //   - any other bot, whatever group judges it, has the pair (the name it is
 //     judged by, its address: IPv4 /32, IPv6 /64): two crawlers on one
-//     address never share a budget or a strike count;
-//   - except a name that is not a resident of an address seen rotating
-//     names (Who.Rotating): all such names share the address's identity
-//     (RotationName), so that a new token buys no fresh start.
+//     address never share a strike count or a ban, and a name never
+//     inherits a ban another name earned;
+//   - except that an unproven name of an address that presents many names
+//     (Who.Rotating, see state.Rotations) spends the address's pooled
+//     Crawl-delay budget (RotationName, ThrottlePace): a new token buys no
+//     fresh budget. Its strikes and bans stay its own.
 
-// RotationName is the name of the identity every non-resident name of a
-// rotating address is judged as.
+// RotationName is the name of the pooled Crawl-delay budget that the
+// unproven names of an address share.
 const RotationName = "*"
 
 // FetchIdentity is the key under which a crawler's fetches of /robots.txt
@@ -38,17 +41,35 @@ func FetchIdentity(host string, who *Who, ip netip.Addr) state.Identity {
 
 // ThrottleIdentity is whose Crawl-delay budget a request spends; scope
 // names the site (the handler's scope and the host: one budget per site).
+// An unproven name of a rotating address spends the address's pool.
 func ThrottleIdentity(scope string, who *Who, ip netip.Addr) state.Identity {
 	id := state.NewIdentity(who.StateName(), who.Verified, ip)
 	id.Site = scope
 	return id
 }
 
+// ThrottlePace is the pace a request's Crawl-delay budget enforces:
+// interval (the assessment's) and burst (the operator's crawl_burst) for a
+// name with a budget of its own; for the pool of an address's unproven
+// names (Who.Rotating), state.RotationPoolNames names' worth of both, so
+// that that many compliant crawlers keeping the delay are never throttled
+// while all the names a rogue rotates through share one bounded rate.
+func ThrottlePace(who *Who, interval time.Duration, burst int, fetch state.Fetch) state.Pace {
+	if who.Rotating && !who.Verified {
+		interval /= state.RotationPoolNames
+		burst = min(max(burst, 1)*state.RotationPoolNames, state.MaxBurst)
+	}
+	return state.Pace{Interval: interval, Burst: burst, Fetch: fetch}
+}
+
 // StrikeIdentity is who collects strikes and bans; scope names the handler
 // that issues them (its site block), whatever Host the client sends.
+//
+// An unverified client's strikes are its own name's at its address, pooled
+// or not: a ban never reaches a name that did not earn it.
 func StrikeIdentity(scope string, who *Who, ip netip.Addr) state.Identity {
 	if !who.Verified {
-		id := state.NewIdentity(who.StateName(), false, ip)
+		id := state.NewIdentity(who.Name, false, ip)
 		id.Site = scope
 		return id
 	}
@@ -64,11 +85,22 @@ func StrikeIdentity(scope string, who *Who, ip netip.Addr) state.Identity {
 	return id
 }
 
-// StateName is the name the request's state is kept under: Name, or
-// RotationName for a non-resident name of a rotating address.
+// StateName is the name the request's Crawl-delay budget is kept under:
+// Name, or RotationName for an unproven name of a rotating address.
 func (w *Who) StateName() string {
 	if w.Rotating && !w.Verified {
 		return RotationName
 	}
 	return w.Name
+}
+
+// UntrustedProxy reports whether a request from peer is forwarded for
+// others by a proxy the server does not trust: peer is on a private or
+// loopback address, the request carries X-Forwarded-For or Forwarded
+// (forwarded), and the server did not take the client's address from them
+// (trusted false). Every client behind such a proxy has its address, so
+// address-level state (rotation's pooled budget) must not judge them as
+// one; the handler and the audit ask the same question.
+func UntrustedProxy(peer netip.Addr, forwarded, trusted bool) bool {
+	return forwarded && !trusted && (peer.IsPrivate() || peer.IsLoopback())
 }

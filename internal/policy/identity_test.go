@@ -3,6 +3,9 @@ package policy
 import (
 	"net/netip"
 	"testing"
+	"time"
+
+	"github.com/caddyrobots/caddy-robots/enforce/state"
 )
 
 func TestStateIdentities(t *testing.T) {
@@ -27,10 +30,11 @@ func TestStateIdentities(t *testing.T) {
 		{"throttle unverified", ThrottleIdentity("example.com", unverified, v4).String(), "u:example.com|ExampleCrawler@203.0.113.7/32"},
 		{"throttle rotating", ThrottleIdentity("example.com", rotating, v4).String(), "u:example.com|*@203.0.113.7/32"},
 		{"throttle IPv6 /64", ThrottleIdentity("log|example.com", unverified, v6).String(), "u:log%7Cexample.com|ExampleCrawler@2001:db8:1:2::/64"},
-		// Strikes: an unverified bot's (name, address), the address's for a
-		// rotating one; a verified crawler's /24 or /48.
+		// Strikes: an unverified bot's (name, address), pooled or not (a
+		// name never inherits a ban it did not earn); a verified crawler's
+		// /24 or /48.
 		{"strike unverified", StrikeIdentity("example.com", unverified, v4).String(), "u:example.com|ExampleCrawler@203.0.113.7/32"},
-		{"strike rotating", StrikeIdentity("example.com", rotating, v4).String(), "u:example.com|*@203.0.113.7/32"},
+		{"strike rotating", StrikeIdentity("example.com", rotating, v4).String(), "u:example.com|RandBot7@203.0.113.7/32"},
 		{"strike verified v4", StrikeIdentity("example.com", verified, v4).String(), "v:example.com|GPTBot@203.0.113.0/24"},
 		{"strike verified v6", StrikeIdentity("example.com", verified, v6).String(), "v:example.com|GPTBot@2001:db8:1::/48"},
 		{"strike verified, no address", StrikeIdentity("example.com", verified, netip.Addr{}).String(), "v:example.com|GPTBot"},
@@ -54,5 +58,56 @@ func TestStateIdentities(t *testing.T) {
 	mapped := netip.MustParseAddr("::ffff:203.0.113.7")
 	if StrikeIdentity("s", verified, mapped) != StrikeIdentity("s", verified, v4) {
 		t.Error("an IPv4-mapped address gets another strike identity")
+	}
+}
+
+// TestThrottlePace: a name with a budget of its own spends the assessment's
+// interval and the operator's burst; the pool of an address's unproven
+// names has RotationPoolNames names' worth of both, whatever the burst.
+func TestThrottlePace(t *testing.T) {
+	own := &Who{Name: "ExampleCrawler"}
+	pooled := &Who{Name: "RandBot7", Rotating: true}
+	verified := &Who{Name: "GPTBot", Verified: true, Rotating: true}
+	f := state.Fetch{Key: 7}
+	for _, c := range []struct {
+		name     string
+		who      *Who
+		burst    int
+		interval time.Duration
+		want     state.Pace
+	}{
+		{"own", own, 4, time.Second, state.Pace{Interval: time.Second, Burst: 4, Fetch: f}},
+		{"verified", verified, 4, time.Second, state.Pace{Interval: time.Second, Burst: 4, Fetch: f}},
+		{"pooled", pooled, 4, time.Second, state.Pace{Interval: time.Second / state.RotationPoolNames, Burst: 4 * state.RotationPoolNames, Fetch: f}},
+		{"pooled, strict burst", pooled, 1, time.Second, state.Pace{Interval: time.Second / state.RotationPoolNames, Burst: state.RotationPoolNames, Fetch: f}},
+		{"pooled, burst capped", pooled, state.MaxBurst, time.Second, state.Pace{Interval: time.Second / state.RotationPoolNames, Burst: state.MaxBurst, Fetch: f}},
+		{"no delay", pooled, 4, 0, state.Pace{Interval: 0, Burst: 4 * state.RotationPoolNames, Fetch: f}},
+	} {
+		if got := ThrottlePace(c.who, c.interval, c.burst, f); got != c.want {
+			t.Errorf("%s: %+v, want %+v", c.name, got, c.want)
+		}
+	}
+}
+
+// TestUntrustedProxy: only a private or loopback peer that forwards while
+// untrusted is a proxy the server should have been told about.
+func TestUntrustedProxy(t *testing.T) {
+	for _, c := range []struct {
+		peer               string
+		forwarded, trusted bool
+		want               bool
+	}{
+		{"127.0.0.1", true, false, true},
+		{"10.0.0.5", true, false, true},
+		{"fd00::1", true, false, true},
+		{"::1", true, false, true},
+		{"10.0.0.5", true, true, false},
+		{"10.0.0.5", false, false, false},
+		{"203.0.113.7", true, false, false},
+		{"2001:db8::1", true, false, false},
+	} {
+		if got := UntrustedProxy(netip.MustParseAddr(c.peer), c.forwarded, c.trusted); got != c.want {
+			t.Errorf("UntrustedProxy(%s, forwarded %v, trusted %v) = %v, want %v", c.peer, c.forwarded, c.trusted, got, c.want)
+		}
 	}
 }

@@ -217,9 +217,10 @@ type Who struct {
 	// Claim is set for a claim of a verifiable crawler that could not be
 	// verified: it gets nothing more lenient than "*" gives.
 	Claim bool
-	// Rotating is set, by the caller, for an unverified name that is not
-	// a resident of an address seen presenting many names: its state is
-	// the address's (see RotationName).
+	// Rotating is set, by the caller, for an unverified name that is
+	// unproven on an address seen presenting many names (state.Rotations):
+	// its Crawl-delay budget is the address's pool (see RotationName,
+	// ThrottlePace); its strikes and bans stay its own.
 	Rotating bool
 	// RulesOnly is Client.RulesOnly: robots.txt's rules apply, no
 	// throttle, strike or ban.

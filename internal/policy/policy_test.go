@@ -677,6 +677,18 @@ func TestOrder(t *testing.T) {
 	if text := policy.Explain(&a, f, ""); !strings.Contains(text, "ExampleCrawler is banned until 2026-11-25T13:30:00Z") {
 		t.Errorf("ban explanation: %q", text)
 	}
+	// A ban's record may name a client other than the requester (one
+	// whose name shares the requester's identity); the refusal names the
+	// requester, the site, the group and the rules, never that client.
+	other := *ban
+	other.Info = state.BanInfo{Crawler: "Rnd15", Token: "*", Scope: "shop.example on :443", Strikes: []state.StrikeRecord{{Line: 2, Version: "v1", At: ban.Until.Add(-time.Hour)}}}
+	r = row{robots: private, ua: exampleBot, target: "/x", ban: &other}
+	a, f = r.assess(t)
+	f.Who.Rotating = true // a pooled name: its ban is still its own
+	text := policy.Explain(&a, f, "")
+	if strings.Contains(text, "Rnd15") || !strings.Contains(text, "ExampleCrawler is banned") || !strings.Contains(text, "User-agent: *") || !strings.Contains(text, "line 2 of robots.txt version v1") {
+		t.Errorf("ban explanation with another client's record: %q", text)
+	}
 	for target, why := range map[string]string{"foo:/x": "neither a path", long: "longer than 8192 bytes"} {
 		r := row{robots: private, ua: exampleBot, target: target}
 		a, f := r.assess(t)
