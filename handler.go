@@ -295,14 +295,27 @@ func (h *Handler) writeState(ctx context.Context, o *outcome, scopes *lazyScopes
 		return
 	}
 	sc := scopes.get()
-	id := policy.ThrottleIdentity(h.paceScope(sc, o, addr, clock, dry), &o.who, addr.get())
-	pace := policy.ThrottlePace(&o.who, as.Interval, h.burst, state.NewFetch(o.target.Method, o.host, o.target.Raw))
+	scope := h.paceScope(sc, o, addr, clock, dry)
+	fetch := state.NewFetch(o.target.Method, o.host, o.target.Raw)
+	throttle := func(who *policy.Who) (state.ThrottleResult, error) {
+		id := policy.ThrottleIdentity(scope, who, addr.get())
+		pace := policy.ThrottlePace(who, as.Interval, h.burst, fetch)
+		if dry {
+			return peekPace(ctx, h.store, id, pace, clock.get())
+		}
+		return h.store.ThrottlePace(ctx, id, pace, clock.get())
+	}
 	var res state.ThrottleResult
 	var err error
-	if dry {
-		res, err = peekPace(ctx, h.store, id, pace, clock.get())
+	if own, pooled := policy.OwnPace(&o.who); pooled {
+		// An unproven name of a rotating address keeps its own
+		// Crawl-delay and also spends the address's pool.
+		res, err = throttle(&own)
+		if err == nil && res.Allowed {
+			res, err = throttle(&o.who)
+		}
 	} else {
-		res, err = h.store.ThrottlePace(ctx, id, pace, clock.get())
+		res, err = throttle(&o.who)
 	}
 	if err != nil {
 		return // fail open

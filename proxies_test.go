@@ -96,3 +96,33 @@ func TestNoRotationBehindUntrustedProxy(t *testing.T) {
 		t.Error("16 names from one address that forwards for nobody: none throttled (no pooling)")
 	}
 }
+
+// TestPooledNameKeepsItsOwnCrawlDelay: a name that arrives on an address
+// already rotating names is pooled with the others, but the pool bounds
+// the address in all, not what one name may take: the newcomer owes its
+// own Crawl-delay as anywhere else (its fifth request back to back with
+// crawl_burst 4 is throttled), though the pool alone would allow more.
+func TestPooledNameKeepsItsOwnCrawlDelay(t *testing.T) {
+	h, done := newTestHandler(t, &Handler{})
+	defer done()
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	h.now = func() time.Time { return now }
+	get := func(ua string) int {
+		r, w := prepared("GET", "/", ua, "198.51.100.44:4000")
+		if err := h.ServeHTTP(w, r, okNext); err != nil {
+			t.Fatal(err)
+		}
+		return w.Code
+	}
+	// Six names, one request each: the address rotates.
+	for i := range 6 {
+		get(fmt.Sprintf("RotorBot%d/1.0", i))
+	}
+	var codes []int
+	for range 5 {
+		codes = append(codes, get("LateBot/1.0"))
+	}
+	if fmt.Sprint(codes) != "[200 200 200 200 503]" {
+		t.Errorf("a pooled name's five requests back to back: %v, want its own burst of 4 then 503", codes)
+	}
+}

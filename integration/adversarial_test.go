@@ -157,10 +157,12 @@ func rawGet(t *testing.T, addr, method, target, host string, headers ...string) 
 		// A connection closed or reset before one byte of answer was the
 		// old server's, as a config reload shut it down (see
 		// resetRetrier): the request was never served, so it is sent again.
-		if !unread || attempt == 3 {
+		// A busy machine may take a while to accept again after a reload
+		// or a flood of connections: back off, up to about 3 s in all.
+		if !unread || attempt == 8 {
 			t.Fatalf("%s %s: %v", method, target, err)
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(time.Duration(attempt+1) * 60 * time.Millisecond)
 	}
 }
 

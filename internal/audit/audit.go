@@ -755,9 +755,21 @@ func (a *Auditor) judge(ue *uaEntry, he *hostEntry, e *Entry, t time.Time, j jud
 		if scope != j.scope && !who.Verified && a.hostHops.Note(j.scope+"|"+who.StateName(), ip, "", he.host, t, false) {
 			scope = j.scope // a host the client hopped to: the site block's budget
 		}
-		id := policy.ThrottleIdentity(scope, &who, ip)
-		pace := policy.ThrottlePace(&who, as.Interval, a.opts.Burst, state.NewFetch(target.Method, he.host, target.Raw))
-		if res, err := a.store.ThrottlePace(a.ctx, id, pace, t); err == nil {
+		fetch := state.NewFetch(target.Method, he.host, target.Raw)
+		throttle := func(w *policy.Who) (state.ThrottleResult, error) {
+			return a.store.ThrottlePace(a.ctx, policy.ThrottleIdentity(scope, w, ip), policy.ThrottlePace(w, as.Interval, a.opts.Burst, fetch), t)
+		}
+		var res state.ThrottleResult
+		var err error
+		if own, pooled := policy.OwnPace(&who); pooled {
+			// The handler's order: its own Crawl-delay, then the pool.
+			if res, err = throttle(&own); err == nil && res.Allowed {
+				res, err = throttle(&who)
+			}
+		} else {
+			res, err = throttle(&who)
+		}
+		if err == nil {
 			as = as.Throttled(res)
 		}
 	}

@@ -62,6 +62,22 @@ func ThrottlePace(who *Who, interval time.Duration, burst int, fetch state.Fetch
 	return state.Pace{Interval: interval, Burst: burst, Fetch: fetch}
 }
 
+// OwnPace reports whether who's request spends a pooled budget (an
+// unproven name of a rotating address), and then returns who as the name
+// alone, whose own Crawl-delay the request must keep first: the pool
+// bounds what a rotating address gets in all, never what one name may
+// take, so a name that arrives on a busy address owes its Crawl-delay as
+// anywhere else. Callers spend the name's own budget, then, if it
+// allowed the request, the pool's.
+func OwnPace(who *Who) (own Who, pooled bool) {
+	if !who.Rotating || who.Verified {
+		return Who{}, false
+	}
+	own = *who
+	own.Rotating = false
+	return own, true
+}
+
 // StrikeIdentity is who collects strikes and bans; scope names the handler
 // that issues them (its site block), whatever Host the client sends.
 //
