@@ -15,8 +15,7 @@ import (
 // shape is what every JA4 looks like.
 var shape = regexp.MustCompile(`^[tq](13|12|11|10|s3|s2|d1|d2|d3|00)[di][0-9]{4}[0-9A-Za-z]{2}_[0-9a-f]{12}_[0-9a-f]{12}$`)
 
-// ShapeOK reports whether s has the shape of a JA4 fingerprint (used by the
-// root package's tests through a copy of the pattern).
+// shapeOK reports whether s has the shape of a JA4 fingerprint.
 func shapeOK(s string) bool { return shape.MatchString(s) }
 
 // readHello reads a recorded ClientHello (hex) from testdata/clienthellos.
