@@ -137,6 +137,9 @@ type tlsFingerprint struct {
 	JA4 string
 	// Hello holds the structural facts (GREASE, extensions, ALPN, ...).
 	Hello *ja4.Hello
+	// Err is why a handshake record could not be read (wrapping
+	// ja4.ErrTruncated or ja4.ErrMalformed); JA4 and Hello are then empty.
+	Err error
 }
 
 // Read reads from the connection, watching the first TLS record go by.
@@ -206,7 +209,11 @@ func (c *fingerprintConn) finish(record []byte) {
 	}
 	h, err := ja4.ParseClientHello(record)
 	if err != nil {
-		return // the TLS layer will refuse it, or it is not ours to judge
+		// Kept so that a judgement can tell a handshake this package could
+		// not read (a ClientHello split over several records, which only a
+		// purpose-built client sends) from no wrapper at all.
+		c.fp.Store(&tlsFingerprint{Err: err})
+		return
 	}
 	c.fp.Store(&tlsFingerprint{JA4: h.JA4(), Hello: h})
 }
@@ -219,7 +226,7 @@ func (c *fingerprintConn) placeholder(key string) (any, bool) {
 		return nil, false
 	}
 	if fp := c.fp.Load(); fp != nil {
-		return fp.JA4, true
+		return fp.JA4, true // empty for an unreadable hello
 	}
 	return "", true
 }
@@ -258,10 +265,12 @@ func fingerprintConnOf(c net.Conn) *fingerprintConn {
 }
 
 // tlsFingerprintOf returns the TLS fingerprint of the connection r came
-// over: false for plain HTTP, HTTP/3, a server without robots_fingerprint,
-// and a first record that was not a readable ClientHello. Absence of a
-// fingerprint is not evidence of anything. The cost is a field test for
-// plain HTTP and one context read for HTTPS.
+// over, and true when there is one: false for plain HTTP, HTTP/3, a server
+// without robots_fingerprint, and a first handshake record that was not a
+// readable ClientHello (then the returned value is not nil and its Err says
+// why; otherwise it is nil). Absence of a fingerprint is not evidence of
+// anything. The cost is a field test for plain HTTP and one context read
+// for HTTPS.
 func tlsFingerprintOf(r *http.Request) (*tlsFingerprint, bool) {
 	if r.TLS == nil {
 		return nil, false
@@ -271,7 +280,7 @@ func tlsFingerprintOf(r *http.Request) (*tlsFingerprint, bool) {
 		return nil, false
 	}
 	fp := fc.fp.Load()
-	return fp, fp != nil
+	return fp, fp != nil && fp.Hello != nil
 }
 
 // offerTLSFingerprint makes {http.robots.tls_fingerprint} available to r

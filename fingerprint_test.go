@@ -10,6 +10,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/hex"
+	"errors"
 	"io"
 	"math/big"
 	"net"
@@ -94,12 +95,18 @@ func TestFingerprintConnObserves(t *testing.T) {
 			t.Errorf("pieces %v: the record's buffer is kept after parsing", sizes)
 		}
 	}
-	// What is not a TLS handshake passes through, with no fingerprint.
-	for _, in := range []string{"GET / HTTP/1.1\r\nHost: x\r\n\r\n", "\x16\x03\x01\xff\xffjunk", "\x16\x03\x01\x00\x05\x02\x00\x00\x01\x00"} {
+	// What is not a TLS handshake passes through, with no fingerprint; a
+	// handshake record that is not a readable ClientHello leaves its error.
+	for in, readable := range map[string]bool{
+		"GET / HTTP/1.1\r\nHost: x\r\n\r\n":        false,
+		"\x16\x03\x01\xff\xffjunk":                 false,
+		"\x16\x03\x01\x00\x05\x02\x00\x00\x01\x00": true,
+	} {
 		fc := &fingerprintConn{Conn: &chunkedConn{data: []byte(in), sizes: []int{2}}}
 		got, _ := io.ReadAll(readerOnly{fc})
-		if string(got) != in || fc.fp.Load() != nil {
-			t.Errorf("%q: read %q, fingerprint %+v", in, got, fc.fp.Load())
+		fp := fc.fp.Load()
+		if string(got) != in || (fp != nil) != readable || fp != nil && (fp.Err == nil || fp.Hello != nil || fp.JA4 != "") {
+			t.Errorf("%q: read %q, fingerprint %+v", in, got, fp)
 		}
 	}
 }
@@ -234,13 +241,18 @@ func TestTLSFingerprintPlaceholder(t *testing.T) {
 		t.Errorf("tlsFingerprintOf = %+v, %v", fp, ok)
 	}
 
-	r, _, _ = fingerprintedRequest(t, "", benchBrowserUA) // no readable hello
+	r, fc, _ = fingerprintedRequest(t, "", benchBrowserUA) // no hello seen
 	offerTLSFingerprint(r)
 	if got := replace(r); got != "" {
-		t.Errorf("no readable hello: placeholder %q, want empty", got)
+		t.Errorf("no hello: placeholder %q, want empty", got)
 	}
-	if _, ok := tlsFingerprintOf(r); ok {
-		t.Error("no readable hello: tlsFingerprintOf found one")
+	if fp, ok := tlsFingerprintOf(r); ok || fp != nil {
+		t.Errorf("no hello: tlsFingerprintOf = %+v, %v", fp, ok)
+	}
+	rec := recordedHello(t, "curl")
+	fc.finish(rec[:len(rec)-1]) // an unreadable one (cut short)
+	if fp, ok := tlsFingerprintOf(r); ok || fp == nil || !errors.Is(fp.Err, ja4.ErrTruncated) || replace(r) != "" {
+		t.Errorf("unreadable hello: tlsFingerprintOf = %+v, %v; placeholder %q", fp, ok, replace(r))
 	}
 
 	r, _ = prepared("GET", "/", benchBrowserUA, "203.0.113.1:5000") // plain HTTP
