@@ -47,6 +47,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzOnePass -fuzztime 30s ./enforce
 	$(GO) test -run '^$$' -fuzz FuzzPreferences -fuzztime 30s ./enforce
 	$(GO) test -run '^$$' -fuzz FuzzFoldCase -fuzztime 30s ./enforce
+	$(GO) test -run '^$$' -fuzz FuzzParseClientHello -fuzztime 30s ./agents/ja4
 	$(GO) test -run '^$$' -fuzz FuzzParseTarget -fuzztime 30s ./internal/policy
 
 wrk:

@@ -26,6 +26,10 @@ import (
 // The judging happens in classify, so that the frame under next (and under
 // every handler after this one) stays small.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	// {http.robots.tls_fingerprint} on every request over a connection
+	// that robots_fingerprint wrapped (fingerprint.go); a field test over
+	// plain HTTP.
+	offerTLSFingerprint(r)
 	o := h.classify(r)
 	if h.rules.hasPrefs.Load() && o != robotsTxtOutcome {
 		w = h.withPreferences(w, r)

@@ -1,0 +1,309 @@
+package caddyrobots
+
+import (
+	"context"
+	"encoding/binary"
+	"net"
+	"net/http"
+	"sync/atomic"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"go.uber.org/zap"
+
+	"github.com/caddyrobots/caddy-robots/agents/ja4"
+)
+
+func init() {
+	caddy.RegisterModule(FingerprintListener{})
+}
+
+// FingerprintListener is the listener wrapper caddy.listeners.robots_fingerprint.
+// Placed before Caddy's TLS layer, it reads each connection's ClientHello as
+// the TLS layer reads it, computes its JA4 TLS client fingerprint
+// (agents/ja4), and hands it to the HTTP handlers of every request on that
+// connection: the {http.robots.tls_fingerprint} placeholder, for logs and
+// the operator's own matchers, and the robots handler's judgement. A
+// ClientHello is chosen by the client's TLS library, not by the script
+// that uses it, which headers are.
+//
+//	{
+//		servers {
+//			listener_wrappers {
+//				robots_fingerprint
+//				tls
+//			}
+//		}
+//	}
+//
+// It must come after any wrapper that consumes bytes of its own before TLS
+// (proxy_protocol) and before tls. HTTP/1.1 and HTTP/2 carry the
+// fingerprint (their requests share the connection); HTTP/3 does not: Caddy
+// serves QUIC from a packet listener that listener wrappers never see.
+type FingerprintListener struct {
+	logger *zap.Logger
+}
+
+// CaddyModule returns the Caddy module information.
+func (FingerprintListener) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "caddy.listeners.robots_fingerprint",
+		New: func() caddy.Module { return new(FingerprintListener) },
+	}
+}
+
+// Provision registers, with the HTTP server whose listener this wraps, the
+// connection-context hook that puts each connection's fingerprint in the
+// context of its requests. Caddy provisions listener wrappers with the
+// server in ctx (caddyhttp.ServerCtxKey); a wrapper loaded anywhere else
+// fingerprints nothing, and says so.
+func (l *FingerprintListener) Provision(ctx caddy.Context) error {
+	l.logger = ctx.Logger()
+	srv, _ := ctx.Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server)
+	if srv == nil {
+		l.logger.Warn("robots_fingerprint is not wrapping an HTTP server's listener: no request will see a fingerprint")
+		return nil
+	}
+	srv.RegisterConnContext(fingerprintConnContext)
+	return nil
+}
+
+// WrapListener wraps ln so that each accepted connection is fingerprinted.
+func (l *FingerprintListener) WrapListener(ln net.Listener) net.Listener {
+	return &fingerprintListener{Listener: ln}
+}
+
+// UnmarshalCaddyfile sets up the wrapper from Caddyfile tokens; it takes no
+// arguments and no options:
+//
+//	robots_fingerprint
+func (l *FingerprintListener) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	d.Next() // the wrapper's name
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	if d.NextBlock(0) {
+		return d.Errf("robots_fingerprint takes no options, got %q", d.Val())
+	}
+	return nil
+}
+
+// fingerprintListener wraps each accepted connection in a fingerprintConn.
+type fingerprintListener struct {
+	net.Listener
+}
+
+// Accept returns the next connection, wrapped.
+func (l *fingerprintListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	fc := &fingerprintConn{Conn: c}
+	fc.provider = fc.placeholder
+	return fc, nil
+}
+
+// fingerprintConn watches the bytes the TLS layer reads until the first TLS
+// record is complete, then parses it and keeps its fingerprint. It reads
+// nothing itself: every byte is read by the TLS layer's own Read, under
+// the deadlines Caddy and net/http set for the handshake, and passes
+// through unchanged, so there is nothing to replay. When the whole record
+// arrives in one Read (the usual case: the TLS layer reads in blocks of at
+// least 512 bytes into a growing buffer), it is parsed in place; otherwise
+// the bytes seen so far are copied into a buffer of the record's declared
+// size (at most ja4.MaxRecordLen) that is dropped once parsed. Only the
+// parsed result is kept, for the connection's lifetime.
+type fingerprintConn struct {
+	net.Conn
+	// done is set once the first record has been seen (or ruled out); from
+	// then on Read is a plain pass-through. Read by the Read caller only.
+	done bool
+	// partial holds the start of a record that spans several Reads.
+	partial []byte
+	// fp is the parsed fingerprint, set once; nil until then and for a
+	// connection whose first record is not a well-formed ClientHello.
+	fp atomic.Pointer[tlsFingerprint]
+	// provider resolves {http.robots.tls_fingerprint} for the requests of
+	// this connection: the method value fc.placeholder, made once at
+	// Accept so that a request's replacer gets it without allocating.
+	provider caddy.ReplacerFunc
+}
+
+// tlsFingerprint is what a connection's ClientHello says about the client.
+type tlsFingerprint struct {
+	// JA4 is the JA4 fingerprint, e.g. t13d1517h2_8daaf6152771_cb7bf5808d99.
+	JA4 string
+	// Hello holds the structural facts (GREASE, extensions, ALPN, ...).
+	Hello *ja4.Hello
+	// Err is why a handshake record could not be read (wrapping
+	// ja4.ErrTruncated or ja4.ErrMalformed); JA4 and Hello are then empty.
+	Err error
+}
+
+// Read reads from the connection, watching the first TLS record go by.
+func (c *fingerprintConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if !c.done && n > 0 {
+		c.observe(p[:n])
+	}
+	return n, err
+}
+
+// NetConn returns the wrapped connection.
+func (c *fingerprintConn) NetConn() net.Conn { return c.Conn }
+
+// observe takes the next bytes the TLS layer read.
+func (c *fingerprintConn) observe(b []byte) {
+	if c.partial == nil {
+		if len(b) >= ja4.RecordHeaderLen {
+			if total, ok := recordLen(b); !ok {
+				c.finish(nil)
+				return
+			} else if len(b) >= total {
+				c.finish(b[:total])
+				return
+			}
+		}
+		// The record's length is known from the header: one buffer of
+		// that size (or a small one until the header is complete).
+		c.partial = make([]byte, 0, ja4.RecordHeaderLen)
+	}
+	if len(c.partial) < ja4.RecordHeaderLen {
+		k := min(ja4.RecordHeaderLen-len(c.partial), len(b))
+		c.partial, b = append(c.partial, b[:k]...), b[k:]
+		if len(c.partial) < ja4.RecordHeaderLen {
+			return
+		}
+		total, ok := recordLen(c.partial)
+		if !ok {
+			c.finish(nil)
+			return
+		}
+		c.partial = append(make([]byte, 0, total), c.partial...)
+	}
+	k := min(cap(c.partial)-len(c.partial), len(b))
+	c.partial = append(c.partial, b[:k]...)
+	if len(c.partial) == cap(c.partial) {
+		c.finish(c.partial)
+	}
+}
+
+// recordLen returns the length of the record whose header starts b, false
+// when b does not start a handshake record of a plausible length (plain
+// HTTP sent to the HTTPS port, for one).
+func recordLen(b []byte) (int, bool) {
+	n := int(binary.BigEndian.Uint16(b[3:5]))
+	if b[0] != 0x16 || n > ja4.MaxRecordPayload {
+		return 0, false
+	}
+	return ja4.RecordHeaderLen + n, true
+}
+
+// finish parses record (nil: no fingerprint) and stops watching.
+func (c *fingerprintConn) finish(record []byte) {
+	c.done, c.partial = true, nil
+	if record == nil {
+		return
+	}
+	h, err := ja4.ParseClientHello(record)
+	if err != nil {
+		// Kept so that a judgement can tell a handshake this package could
+		// not read (a ClientHello split over several records, which only a
+		// purpose-built client sends) from no wrapper at all.
+		c.fp.Store(&tlsFingerprint{Err: err})
+		return
+	}
+	c.fp.Store(&tlsFingerprint{JA4: h.JA4(), Hello: h})
+}
+
+// placeholder resolves {http.robots.tls_fingerprint}: the connection's JA4,
+// or empty when its first record was not a ClientHello this package could
+// read.
+func (c *fingerprintConn) placeholder(key string) (any, bool) {
+	if key != "http.robots.tls_fingerprint" {
+		return nil, false
+	}
+	if fp := c.fp.Load(); fp != nil {
+		return fp.JA4, true // empty for an unreadable hello
+	}
+	return "", true
+}
+
+// fingerprintCtxKey is the context key of a request's fingerprintConn.
+type fingerprintCtxKey struct{}
+
+// fingerprintConnContext is the server's connection-context hook: it
+// stores the connection's fingerprintConn in the context its requests
+// inherit. It runs when the server accepts the connection, before the
+// handshake, so it stores the connection, whose fingerprint is read when a
+// request asks.
+func fingerprintConnContext(ctx context.Context, c net.Conn) context.Context {
+	if fc := fingerprintConnOf(c); fc != nil {
+		return context.WithValue(ctx, fingerprintCtxKey{}, fc)
+	}
+	return ctx
+}
+
+// fingerprintConnOf finds the fingerprintConn under c: the server hands
+// its hook the *tls.Conn, whose NetConn is the connection the wrappers
+// before tls returned. Wrappers after tls that hide the *tls.Conn without
+// a NetConn method hide the fingerprint too.
+func fingerprintConnOf(c net.Conn) *fingerprintConn {
+	for range 8 {
+		switch v := c.(type) {
+		case *fingerprintConn:
+			return v
+		case interface{ NetConn() net.Conn }:
+			c = v.NetConn()
+		default:
+			return nil
+		}
+	}
+	return nil
+}
+
+// tlsFingerprintOf returns the TLS fingerprint of the connection r came
+// over, and true when there is one: false for plain HTTP, HTTP/3, a server
+// without robots_fingerprint, and a first handshake record that was not a
+// readable ClientHello (then the returned value is not nil and its Err says
+// why; otherwise it is nil). Absence of a fingerprint is not evidence of
+// anything. The cost is a field test for plain HTTP and one context read
+// for HTTPS.
+func tlsFingerprintOf(r *http.Request) (*tlsFingerprint, bool) {
+	if r.TLS == nil {
+		return nil, false
+	}
+	fc, _ := r.Context().Value(fingerprintCtxKey{}).(*fingerprintConn)
+	if fc == nil {
+		return nil, false
+	}
+	fp := fc.fp.Load()
+	return fp, fp != nil && fp.Hello != nil
+}
+
+// offerTLSFingerprint makes {http.robots.tls_fingerprint} available to r
+// when r came over a fingerprinted connection: a field test for plain HTTP;
+// for HTTPS two context reads and the connection's provider appended to the
+// replacer (whose provider list Caddy has already grown, so no allocation).
+func offerTLSFingerprint(r *http.Request) {
+	if r.TLS == nil {
+		return
+	}
+	ctx := r.Context()
+	fc, _ := ctx.Value(fingerprintCtxKey{}).(*fingerprintConn)
+	if fc == nil {
+		return
+	}
+	if repl, _ := ctx.Value(caddy.ReplacerCtxKey).(*caddy.Replacer); repl != nil {
+		repl.Map(fc.provider)
+	}
+}
+
+// Interface guards
+var (
+	_ caddy.Provisioner     = (*FingerprintListener)(nil)
+	_ caddy.ListenerWrapper = (*FingerprintListener)(nil)
+	_ caddyfile.Unmarshaler = (*FingerprintListener)(nil)
+)
