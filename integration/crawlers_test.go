@@ -312,7 +312,11 @@ func TestRealCrawlersTwoProcessesOneRobotsVersionApart(t *testing.T) {
 	const v1 = "User-agent: *\nDisallow: /private/\n"
 	const v2 = "User-agent: *\nDisallow: /private/\nDisallow: /old/\n"
 	write("robots.txt", v1)
-	c := newClient(t, globals+crawlURL()+` {
+	// A host of its own: the site's robots.txt history (kept across
+	// reloads, per host) holds no other test's versions, which would
+	// excuse strikes for 24 hours.
+	base := "http://" + hostPort("versionbot.example", crawlPort)
+	c := newClient(t, globals+base+` {
 	root * `+site+`
 	robots {
 		strikes 3 1m 1h
@@ -323,7 +327,6 @@ func TestRealCrawlersTwoProcessesOneRobotsVersionApart(t *testing.T) {
 }
 `)
 	const ua = "VersionBot/1.0 (+https://version.example/bot)"
-	base := crawlURL()
 	// Both processes start from v1.
 	c.expect(base+"/robots.txt", ua, 200, "Disallow: /private/")
 	c.expect(base+"/old/0.html", ua, 200, "old page")
