@@ -180,3 +180,14 @@ func newRedisStore(t testing.TB, addr, site string) *Redis {
 	t.Cleanup(func() { _ = s.Close() })
 	return s
 }
+
+// newVirtualRedisStore returns a store like newRedisStore's, on a site of
+// its own, that throttles at the time each call is given instead of the
+// server's clock (Redis.callerClock): a schedule runs on virtual time, so
+// its decisions depend on no sleep and no load.
+func newVirtualRedisStore(t testing.TB, addr, site string) *Redis {
+	t.Helper()
+	s := newRedisStore(t, addr, freshSite(site))
+	s.callerClock = true
+	return s
+}

@@ -1,15 +1,16 @@
 package state
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"net/netip"
 	"testing"
 	"time"
 )
 
-// paceClock runs a schedule against a store: on virtual time for the
-// memory store, on real time (sleeping until each offset) for Redis, which
-// reads its own clock.
+// paceClock runs a schedule against a store: on virtual time, or on real
+// time (sleeping until each offset) for a Redis store whose keys expire on
+// its own clock (strike windows and bans).
 type paceClock struct {
 	real  bool
 	start time.Time
@@ -39,11 +40,12 @@ func mustPace(t testing.TB, s Store, id Identity, p Pace, now time.Time) Throttl
 	return r
 }
 
-// firstThrottled sends one request per gap (the first at 0) and returns the
-// 1-based number of the first refused request, 0 if none is.
-func firstThrottled(t testing.TB, s Store, real bool, id Identity, p Pace, gaps []time.Duration) int {
+// firstThrottled sends one request per gap (the first at 0), on virtual
+// time, and returns the 1-based number of the first refused request, 0 if
+// none is.
+func firstThrottled(t testing.TB, s Store, id Identity, p Pace, gaps []time.Duration) int {
 	t.Helper()
-	c := newPaceClock(real)
+	c := newPaceClock(false)
 	off := time.Duration(0)
 	for i, g := range gaps {
 		if i > 0 {
@@ -84,12 +86,14 @@ func constGaps(gap time.Duration, n int) []time.Duration {
 	return g
 }
 
-func paceStores(t *testing.T) map[string]func(t *testing.T) (Store, bool) {
-	return map[string]func(t *testing.T) (Store, bool){
-		"memory": func(*testing.T) (Store, bool) { return NewMemory(MemoryConfig{}), false },
-		"redis": func(t *testing.T) (Store, bool) {
-			return newRedisStore(t, sharedRedis(t), "pace."+t.Name()), true
-		},
+// paceStores are the stores the pace tests run on, both on virtual time:
+// the memory store, and a real Redis told to decide at the time it is
+// given (newVirtualRedisStore), so each makes the same decisions at any
+// load of the machine.
+func paceStores() map[string]func(t *testing.T) Store {
+	return map[string]func(t *testing.T) Store{
+		"memory": func(*testing.T) Store { return NewMemory(MemoryConfig{}) },
+		"redis":  func(t *testing.T) Store { return newVirtualRedisStore(t, sharedRedis(t), "pace") },
 	}
 }
 
@@ -116,11 +120,11 @@ func TestPaceJitteringCrawlersAreNeverThrottled(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 0x5c7a9))
 			id := NewIdentity("Scrapy", false, ip4(uint32(seed)))
 			id.Site = T.String()
-			if n := firstThrottled(t, m, false, id, p, scrapyGaps(rng, T, 300)); n != 0 {
+			if n := firstThrottled(t, m, id, p, scrapyGaps(rng, T, 300)); n != 0 {
 				t.Errorf("Scrapy-like crawler (T=%v, seed %d) throttled at request %d of 300", T, seed, n)
 			}
 			id.Name = "Wget"
-			if n := firstThrottled(t, m, false, id, p, wgetRandomWaitGaps(rng, T, 300)); n != 0 {
+			if n := firstThrottled(t, m, id, p, wgetRandomWaitGaps(rng, T, 300)); n != 0 {
 				t.Errorf("wget --random-wait crawler (T=%v, seed %d) throttled at request %d of 300", T, seed, n)
 			}
 		}
@@ -135,7 +139,7 @@ func TestPaceJitterWithoutBurstIsThrottled(t *testing.T) {
 	for seed := uint64(1); seed <= 8; seed++ {
 		rng := rand.New(rand.NewPCG(seed, 0x5c7a9))
 		id := NewIdentity("Scrapy", false, ip4(uint32(seed)))
-		if firstThrottled(t, m, false, id, Pace{Interval: time.Second}, scrapyGaps(rng, time.Second, 300)) != 0 {
+		if firstThrottled(t, m, id, Pace{Interval: time.Second}, scrapyGaps(rng, time.Second, 300)) != 0 {
 			throttled++
 		}
 	}
@@ -145,23 +149,20 @@ func TestPaceJitterWithoutBurstIsThrottled(t *testing.T) {
 }
 
 func TestPaceCrawlersThatIgnoreTheDelay(t *testing.T) {
-	for name, open := range paceStores(t) {
+	for name, open := range paceStores() {
 		t.Run(name, func(t *testing.T) {
-			s, real := open(t)
+			s := open(t)
 			T := time.Second
-			if real {
-				T = 40 * time.Millisecond
-			}
 			for _, b := range []int{1, 2, DefaultBurst, 7} {
 				p := Pace{Interval: T, Burst: b}
 				id := NewIdentity("NoDelayBot", false, ip4(uint32(100+b)))
-				if n := firstThrottled(t, s, real, id, p, constGaps(0, 20)); n != b+1 {
+				if n := firstThrottled(t, s, id, p, constGaps(0, 20)); n != b+1 {
 					t.Errorf("Burst %d: a crawler with no delay was first throttled at request %d, want %d", b, n, b+1)
 				}
 			}
 			// 0.8× the delay: throttled eventually, not at once.
 			id := NewIdentity("EagerBot", false, ip4(200))
-			n := firstThrottled(t, s, real, id, Pace{Interval: T, Burst: DefaultBurst}, constGaps(T*8/10, 200))
+			n := firstThrottled(t, s, id, Pace{Interval: T, Burst: DefaultBurst}, constGaps(T*8/10, 200))
 			if n <= DefaultBurst+1 || n == 0 || n > 120 {
 				t.Errorf("a crawler at 0.8× the delay was first throttled at request %d, want within 120 but not at once", n)
 			}
@@ -170,16 +171,24 @@ func TestPaceCrawlersThatIgnoreTheDelay(t *testing.T) {
 	}
 }
 
-// TestPaceRedisJitter runs a short Scrapy-like schedule on a real Redis in
-// real time (T = 30ms).
+// TestPaceRedisJitter runs Scrapy-like and wget --random-wait schedules
+// through a real Redis on virtual time (see newVirtualRedisStore): its
+// script never throttles them either.
 func TestPaceRedisJitter(t *testing.T) {
-	s := newRedisStore(t, sharedRedis(t), "pace-jitter")
-	T := 30 * time.Millisecond
-	for seed := uint64(1); seed <= 2; seed++ {
-		rng := rand.New(rand.NewPCG(seed, 7))
-		id := NewIdentity("Scrapy", false, ip4(uint32(300+seed)))
-		if n := firstThrottled(t, s, true, id, Pace{Interval: T, Burst: DefaultBurst}, scrapyGaps(rng, T, 100)); n != 0 {
-			t.Errorf("seed %d: Scrapy-like crawler throttled at request %d on Redis", seed, n)
+	s := newVirtualRedisStore(t, sharedRedis(t), "pace-jitter")
+	for _, T := range []time.Duration{time.Second, 10 * time.Second} {
+		p := Pace{Interval: T, Burst: DefaultBurst}
+		for seed := uint64(1); seed <= 2; seed++ {
+			rng := rand.New(rand.NewPCG(seed, 7))
+			id := NewIdentity("Scrapy", false, ip4(uint32(300+seed)))
+			id.Site = T.String()
+			if n := firstThrottled(t, s, id, p, scrapyGaps(rng, T, 300)); n != 0 {
+				t.Errorf("T=%v, seed %d: Scrapy-like crawler throttled at request %d of 300 on Redis", T, seed, n)
+			}
+			id.Name = "Wget"
+			if n := firstThrottled(t, s, id, p, wgetRandomWaitGaps(rng, T, 300)); n != 0 {
+				t.Errorf("T=%v, seed %d: wget --random-wait crawler throttled at request %d of 300 on Redis", T, seed, n)
+			}
 		}
 	}
 }
@@ -206,14 +215,11 @@ func TestPaceBurstOneIsThrottle(t *testing.T) {
 // the HEAD's slot, once, within the pairing window; ht://Dig's HEAD+GET per
 // page at the delay is never throttled.
 func TestPaceHeadThenGet(t *testing.T) {
-	for name, open := range paceStores(t) {
+	for name, open := range paceStores() {
 		t.Run(name, func(t *testing.T) {
-			s, real := open(t)
+			s := open(t)
 			T := time.Second
-			if real {
-				T = 200 * time.Millisecond
-			}
-			c := newPaceClock(real)
+			c := newPaceClock(false)
 			id := NewIdentity("htdig", false, ip4(7))
 			u1, u2 := "/a.html", "/b.html"
 			step := func(off time.Duration, method, target string, allowed, paired bool) {
@@ -232,9 +238,6 @@ func TestPaceHeadThenGet(t *testing.T) {
 			step(T+T/5, "GET", u2, true, true)
 			step(2*T, "POST", u2, true, false) // other methods pair nothing
 
-			if real {
-				return
-			}
 			// Past the window, a GET is a fetch of its own.
 			step(3*T, "HEAD", u1, true, false)
 			step(3*T+FetchPairWindow+time.Millisecond, "GET", u1, true, false)
@@ -261,14 +264,11 @@ func TestPaceHeadThenGet(t *testing.T) {
 // is one after the Retry-After, nor one without a Fetch. PeekPace agrees
 // and changes nothing.
 func TestPaceRetry(t *testing.T) {
-	for name, open := range paceStores(t) {
+	for name, open := range paceStores() {
 		t.Run(name, func(t *testing.T) {
-			s, real := open(t)
+			s := open(t)
 			T := 2 * time.Second
-			if real {
-				T = 400 * time.Millisecond
-			}
-			c := newPaceClock(real)
+			c := newPaceClock(false)
 			id := NewIdentity("impatient", false, ip4(9))
 			get := func(u string) Pace { return Pace{Interval: T, Fetch: NewFetch("GET", "example.com", u)} }
 			if r := mustPace(t, s, id, get("/a"), c.at(0)); !r.Allowed || r.Retry {
@@ -334,9 +334,10 @@ func TestPaceRetryWgetMovingOn(t *testing.T) {
 }
 
 // TestPaceRedisAgreesWithMemory runs one schedule with Burst, HEAD/GET
-// pairs and retries through Redis and the memory store at real times.
+// pairs and retries, then a random one, through Redis and the memory store
+// on virtual time (see newVirtualRedisStore): every result agrees exactly.
 func TestPaceRedisAgreesWithMemory(t *testing.T) {
-	r := newRedisStore(t, sharedRedis(t), "pace-agree")
+	r := newVirtualRedisStore(t, sharedRedis(t), "pace-agree")
 	m := NewMemory(MemoryConfig{})
 	id := NewIdentity("agree", false, netip.MustParseAddr("198.51.100.9"))
 	T := 200 * time.Millisecond // E = 175ms, τ(B=2) = 275ms
@@ -345,7 +346,6 @@ func TestPaceRedisAgreesWithMemory(t *testing.T) {
 		method string
 		url    string
 	}
-	// Offsets ≥ 20ms away from every boundary (worked out in the comments).
 	sched := []req{
 		{0, "GET", "/a"},    // allowed, TAT 175
 		{10, "GET", "/b"},   // allowed, TAT 350
@@ -358,21 +358,17 @@ func TestPaceRedisAgreesWithMemory(t *testing.T) {
 		{400, "GET", "/f"},  // allowed, TAT 700
 		{1500, "GET", "/h"}, // allowed
 	}
-	start := time.Now()
 	var allowed, refused, retries, paired int
-	for _, q := range sched {
-		time.Sleep(time.Until(start.Add(time.Duration(q.ms) * time.Millisecond)))
-		now := time.Now()
-		p := Pace{Interval: T, Burst: 2, Fetch: NewFetch(q.method, "h", q.url)}
-		mr := mustPace(t, m, id, p, now)
-		rr := mustPace(t, r, id, p, now)
-		if mr.Allowed != rr.Allowed || mr.Retry != rr.Retry || mr.Paired != rr.Paired || (mr.RetryAfter-rr.RetryAfter).Abs() > 10*time.Millisecond {
-			t.Fatalf("at %dms %s %s: memory %+v, redis %+v", q.ms, q.method, q.url, mr, rr)
+	decide := func(at time.Duration, p Pace, what string) {
+		t.Helper()
+		mr := mustPace(t, m, id, p, epoch.Add(at))
+		rr := mustPace(t, r, id, p, epoch.Add(at))
+		if mr != rr {
+			t.Fatalf("at %v %s: memory %+v, redis %+v", at, what, mr, rr)
 		}
-		switch {
-		case mr.Allowed:
+		if mr.Allowed {
 			allowed++
-		default:
+		} else {
 			refused++
 		}
 		if mr.Retry {
@@ -382,9 +378,24 @@ func TestPaceRedisAgreesWithMemory(t *testing.T) {
 			paired++
 		}
 	}
+	for _, q := range sched {
+		decide(time.Duration(q.ms)*time.Millisecond, Pace{Interval: T, Burst: 2, Fetch: NewFetch(q.method, "h", q.url)}, q.method+" "+q.url)
+	}
 	if allowed == 0 || refused == 0 || retries == 0 || paired == 0 {
 		t.Fatalf("schedule did not exercise every outcome: %d allowed, %d refused, %d retries, %d paired", allowed, refused, retries, paired)
 	}
+	// Random requests: bursts of 1, 2 and 4, HEAD, GET and POST of five
+	// URLs, gaps in whole microseconds uniform in [0, T).
+	rng := rand.New(rand.NewPCG(11, 12))
+	at := 2 * time.Second
+	for range 2000 {
+		at += time.Duration(rng.Int64N(int64(T))).Truncate(time.Microsecond)
+		method := []string{"HEAD", "GET", "GET", "POST"}[rng.IntN(4)]
+		u := "/" + string(rune('a'+rng.IntN(5)))
+		p := Pace{Interval: T, Burst: []int{1, 2, DefaultBurst}[rng.IntN(3)], Fetch: NewFetch(method, "h", u)}
+		decide(at, p, fmt.Sprintf("%s %s burst %d", method, u, p.Burst))
+	}
+	t.Logf("%d allowed, %d refused, %d retries, %d paired: memory and Redis agree on each", allowed, refused, retries, paired)
 }
 
 func TestNewFetch(t *testing.T) {

@@ -74,6 +74,12 @@ type Redis struct {
 	prefix  string // "{Prefix}:{Site}:"
 	timeout time.Duration
 	close   bool
+	// callerClock makes the throttle script decide at the now passed to
+	// each call instead of the server's TIME. Only this package's tests
+	// set it, to run a schedule on virtual time, decision for decision,
+	// whatever the machine's load; its keys then live an hour, since a
+	// TTL on the server's clock means nothing on a virtual one.
+	callerClock bool
 }
 
 // NewRedis returns a Redis store. It does not contact the server.
@@ -138,13 +144,17 @@ func gcd(a, b int64) int64 {
 // for the end and the fetch key of the last refusal, head, pair) that
 // expires when its TAT and pairing window have passed.
 // KEYS: the hash. ARGV: emission µs, tolerance µs, fetch key ("" for none),
-// "1" for HEAD, pairing window µs, "1" to peek (decide, write nothing).
+// "1" for HEAD, pairing window µs, "1" to peek (decide, write nothing), the
+// decision time in µs ("" for the server's TIME: see Redis.callerClock).
 // Returns {allowed, wait µs, retry,
 // paired}. A key of another type (the string redis_rate kept before) is
 // replaced.
 var paceScript = redis.NewScript(`
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local now = tonumber(ARGV[7])
+if not now then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
 local k = KEYS[1]
 local peek = ARGV[6] == '1'
 if redis.call('TYPE', k).ok ~= 'hash' then
@@ -178,6 +188,7 @@ if fetch ~= '' and ARGV[4] == '1' then
   redis.call('HSET', k, 'head', fetch, 'pair', string.format('%.0f', now + w))
   if w > ttl then ttl = w end
 end
+if ARGV[7] ~= '' then ttl = 3600000000 end
 redis.call('PEXPIRE', k, math.ceil(ttl / 1000))
 return {1, 0, retry, 0}
 `)
@@ -190,17 +201,18 @@ func (r *Redis) Throttle(ctx context.Context, id Identity, interval time.Duratio
 // ThrottlePace implements [Store.ThrottlePace] with one atomic script that
 // makes the decisions of [Memory.ThrottlePace] in microseconds on the Redis
 // server's clock (see [Redis]).
-func (r *Redis) ThrottlePace(ctx context.Context, id Identity, p Pace, _ time.Time) (ThrottleResult, error) {
-	return r.pace(ctx, id, p, false)
+func (r *Redis) ThrottlePace(ctx context.Context, id Identity, p Pace, now time.Time) (ThrottleResult, error) {
+	return r.pace(ctx, id, p, now, false)
 }
 
 // PeekPace implements [PacePeeker] with the same script, told to write
 // nothing.
-func (r *Redis) PeekPace(ctx context.Context, id Identity, p Pace, _ time.Time) (ThrottleResult, error) {
-	return r.pace(ctx, id, p, true)
+func (r *Redis) PeekPace(ctx context.Context, id Identity, p Pace, now time.Time) (ThrottleResult, error) {
+	return r.pace(ctx, id, p, now, true)
 }
 
-func (r *Redis) pace(ctx context.Context, id Identity, p Pace, peek bool) (ThrottleResult, error) {
+// pace runs paceScript; now is used only with callerClock.
+func (r *Redis) pace(ctx context.Context, id Identity, p Pace, now time.Time, peek bool) (ThrottleResult, error) {
 	if p.Interval <= 0 {
 		return ThrottleResult{Allowed: true}, nil
 	}
@@ -214,8 +226,12 @@ func (r *Redis) pace(ctx context.Context, id Identity, p Pace, peek bool) (Throt
 			head = "1"
 		}
 	}
+	at := ""
+	if r.callerClock {
+		at = strconv.FormatInt(now.UnixMicro(), 10)
+	}
 	res, err := paceScript.Run(ctx, r.client, []string{r.key(id) + ":rate"},
-		max(em.Microseconds(), 1), tau.Microseconds(), fetch, head, FetchPairWindow.Microseconds(), peekArg(peek)).Int64Slice()
+		max(em.Microseconds(), 1), tau.Microseconds(), fetch, head, FetchPairWindow.Microseconds(), peekArg(peek), at).Int64Slice()
 	if err != nil {
 		return ThrottleResult{}, fmt.Errorf("state: redis throttle %s: %w", id, err)
 	}
