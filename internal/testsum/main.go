@@ -12,7 +12,11 @@
 // It prints a line per package when the package finishes and, while a
 // package runs for long (the integration tests run for minutes), a progress
 // line for it at most every 25 seconds: how many of its tests are done,
-// which are running and for how long.
+// which are running and for how long. When it has printed nothing for 25
+// seconds otherwise (go test is compiling the next test binaries, which
+// takes minutes under -race with a cold cache), it says so, naming the
+// packages given as arguments that have not started yet: no stretch of a
+// run is silent for more than 30 seconds.
 package main
 
 import (
@@ -36,8 +40,10 @@ const slowest = 10
 // reportTag marks a test's log line that the summary prints.
 const reportTag = "[report] "
 
+// Usage: go test -json ... | testsum [package...]; the packages are those
+// the input is expected to cover, for the lines while they compile.
 func main() {
-	os.Exit(run(os.Stdin, os.Stdout, os.Getenv("CI") == "true", progressEvery))
+	os.Exit(run(os.Stdin, os.Stdout, os.Getenv("CI") == "true", progressEvery, os.Args[1:]))
 }
 
 type event struct {
@@ -79,6 +85,9 @@ type summary struct {
 	order      []string // packages in the order they started
 	timings    []timing
 	reports    []string // the tests' [report] lines, in order
+	expect     []string // packages the input should cover (testsum's arguments)
+	begin      time.Time
+	lastOut    time.Time // when testsum last printed a line
 }
 
 func newSummary(out io.Writer, every time.Duration) *summary {
@@ -86,10 +95,22 @@ func newSummary(out io.Writer, every time.Duration) *summary {
 }
 
 // run reads `go test -json` lines from in until it ends, printing to out,
-// and a progress line for long-running packages at most every every. It
-// returns the exit code.
-func run(in io.Reader, out io.Writer, ci bool, every time.Duration) int {
+// with a progress line at most every every (see the package comment);
+// expect lists the packages the input should cover. It returns the exit
+// code.
+func run(in io.Reader, out io.Writer, ci bool, every time.Duration, expect []string) int {
+	// The ticker only looks; s.progress decides whether a line is due.
+	tick := time.NewTicker(min(every, time.Second))
+	defer tick.Stop()
 	s := newSummary(out, every)
+	s.expect = expect
+	return s.loop(in, ci, tick.C, time.Now)
+}
+
+// loop is run on a given ticker and clock, which the tests control.
+func (s *summary) loop(in io.Reader, ci bool, tick <-chan time.Time, now func() time.Time) int {
+	s.begin = now()
+	s.lastOut = s.begin
 	lines := make(chan []byte)
 	errc := make(chan error, 1)
 	go func() {
@@ -101,9 +122,6 @@ func run(in io.Reader, out io.Writer, ci bool, every time.Duration) int {
 		errc <- sc.Err()
 		close(lines)
 	}()
-	// The ticker only looks; s.progress decides whether a line is due.
-	tick := time.NewTicker(min(every, 5*time.Second))
-	defer tick.Stop()
 	for {
 		select {
 		case line, ok := <-lines:
@@ -114,9 +132,9 @@ func run(in io.Reader, out io.Writer, ci bool, every time.Duration) int {
 				}
 				return s.finish(ci)
 			}
-			s.line(line, time.Now())
-		case now := <-tick.C:
-			s.progress(now)
+			s.line(line, now())
+		case t := <-tick:
+			s.progress(t)
 		}
 	}
 }
@@ -126,6 +144,7 @@ func (s *summary) line(line []byte, now time.Time) {
 	var e event
 	if err := json.Unmarshal(line, &e); err != nil {
 		// build errors and other plain lines
+		s.lastOut = now
 		fmt.Fprintln(s.out, string(line))
 		return
 	}
@@ -138,6 +157,7 @@ func (s *summary) event(e event, now time.Time) {
 	if e.Package == "" {
 		// Events of the build (Go 1.24+) name no package.
 		if e.Action == "build-output" {
+			s.lastOut = now
 			fmt.Fprint(s.out, e.Output)
 		}
 		return
@@ -157,6 +177,7 @@ func (s *summary) event(e event, now time.Time) {
 			b.WriteString(e.Output)
 		}
 	case "build-output":
+		s.lastOut = now
 		fmt.Fprint(s.out, e.Output)
 	case "run", "cont":
 		if e.Test != "" {
@@ -185,6 +206,7 @@ func (s *summary) event(e event, now time.Time) {
 	if e.Action == "pass" || e.Action == "fail" || e.Action == "skip" {
 		if e.Test == "" {
 			p.finished = true
+			s.lastOut = now
 			fmt.Fprintf(s.out, "%-4s %s %.1fs\n", strings.ToUpper(e.Action), e.Package, e.Elapsed)
 			return
 		}
@@ -208,7 +230,8 @@ func (s *summary) pkg(name string, now time.Time) *pkgRun {
 }
 
 // progress prints, at now, a line for each package that is still running
-// and has had no line (nor started) for s.every.
+// and has had no line (nor started) for s.every; then, if testsum has
+// printed nothing for s.every, a line saying what the run waits for.
 func (s *summary) progress(now time.Time) {
 	for _, name := range s.order {
 		p := s.pkgs[name]
@@ -216,8 +239,29 @@ func (s *summary) progress(now time.Time) {
 			continue
 		}
 		p.noted = now
+		s.lastOut = now
 		fmt.Fprintf(s.out, "...  %s %s: %d tests done%s\n", name, round(now.Sub(p.start)), p.done, p.describeRunning(now))
 	}
+	if now.Sub(s.lastOut) < s.every {
+		return
+	}
+	s.lastOut = now
+	var waiting []string
+	for _, name := range s.expect {
+		if s.pkgs[name] == nil {
+			waiting = append(waiting, name)
+		}
+	}
+	if len(waiting) == 0 {
+		fmt.Fprintf(s.out, "...  %s: waiting for the tests' output\n", round(now.Sub(s.begin)))
+		return
+	}
+	more := ""
+	if len(waiting) > 3 {
+		more = fmt.Sprintf(" and %d more", len(waiting)-3)
+		waiting = waiting[:3]
+	}
+	fmt.Fprintf(s.out, "...  %s: compiling the tests; not started yet: %s%s\n", round(now.Sub(s.begin)), strings.Join(waiting, ", "), more)
 }
 
 // describeRunning names the innermost running tests, longest running

@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -23,12 +26,13 @@ const itPkg = "example.com/m/integration"
 
 // TestProgress: a package running past the interval gets a progress line,
 // then at most one per interval, naming the tests done and the innermost
-// test running; a finished package gets none; a paused parallel test is
-// not running.
+// test running; a finished package gets none (once all are, the run says
+// it waits); a paused parallel test is not running.
 func TestProgress(t *testing.T) {
 	var out strings.Builder
 	s := newSummary(&out, 25*time.Second)
 	t0 := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	s.begin, s.lastOut = t0, t0
 	sec := time.Second
 	feed(t, s, t0, 0, event{Action: "start", Package: itPkg})
 	feed(t, s, t0, 0, event{Action: "start", Package: "example.com/m/quick"})
@@ -77,8 +81,8 @@ func TestProgress(t *testing.T) {
 	feed(t, s, t0, 90*sec, event{Action: "pass", Package: itPkg, Elapsed: 90})
 	n = out.Len()
 	s.progress(t0.Add(200 * sec))
-	if out.Len() != n {
-		t.Fatalf("progress for a finished package: %q", out.String()[n:])
+	if got, want := out.String()[n:], "...  3m20s: waiting for the tests' output\n"; got != want {
+		t.Fatalf("after every package finished: %q, want %q (and no line for a finished package)", got, want)
 	}
 }
 
@@ -155,7 +159,7 @@ func TestRun(t *testing.T) {
 {"Action":"pass","Package":"p","Elapsed":0.6}
 `
 	var out strings.Builder
-	if code := run(strings.NewReader(in), &out, true, time.Minute); code != 0 {
+	if code := run(strings.NewReader(in), &out, true, time.Minute, nil); code != 0 {
 		t.Errorf("exit code %d, want 0:\n%s", code, out.String())
 	}
 	for _, want := range []string{"./x.go:1:1: a build error\n", "PASS p 0.6s\n", "     0.5s  p TestA\n", "1 passed, 0 failed, 0 skipped\n"} {
@@ -175,10 +179,116 @@ func TestReportLines(t *testing.T) {
 		`{"Action":"pass","Package":"p","Elapsed":1}`,
 	}, "\n")
 	var out bytes.Buffer
-	if code := run(strings.NewReader(in), &out, false, time.Hour); code != 0 {
+	if code := run(strings.NewReader(in), &out, false, time.Hour, nil); code != 0 {
 		t.Fatalf("exit %d:\n%s", code, out.String())
 	}
 	if !strings.Contains(out.String(), "Reported by the tests:\n  differential: 2150 requests; 0 disagreements\n") {
 		t.Errorf("no report line:\n%s", out.String())
 	}
+}
+
+// TestSilentCompile: while go test compiles and nothing arrives, testsum
+// says so at least every interval, naming the expected packages that have
+// not started; once they all have, it still says what it waits for. The
+// input stays silent for 100 virtual seconds, then 60 more after a quick
+// package; the ticker and the clock are the test's.
+func TestSilentCompile(t *testing.T) {
+	in, feedIn := io.Pipe()
+	var out syncBuilder
+	s := newSummary(&out, 25*time.Second)
+	s.expect = []string{"example.com/m/quick", itPkg, "example.com/m/a", "example.com/m/b", "example.com/m/c"}
+	t0 := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	var now atomic.Int64 // virtual seconds since t0
+	clock := func() time.Time { return t0.Add(time.Duration(now.Load()) * time.Second) }
+	tick := make(chan time.Time)
+	code := make(chan int, 1)
+	go func() { code <- s.loop(in, false, tick, clock) }()
+	tick <- clock() // the loop has started, at 0
+	// advance sends a tick every virtual second up to sec; an unbuffered
+	// tick is taken only once the one before it was handled, so a last one
+	// at the same time (which prints nothing more) ends the handling of sec.
+	advance := func(sec int64) {
+		for now.Load() < sec {
+			now.Add(1)
+			tick <- clock()
+		}
+		tick <- clock()
+	}
+	advance(24)
+	if got := out.String(); got != "" {
+		t.Fatalf("a line within the interval: %q", got)
+	}
+	advance(100)
+	want := "...  25s: compiling the tests; not started yet: example.com/m/quick, example.com/m/integration, example.com/m/a and 2 more\n" +
+		"...  50s: compiling the tests; not started yet: example.com/m/quick, example.com/m/integration, example.com/m/a and 2 more\n" +
+		"...  1m15s: compiling the tests; not started yet: example.com/m/quick, example.com/m/integration, example.com/m/a and 2 more\n" +
+		"...  1m40s: compiling the tests; not started yet: example.com/m/quick, example.com/m/integration, example.com/m/a and 2 more\n"
+	if got := out.String(); got != want {
+		t.Fatalf("silent compile: got\n%s\nwant\n%s", got, want)
+	}
+	// sendAndWait sends lines, the last of which prints wait, and waits
+	// until it is printed: the loop has taken them all.
+	sendAndWait := func(wait string, lines ...string) {
+		t.Helper()
+		for _, l := range lines {
+			if _, err := io.WriteString(feedIn, l+"\n"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for deadline := time.Now().Add(time.Minute); !strings.Contains(out.String(), wait); {
+			if time.Now().After(deadline) {
+				t.Fatalf("%q never printed:\n%s", wait, out.String())
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	// A package runs: its own lines keep the run from being silent.
+	sendAndWait("SKIP example.com/m/c",
+		`{"Action":"start","Package":"example.com/m/integration"}`,
+		`{"Action":"run","Package":"example.com/m/integration","Test":"TestLong"}`,
+		`{"Action":"start","Package":"example.com/m/quick"}`,
+		`{"Action":"pass","Package":"example.com/m/quick","Elapsed":0.1}`,
+		`{"Action":"skip","Package":"example.com/m/a"}`,
+		`{"Action":"skip","Package":"example.com/m/b"}`,
+		`{"Action":"skip","Package":"example.com/m/c"}`)
+	n := len(out.String())
+	advance(160)
+	want = "...  example.com/m/integration 25s: 0 tests done, running TestLong (25s)\n" +
+		"...  example.com/m/integration 50s: 0 tests done, running TestLong (50s)\n"
+	if got := out.String()[n:]; got != want {
+		t.Fatalf("while a package runs: got\n%s\nwant\n%s", got, want)
+	}
+	// Every package is done, and still no event (the engine's tests run
+	// apart and come last): testsum says it waits.
+	sendAndWait("PASS example.com/m/integration",
+		`{"Action":"pass","Package":"example.com/m/integration","Test":"TestLong","Elapsed":60}`,
+		`{"Action":"pass","Package":"example.com/m/integration","Elapsed":60}`)
+	n = len(out.String())
+	advance(220)
+	want = "...  3m5s: waiting for the tests' output\n...  3m30s: waiting for the tests' output\n"
+	if got := out.String()[n:]; got != want {
+		t.Fatalf("after every package: got\n%s\nwant\n%s", got, want)
+	}
+	feedIn.Close()
+	if c := <-code; c != 0 {
+		t.Fatalf("exit code %d", c)
+	}
+}
+
+// syncBuilder is a strings.Builder safe for the test and the loop.
+type syncBuilder struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (b *syncBuilder) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuilder) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }
