@@ -2,6 +2,7 @@ SHELL := /bin/bash
 # caddy-robots: build and test.
 #
 #   make test    everything CI runs: tools check, vet, staticcheck, unit + integration tests
+#   make run     the demo (Caddyfile.example on :8080), built with progress shown
 #   make bench   the Go benchmarks (engine, agents, state)
 #   make fuzz    a short fuzzing pass over the parser, the matcher, case folding and target forms
 #   make wrk     the end-to-end throughput comparison (bench/wrk.sh)
@@ -11,7 +12,7 @@ GO        ?= go
 STATICCHECK_VERSION ?= v0.8.2
 export GOFLAGS := $(filter-out -trimpath,$(GOFLAGS))
 
-.PHONY: test deps vet staticcheck unit bench fuzz wrk mixed build
+.PHONY: test deps vet staticcheck unit bench fuzz wrk mixed build run
 
 test: deps vet staticcheck unit
 
@@ -26,12 +27,15 @@ deps:
 	@./scripts/need-chromium.sh
 	@./scripts/need-browsers.sh
 
+# vet, staticcheck: a cold run compiles or loads every package for minutes
+# without a word; scripts/heartbeat.sh says what runs every 20 s.
 vet:
-	$(GO) vet ./...
+	@./scripts/heartbeat.sh "vet: checking $$($(GO) list ./... | grep -c .) packages" $(GO) vet ./...
 	@test -z "$$(gofmt -l . | grep -v '^bench/' )" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 
 staticcheck:
-	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
+	@./scripts/heartbeat.sh "staticcheck $(STATICCHECK_VERSION) (built the first time): checking $$($(GO) list ./... | grep -c .) packages" \
+		$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
 
 # unit: every test under the race detector, but for the engine's
 # single-goroutine matcher checks (see scripts/unit.sh for why).
@@ -60,3 +64,10 @@ mixed:
 
 build:
 	$(GO) build -o caddy ./cmd/caddy
+
+# run: go run compiles Caddy for minutes the first time without a word;
+# go build -v names each package as it compiles (nothing once cached).
+run:
+	@echo "building Caddy with the plugin (a few minutes the first time)…"
+	$(GO) build -v -o caddy ./cmd/caddy
+	./caddy run --config Caddyfile.example
