@@ -77,7 +77,8 @@ apt_get() {
       held=$(grep -m1 -oE '(Could not get lock|Unable to (acquire|lock)).*' "$err" || true)
       now=$(date +%s)
     fi
-    if [ "$now" -ge "$deadline" ]; then
+    # In whole seconds: past the deadline's second, at least the full wait.
+    if [ "$now" -gt "$deadline" ]; then
       echo "apt: gave up after ${APT_LOCK_WAIT}s waiting for the package system's lock: $held. Let that process finish (or stop it), then run make deps again." >&2
       rm -f "$err"
       return 1

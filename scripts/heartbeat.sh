@@ -9,35 +9,34 @@
 # also runs shell functions (scripts/apt.sh uses it so), under set -e too.
 
 heartbeat() {
-  local label=$1 every=${HEARTBEAT_EVERY:-20} start rc r
+  local label=$1 every=${HEARTBEAT_EVERY:-20} start status r rc line
   shift
   start=$(date +%s)
+  status=$(mktemp) || return 1
   echo "$label…" >&2
-  # The command runs in a process substitution that ends by writing its
-  # status; waiting for that line with a timeout is the clock, with no
-  # sleeping process left behind and no delay once the command is done.
+  # The command runs in a process substitution that writes its status to a
+  # file and ends, closing the pipe read below: waiting for that end of
+  # file with a timeout is the clock, with no sleeping process left behind
+  # and no delay once the command is done. (Nothing is written to the pipe:
+  # a line arriving just as read -t times out can be lost.)
   exec 8>&1
-  # set +e: a caller's errexit must not skip the status line.
   exec 9< <(
-    set +e
+    set +e # a caller's errexit must not skip the status
     "$@" >&8 8>&-
-    echo "$?"
+    echo "$?" >"$status"
   )
   while :; do
-    if IFS= read -r -t "$every" rc <&9; then
+    r=0
+    IFS= read -r -t "$every" line <&9 || r=$?
+    if [ "$r" -le 128 ]; then # end of file: the command is done
       break
-    else
-      r=$?
     fi
-    if [ "$r" -gt 128 ]; then # timed out: still running
-      echo "$label… ($(($(date +%s) - start)) s)" >&2
-      continue
-    fi
-    rc=1 # the status never came
-    break
+    echo "$label… ($(($(date +%s) - start)) s)" >&2
   done
   exec 9<&- 8>&-
-  return "$rc"
+  rc=$(cat "$status") || rc=
+  rm -f "$status"
+  return "${rc:-1}"
 }
 
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
