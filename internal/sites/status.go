@@ -253,6 +253,8 @@ func (l *Loader) reloadFile(st *site) error {
 	}
 	if err != nil {
 		l.failed(st, err)
+	} else {
+		l.succeeded(st)
 	}
 	st.mu.Lock()
 	st.lastFetch, st.lastResult, st.lastErr = now, "ok", ""
