@@ -20,8 +20,10 @@ test: deps vet staticcheck unit
 # integration tests, on loopback), wget, wget2 and httrack (real crawlers
 # against a real Caddy) and chromium (the HTML report and the status page,
 # rendered headless); need-browsers.sh what the disguised-crawler tests
-# run: headed Chromium and Firefox under Xvfb, lynx, python requests, Scrapy.
+# run: headed Chromium and Firefox under Xvfb, lynx, python requests, Scrapy;
+# promtool checks and unit-tests the Prometheus alert rules in examples/.
 deps:
+	@./scripts/need-promtool.sh
 	@./scripts/need-redis.sh
 	@./scripts/need-crawlers.sh
 	@./scripts/need-chromium.sh

@@ -30,6 +30,10 @@ func init() {
 //	                                lift every ban of an address or network,
 //	                                of a crawler, or all of them
 //	POST   /robots/reload           load every site's robots.txt now
+//	POST   /robots/reload?withdraw_previous=true
+//	                                and then withdraw every replaced version of
+//	                                each site that loaded: no grace, new rules
+//	                                apply at once
 //	DELETE /robots/versions/<id>    withdraw a replaced robots.txt version from
 //	                                every site's grace window and stored history
 //
@@ -119,7 +123,7 @@ func (a *adminAPI) serve(w http.ResponseWriter, r *http.Request) error {
 		if err := allowMethods(w, r, http.MethodPost); err != nil {
 			return err
 		}
-		return writeJSON(w, reloadAll(r.Context(), handlers()))
+		return a.serveReload(w, r)
 	case strings.HasPrefix(path, "/robots/versions/"):
 		if err := allowMethods(w, r, http.MethodDelete); err != nil {
 			return err

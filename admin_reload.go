@@ -1,7 +1,9 @@
 package caddyrobots
 
 // What an operator does to the sites' robots.txt versions:
-// POST /robots/reload loads every site's robots.txt now;
+// POST /robots/reload loads every site's robots.txt now (with
+// ?withdraw_previous=true, then withdraws every replaced version, so the
+// new rules apply at once);
 // DELETE /robots/versions/<id> withdraws a replaced version.
 
 import (
@@ -9,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -33,11 +36,26 @@ type reloadResult struct {
 	// PendingChange is set when the site now says nothing to crawlers
 	// and the change awaits confirmation: Version is still the last rules.
 	PendingChange *pendingChange `json:"pending_change,omitempty"`
+	// Withdrawn lists the replaced versions withdraw_previous took out of
+	// the site's grace window (absent when there were none);
+	// NotWithdrawn says why it withdrew nothing from the site.
+	Withdrawn    []withdrawnVersion `json:"withdrawn,omitempty"`
+	NotWithdrawn string             `json:"not_withdrawn,omitempty"`
+}
+
+// withdrawnVersion is one replaced version withdraw_previous withdrew
+// from a site, with when it was current there.
+type withdrawnVersion struct {
+	Version string    `json:"version"`
+	From    time.Time `json:"from"`
+	Until   time.Time `json:"until"`
 }
 
 // reloadReport is the answer of POST /robots/reload.
 type reloadReport struct {
-	Reloaded []reloadResult `json:"reloaded"`
+	// WithdrawPrevious echoes ?withdraw_previous=true.
+	WithdrawPrevious bool           `json:"withdraw_previous,omitempty"`
+	Reloaded         []reloadResult `json:"reloaded"`
 }
 
 // loadersOf returns the site tables of the handlers in hs that load rules,
@@ -52,13 +70,54 @@ func loadersOf(hs []*Handler) (loaders []*sites.Loader, owners []*Handler) {
 	return loaders, owners
 }
 
+// serveReload answers POST /robots/reload[?withdraw_previous=true].
+func (a *adminAPI) serveReload(w http.ResponseWriter, r *http.Request) error {
+	withdraw := false
+	if v := r.URL.Query().Get("withdraw_previous"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return caddy.APIError{HTTPStatus: http.StatusBadRequest, Err: fmt.Errorf("robots: withdraw_previous=%q: want true or false", v)}
+		}
+		withdraw = b
+	}
+	if !withdraw {
+		return writeJSON(w, reloadAll(r.Context(), handlers()))
+	}
+	return writeJSON(w, reloadWithdrawing(r.Context(), handlers(), adminClient(r)))
+}
+
+// adminClient names the admin API's client for the log: its address and
+// User-Agent.
+func adminClient(r *http.Request) string {
+	who := r.RemoteAddr
+	if ua := r.Header.Get("User-Agent"); ua != "" {
+		who += " (" + warnlimit.Shorten(ua, 128) + ")"
+	}
+	return who
+}
+
 // reloadAll loads every site's robots.txt now: through the server for
 // source site, from disk for source file; inline text has nothing to load.
 // Sites shared by several handlers are loaded once.
 func reloadAll(ctx context.Context, hs []*Handler) reloadReport {
 	loaders, owners := loadersOf(hs)
-	rep := reloadReport{Reloaded: []reloadResult{}}
-	for _, r := range sites.Reload(ctx, loaders) {
+	return reloadReportOf(hs, owners, sites.Reload(ctx, loaders), false)
+}
+
+// reloadWithdrawing is reloadAll, then withdraws every replaced version of
+// each site whose load succeeded: an emergency rule change (a new
+// Disallow) applies at once to every crawler instead of after the grace
+// window. who asked is logged with each withdrawal.
+func reloadWithdrawing(ctx context.Context, hs []*Handler, who string) reloadReport {
+	loaders, owners := loadersOf(hs)
+	return reloadReportOf(hs, owners, sites.ReloadWithdrawing(ctx, loaders, who), true)
+}
+
+// reloadReportOf is the answer for the reload results rs of the loaders of
+// owners.
+func reloadReportOf(hs, owners []*Handler, rs []sites.ReloadResult, withdraw bool) reloadReport {
+	rep := reloadReport{WithdrawPrevious: withdraw, Reloaded: []reloadResult{}}
+	for _, r := range rs {
 		h := owners[r.Loader]
 		res := reloadResult{
 			Handler: handlerIndex(hs, h), Source: h.Source, Host: r.Host, Server: r.Server, File: r.File,
@@ -67,6 +126,10 @@ func reloadAll(ctx context.Context, hs []*Handler) reloadReport {
 		if u := r.Unconfirmed; u != nil {
 			res.PendingChange = &pendingChange{What: u.What, Since: u.Since.UTC(), ConfirmAt: u.ConfirmAt.UTC()}
 		}
+		for _, wd := range r.Withdrawn {
+			res.Withdrawn = append(res.Withdrawn, withdrawnVersion{Version: wd.Version, From: wd.From.UTC(), Until: wd.Until.UTC()})
+		}
+		res.NotWithdrawn = r.NotWithdrawn
 		rep.Reloaded = append(rep.Reloaded, res)
 	}
 	return rep
@@ -109,11 +172,7 @@ func (a *adminAPI) serveWithdraw(w http.ResponseWriter, r *http.Request) error {
 	id := strings.TrimPrefix(r.URL.Path, "/robots/versions/")
 	hs := handlers()
 	loaders, owners := loadersOf(hs)
-	who := r.RemoteAddr
-	if ua := r.Header.Get("User-Agent"); ua != "" {
-		who += " (" + warnlimit.Shorten(ua, 128) + ")"
-	}
-	done, err := sites.Withdraw(r.Context(), loaders, id, who)
+	done, err := sites.Withdraw(r.Context(), loaders, id, adminClient(r))
 	var cur *sites.CurrentError
 	switch {
 	case errors.As(err, &cur):

@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddyrobots/caddy-robots/enforce/state"
+	"github.com/caddyrobots/caddy-robots/internal/sites"
 )
 
 // Caddy events. The handler emits these through the config's events app
@@ -35,9 +36,17 @@ const (
 	// source.
 	EventVersionPublished = "robots_version_published"
 	// EventLoadFailed is emitted when loading a site's robots.txt fails
-	// (the last good version, if any, stays in force). Data: host, source,
-	// error.
+	// (the last good version, if any, stays in force): once when an
+	// outage starts, then at most hourly (sites.FailedRepeat) while it
+	// lasts, not on every retry. Data: host, source, error (the latest),
+	// since (RFC 3339, the outage's first failure), failures (loads
+	// failed so far).
 	EventLoadFailed = "robots_load_failed"
+	// EventLoadRecovered is emitted when a site's robots.txt loads again
+	// after failed loads, ending the outage robots_load_failed announced.
+	// Data: host, source, since and until (RFC 3339), down_seconds,
+	// failures (loads that failed).
+	EventLoadRecovered = "robots_load_recovered"
 )
 
 // maxEmitting bounds the events being handled at once: event handlers run
@@ -147,10 +156,22 @@ func (h *Handler) emitPublished(host, id, previous string) {
 	})
 }
 
-// emitLoadFailed announces a failed load of host's robots.txt.
-func (h *Handler) emitLoadFailed(host string, err error) {
+// emitLoadFailed announces a failed load of host's robots.txt, in the
+// outage o (the loader calls it once per outage, then at most hourly).
+func (h *Handler) emitLoadFailed(host string, err error, o sites.Outage) {
 	h.emit(EventLoadFailed, func() map[string]any {
-		return map[string]any{"host": host, "source": h.sourceName(), "error": err.Error()}
+		return map[string]any{"host": host, "source": h.sourceName(), "error": err.Error(),
+			"since": o.Since.UTC().Format(time.RFC3339), "failures": o.Failures}
+	})
+}
+
+// emitLoadRecovered announces that host's robots.txt loads again after
+// the outage o.
+func (h *Handler) emitLoadRecovered(host string, o sites.Outage) {
+	h.emit(EventLoadRecovered, func() map[string]any {
+		return map[string]any{"host": host, "source": h.sourceName(),
+			"since": o.Since.UTC().Format(time.RFC3339), "until": o.Until.UTC().Format(time.RFC3339),
+			"down_seconds": int64(o.Until.Sub(o.Since).Round(time.Second) / time.Second), "failures": o.Failures}
 	})
 }
 

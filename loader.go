@@ -117,7 +117,8 @@ func newRuleSource(h *Handler, ctx caddy.Context) (*ruleSource, error) {
 			h.checkTrapVersion(host, id, robots) // trap.go: does robots.txt disallow the trap?
 			h.emitPublished(host, id, previous)
 		},
-		Failed: h.emitLoadFailed,
+		Failed:    h.emitLoadFailed,
+		Recovered: h.emitLoadRecovered,
 	})
 	if err != nil {
 		_, _ = versionPool.Delete(poolKey)

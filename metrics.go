@@ -50,7 +50,7 @@ type metricSet struct {
 }
 
 func newMetricSet() *metricSet {
-	return &metricSet{
+	m := &metricSet{
 		decisions: &decisionCollector{desc: prometheus.NewDesc(
 			"caddy_robots_decisions_total",
 			"Decisions on requests from bots, by action (allow, block, throttle, ban), reason (none, rule, spoofed, unavailable, unverified, target, length, preference, rate, ban), crawler category and mode.",
@@ -90,6 +90,22 @@ func newMetricSet() *metricSet {
 			"Bans in force in the state stores of the running handlers (at most 1000 counted per store), by store type.",
 			[]string{"store"}, nil)},
 		disguised: newDisguisedCounters(),
+	}
+	m.initSeries()
+	return m
+}
+
+// initSeries creates, at zero, every series of the counter vectors whose
+// label values are known in advance, so that every metric (and every
+// dashboard panel and alert reading it) has data from start-up, and
+// rate() sees the first increment.
+func (m *metricSet) initSeries() {
+	for _, r := range [...]string{"ok", "client_error", "server_error", "error"} {
+		m.fetches.WithLabelValues(r)
+	}
+	m.stateErrors.WithLabelValues("redis") // the memory store has no errors
+	for _, mode := range [...]string{"enforce", "log"} {
+		m.retries.WithLabelValues(mode)
 	}
 }
 
@@ -263,8 +279,10 @@ func (c *shardedCount) load() uint64 {
 }
 
 // decisionCollector exports botCounts, summed over purposes, as the
-// counter family caddy_robots_decisions_total; series never counted are
-// not exported.
+// counter family caddy_robots_decisions_total. Every pair of action and
+// reason the handler decides (decisionKinds) is exported for every
+// category and mode, at zero until counted, so that the family exists
+// from start-up; the fallback rows (reason "other") only once counted.
 type decisionCollector struct{ desc *prometheus.Desc }
 
 // Describe implements prometheus.Collector.
@@ -280,7 +298,7 @@ func (d *decisionCollector) Collect(ch chan<- prometheus.Metric) {
 				for pi := range purposeNames {
 					n += botCount(ki, ci, pi, mi)
 				}
-				if n > 0 {
+				if n > 0 || ki < len(decisionKinds) {
 					ch <- prometheus.MustNewConstMetric(d.desc, prometheus.CounterValue, float64(n),
 						act, why, string(categoryNames[ci]), mode)
 				}
@@ -340,8 +358,10 @@ func categoryIndex(cat agents.Category) int {
 
 // rulesAgeCollector exports caddy_robots_rules_age_seconds: for each source
 // (site, file, inline), the age of the oldest current robots.txt version
-// among the sites of the registered handlers. One series per source, never
-// per host; a source with no loaded version has no series.
+// among the sites of the registered handlers. One series per source of a
+// running handler, never per host; 0 while no site of the source has
+// loaded a version (a source site loads on the first bot request), so
+// that the series exists from start-up.
 type rulesAgeCollector struct{ desc *prometheus.Desc }
 
 // Describe implements prometheus.Collector.
@@ -355,7 +375,8 @@ func (c *rulesAgeCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // rulesAges returns, by source, the age at now of the oldest current
-// robots.txt version of the registered handlers' sites.
+// robots.txt version of the registered handlers' sites (0 for a source
+// with none loaded).
 func rulesAges(now time.Time) map[string]time.Duration {
 	ages := map[string]time.Duration{}
 	for _, h := range handlers() {
@@ -364,6 +385,9 @@ func rulesAges(now time.Time) map[string]time.Duration {
 		}
 		from, ok := h.rules.OldestCurrent()
 		if !ok {
+			if _, seen := ages[h.Source]; !seen {
+				ages[h.Source] = 0
+			}
 			continue
 		}
 		age := max(now.Sub(from), 0)

@@ -159,7 +159,8 @@ func TestMetricReasonLabels(t *testing.T) {
 }
 
 // TestMetricRulesAge: one series per source with the oldest current
-// version's age; a source with no version has none.
+// version's age; a source with no version yet reads 0, so the series
+// exists from start-up.
 func TestMetricRulesAge(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	if err := reg.Register(metrics.rulesAge); err != nil {
@@ -183,8 +184,11 @@ func TestMetricRulesAge(t *testing.T) {
 	if v := got["file"]; v < 90 || v > 100 {
 		t.Errorf("file age %v, want ~90", v)
 	}
-	if len(got) != 1 {
-		t.Errorf("series %v, want file only", got)
+	if v, ok := got["site"]; !ok || v != 0 {
+		t.Errorf("site (nothing loaded yet): %v, %v; want a series at 0", v, ok)
+	}
+	if len(got) != 2 {
+		t.Errorf("series %v, want file and site", got)
 	}
 }
 

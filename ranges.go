@@ -519,6 +519,13 @@ func initRangesMetrics() {
 			"caddy_robots_ranges_age_seconds",
 			"Age of the IP list each verification method uses: time since its publisher last confirmed it, or since the embedded snapshot's date.",
 			[]string{"method"}, nil)}
+		// Every method and result at zero, so that the family exists
+		// from start-up (the first download may be hours away).
+		for _, m := range verificationKeys() {
+			for _, r := range [...]agents.RangesFetchResult{agents.RangesOK, agents.RangesNotModified, agents.RangesRejected, agents.RangesError} {
+				rangesMetrics.fetches.WithLabelValues(m, string(r))
+			}
+		}
 	})
 }
 

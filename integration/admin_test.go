@@ -548,3 +548,96 @@ func TestAdminRedisBans(t *testing.T) {
 		}
 	}
 }
+
+// TestAdminReloadWithdrawPrevious: an emergency rule change. A new
+// Disallow normally applies to a crawler that may still hold the old file
+// only after the grace window (24 h); POST
+// /robots/reload?withdraw_previous=true reloads the site and withdraws
+// every replaced version, so the new rule applies at once to every
+// crawler, and the answer names the versions withdrawn and the site. A
+// site whose reload fails keeps its grace and the answer says why.
+func TestAdminReloadWithdrawPrevious(t *testing.T) {
+	const host = "emergency.localhost"
+	backend.set(host, 200, "User-agent: *\nDisallow: /private/\n")
+	c := newClient(t, globals+siteURL(host)+` {
+	robots {
+		refresh 1h
+		crawl_delay off
+		strikes off
+	}
+	reverse_proxy `+backend.addr+`
+}
+`)
+	settle(c, siteURL(host)+"/")
+	const bot = "EmergencyBot/1.0 (+https://emergency.example/bot)" // never re-reads robots.txt
+	c.expect(siteURL(host)+"/leak/x", bot, 200)
+	old, ok := siteVersion(t, host)
+	if !ok {
+		t.Fatalf("site %s not in /robots/status", host)
+	}
+
+	// The new Disallow, loaded the ordinary way: the crawler may still
+	// hold the old file, so grace lets it through.
+	backend.set(host, 200, "User-agent: *\nDisallow: /private/\nDisallow: /leak/\n")
+	adminJSON(t, http.MethodPost, "/robots/reload", nil, http.StatusOK, &adminReload{})
+	cur, _ := siteVersion(t, host)
+	if cur == old {
+		t.Fatal("the reload did not publish the new file")
+	}
+	c.expect(siteURL(host)+"/leak/x", bot, 200)
+
+	// A reload that fails withdraws nothing, and says so.
+	backend.set(host, 500, "down")
+	var failed adminReloadWithdraw
+	adminJSON(t, http.MethodPost, "/robots/reload?withdraw_previous=true", nil, http.StatusOK, &failed)
+	if r, ok := failed.site(host); !ok || len(r.Withdrawn) != 0 || !strings.Contains(r.NotWithdrawn, "server_error") {
+		t.Errorf("a failed reload with withdraw_previous: %+v", failed)
+	}
+	c.expect(siteURL(host)+"/leak/x", bot, 200)
+
+	backend.set(host, 200, "User-agent: *\nDisallow: /private/\nDisallow: /leak/\n")
+	var rep adminReloadWithdraw
+	adminJSON(t, http.MethodPost, "/robots/reload?withdraw_previous=true", nil, http.StatusOK, &rep)
+	r, ok := rep.site(host)
+	if !rep.WithdrawPrevious || !ok || r.Result != "ok" || r.Version != cur || len(r.Withdrawn) != 1 || r.Withdrawn[0].Version != old || r.Withdrawn[0].Until.IsZero() {
+		t.Errorf("reload with withdraw_previous: %+v (old %s, current %s)", rep, old, cur)
+	}
+	c.expect(siteURL(host)+"/leak/x", bot, 403, "Disallow: /leak/")
+	if vs := siteVersionsOf(t, host); len(vs) != 1 || vs[0] != cur {
+		t.Errorf("versions after withdraw_previous: %v, want only %s", vs, cur)
+	}
+	if status, body := admin(t, http.MethodPost, "/robots/reload?withdraw_previous=maybe", nil); status != http.StatusBadRequest {
+		t.Errorf("withdraw_previous=maybe: %d %s, want 400", status, body)
+	}
+}
+
+// adminReloadWithdraw is the answer of POST
+// /robots/reload?withdraw_previous=true.
+type adminReloadWithdraw struct {
+	WithdrawPrevious bool           `json:"withdraw_previous"`
+	Reloaded         []reloadedSite `json:"reloaded"`
+}
+
+// reloadedSite is one site of a reload's answer, with what
+// withdraw_previous did to it.
+type reloadedSite struct {
+	Host      string `json:"host"`
+	Result    string `json:"result"`
+	Version   string `json:"version"`
+	Withdrawn []struct {
+		Version string    `json:"version"`
+		From    time.Time `json:"from"`
+		Until   time.Time `json:"until"`
+	} `json:"withdrawn"`
+	NotWithdrawn string `json:"not_withdrawn"`
+}
+
+// site returns the result for host.
+func (a adminReloadWithdraw) site(host string) (reloadedSite, bool) {
+	for _, x := range a.Reloaded {
+		if x.Host == host {
+			return x, true
+		}
+	}
+	return reloadedSite{}, false
+}

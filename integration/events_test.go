@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -191,6 +192,80 @@ func TestEvents(t *testing.T) {
 	backend.set("events.localhost", 200, "User-agent: *\nDisallow: /other/\n")
 	admin(t, http.MethodPost, "/robots/reload", nil)
 	waitEvent(t, file, "robots_version_published", map[string]string{"host": "events.localhost", "previous": fmt.Sprint(pub.Data["version"])})
+}
+
+// TestLoadFailedOncePerOutage: a site whose robots.txt source keeps failing
+// raises robots_load_failed once per outage, not on every attempt (an
+// alert storm: one every 30 s per down site), and robots_load_recovered
+// when a load succeeds again, with how long the site was down and how many
+// loads failed. A new outage is announced again.
+func TestLoadFailedOncePerOutage(t *testing.T) {
+	const host = "outage.localhost"
+	file := filepath.Join(t.TempDir(), "events.jsonl")
+	backend.set(host, 200, "User-agent: *\nDisallow: /private/\n")
+	c := newClient(t, globalsWith(`	events {
+		on robots_load_failed robots_test_record `+file+`
+		on robots_load_recovered robots_test_record `+file+`
+	}
+`)+siteURL(host)+` {
+	robots {
+		crawl_delay off
+		strikes off
+	}
+	reverse_proxy `+backend.addr+`
+}
+`)
+	settle(c, siteURL(host)+"/")
+	const bot = "OutageBot/1.0 (+https://outage.example/bot)"
+	c.expect(siteURL(host)+"/private/x", bot, 403)
+
+	backend.set(host, 500, "down")
+	const attempts = 5
+	for range attempts {
+		if status, body := admin(t, http.MethodPost, "/robots/reload", nil); status != http.StatusOK {
+			t.Fatalf("reload: %d %s", status, body)
+		}
+	}
+	first := waitEvent(t, file, "robots_load_failed", map[string]string{"host": host, "source": "site", "failures": "1"})
+	if !strings.Contains(fmt.Sprint(first.Data["error"]), "500") || first.Data["since"] == "" {
+		t.Errorf("failed event: %+v", first)
+	}
+	c.expect(siteURL(host)+"/private/x", bot, 403, "Disallow: /private/") // the last good copy
+
+	backend.set(host, 200, "User-agent: *\nDisallow: /private/\n")
+	admin(t, http.MethodPost, "/robots/reload", nil)
+	rec := waitEvent(t, file, "robots_load_recovered", map[string]string{"host": host, "source": "site", "since": fmt.Sprint(first.Data["since"])})
+	if n, _ := strconv.Atoi(fmt.Sprint(rec.Data["failures"])); n < attempts {
+		t.Errorf("recovered event: %v failures, want at least %d: %+v", rec.Data["failures"], attempts, rec)
+	}
+	if d, err := strconv.ParseFloat(fmt.Sprint(rec.Data["down_seconds"]), 64); err != nil || d < 0 || rec.Data["until"] == "" {
+		t.Errorf("recovered event: %+v", rec)
+	}
+	if n := countSiteEvents(t, file, "robots_load_failed", host); n != 1 {
+		t.Errorf("%d failed events for %d failed loads of one outage, want 1", n, attempts)
+	}
+	// A success after the recovery is not another recovery.
+	admin(t, http.MethodPost, "/robots/reload", nil)
+	// A new outage is announced again.
+	backend.set(host, 500, "down again")
+	admin(t, http.MethodPost, "/robots/reload", nil)
+	eventually(t, 5*time.Second, "the second outage's failed event", func() bool {
+		return countSiteEvents(t, file, "robots_load_failed", host) == 2
+	})
+	if n := countSiteEvents(t, file, "robots_load_recovered", host); n != 1 {
+		t.Errorf("%d recovered events after one recovery, want 1", n)
+	}
+}
+
+// countSiteEvents counts the events named name in file whose host is host.
+func countSiteEvents(t *testing.T, file, name, host string) int {
+	n := 0
+	for _, e := range recorded(t, file) {
+		if e.Name == name && e.Data["host"] == host {
+			n++
+		}
+	}
+	return n
 }
 
 // countEvents counts the events named name in file.

@@ -108,9 +108,37 @@ type Config struct {
 	// (previous is the id of the version it replaces, "" for the first),
 	// after the site's lock is released.
 	Published func(host, id, previous string, robots *enforce.Robots)
-	// Failed, when set, is told of each load that failed and kept the
-	// last good copy (or left the site unavailable).
-	Failed func(host string, err error)
+	// Failed, when set, is told of a load that failed and kept the last
+	// good copy (or left the site unavailable): of the first failure of
+	// an outage, then at most every FailedRepeat while the outage lasts,
+	// so that a site that stays down does not raise an alert on every
+	// retry (every 30 seconds). o says since when the site is down and
+	// how many loads failed.
+	Failed func(host string, err error, o Outage)
+	// Recovered, when set, is told of the first load that succeeds after
+	// an outage (a 2xx or 4xx answer, or a file read again), with how
+	// long it lasted (o.Until - o.Since) and how many loads failed.
+	Recovered func(host string, o Outage)
+}
+
+// FailedRepeat is how often at most Config.Failed is told of the failures
+// of one outage after the first.
+const FailedRepeat = time.Hour
+
+// Outage is a run of failed loads of a site's robots.txt.
+type Outage struct {
+	// Since is when the first load of the run failed; Until, for a
+	// recovered outage, when a load succeeded again (Config.Now's clock).
+	Since, Until time.Time
+	// Failures is how many loads failed in the run so far.
+	Failures int
+}
+
+// outage is a site's current run of failed loads.
+type outage struct {
+	Outage
+	// told is when Config.Failed was last told of it.
+	told time.Time
 }
 
 // Metrics receives the counts of a loader, for the caller to export.
@@ -501,6 +529,7 @@ func (l *Loader) fetchSite(st *site, https bool) {
 			l.failed(st, fmt.Errorf("loading robots.txt for %s: %w", hostHeader, perr))
 			l.m.Fetched("error")
 		} else {
+			l.succeeded(st)
 			l.m.Fetched("ok")
 		}
 	case status == http.StatusTooManyRequests:
@@ -513,6 +542,8 @@ func (l *Loader) fetchSite(st *site, https bool) {
 		// RFC 9309 §2.3.1.3: unavailable means no rules.
 		if perr := l.offer(st, nil, status); perr != nil {
 			l.failed(st, perr)
+		} else {
+			l.succeeded(st)
 		}
 		l.m.Fetched("client_error")
 	default:
@@ -787,20 +818,53 @@ func (st *site) confirming() (time.Time, bool) {
 }
 
 // failed records a load that went wrong in any way: the last good copy
-// stays; with none, the site is unavailable.
+// stays; with none, the site is unavailable. Config.Failed is told of the
+// first failure of an outage and then at most every FailedRepeat.
 func (l *Loader) failed(st *site, err error) {
-	if l.cfg.Failed != nil {
-		defer l.cfg.Failed(st.key.host, err)
-	}
+	now := l.cfg.Now()
 	st.mu.Lock()
-	defer st.mu.Unlock()
 	old := st.snap.Load()
 	if len(old.versions) == 0 {
 		st.snap.Store(unavailableSnap)
 	} else if old.Pending {
 		st.snap.Store(newSnapshot(old.versions))
 	}
+	o := st.outage
+	if o == nil {
+		o = &outage{Outage: Outage{Since: now}}
+		st.outage = o
+	}
+	o.Failures++
+	tell := o.Failures == 1 || now.Sub(o.told) >= FailedRepeat
+	if tell {
+		o.told = now
+	}
+	run := o.Outage
+	st.mu.Unlock()
 	l.warnf("robots: keeping the last good robots.txt", zap.String("host", st.key.host), zap.Error(err))
+	if tell && l.cfg.Failed != nil {
+		l.cfg.Failed(st.key.host, err, run)
+	}
+}
+
+// succeeded records a load that got an answer the loader could use (it
+// may still wait for confirmation): an outage in progress ends, and
+// Config.Recovered is told of it.
+func (l *Loader) succeeded(st *site) {
+	st.mu.Lock()
+	o := st.outage
+	st.outage = nil
+	st.mu.Unlock()
+	if o == nil {
+		return
+	}
+	run := o.Outage
+	run.Until = l.cfg.Now()
+	l.cfg.Logger.Info("robots: robots.txt loads again", zap.String("host", st.key.host),
+		zap.Time("down_since", run.Since), zap.Duration("down_for", run.Until.Sub(run.Since)), zap.Int("failed_loads", run.Failures))
+	if l.cfg.Recovered != nil {
+		l.cfg.Recovered(st.key.host, run)
+	}
 }
 
 // refreshLoop reloads each of this server's sites when due, writes the
@@ -864,6 +928,7 @@ func (l *Loader) loadFile(st *site) error {
 	l.fileMu.Lock()
 	defer l.fileMu.Unlock()
 	if fi.ModTime().Equal(l.lastMod) && fi.Size() == l.size && len(st.snap.Load().versions) > 0 {
+		l.succeeded(st) // readable again after a failure, unchanged
 		return nil
 	}
 	body, err := ReadFile(l.cfg.File)
@@ -875,6 +940,7 @@ func (l *Loader) loadFile(st *site) error {
 		l.failed(st, err)
 		return fmt.Errorf("reading robots.txt file: %w", err)
 	}
+	l.succeeded(st)
 	st.mu.Lock()
 	_, confirming := st.confirming()
 	st.mu.Unlock()

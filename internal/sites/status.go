@@ -155,6 +155,13 @@ type ReloadResult struct {
 	// Unconfirmed is set when the site now says nothing to crawlers but
 	// the change awaits confirmation: Version is still the last rules.
 	Unconfirmed *Unconfirmed
+	// Withdrawn lists the replaced versions ReloadWithdrawing took out of
+	// the site's grace window and stored history (Loader is -1 in each).
+	Withdrawn []Withdrawal
+	// NotWithdrawn says why ReloadWithdrawing withdrew nothing from the
+	// site although it was asked to: the load failed, or the change
+	// awaits confirmation.
+	NotWithdrawn string
 }
 
 // reloadParallel is how many sites Reload loads at once.
@@ -166,6 +173,22 @@ const reloadParallel = 4
 // that holds them. Once ctx is done, the sites not loaded yet are reported
 // with its error.
 func Reload(ctx context.Context, ls []*Loader) []ReloadResult {
+	return reloadSites(ctx, ls, false, "")
+}
+
+// ReloadWithdrawing is Reload, then, for each site whose load succeeded
+// (its current version is what the site serves now), withdraws every
+// replaced version from the site's grace window and stored history, as
+// DELETE /robots/versions/<id> withdraws one: the current rules apply at
+// once to every crawler, whatever copy it may hold. A site whose load
+// failed, or whose change to no rules awaits confirmation, keeps its
+// versions (ReloadResult.NotWithdrawn says why). who asked is logged with
+// each withdrawal.
+func ReloadWithdrawing(ctx context.Context, ls []*Loader, who string) []ReloadResult {
+	return reloadSites(ctx, ls, true, who)
+}
+
+func reloadSites(ctx context.Context, ls []*Loader, withdraw bool, who string) []ReloadResult {
 	type job struct {
 		idx int
 		l   *Loader
@@ -191,6 +214,9 @@ func Reload(ctx context.Context, ls []*Loader) []ReloadResult {
 		case <-ctx.Done():
 			results[n].Result, results[n].Error = "error", ctx.Err().Error()
 			results[n].Version = results[n].Previous
+			if withdraw {
+				results[n].NotWithdrawn = "not reloaded: " + ctx.Err().Error()
+			}
 			continue
 		}
 		wg.Add(1)
@@ -198,6 +224,9 @@ func Reload(ctx context.Context, ls []*Loader) []ReloadResult {
 			defer wg.Done()
 			defer func() { <-sem }()
 			j.l.reload(j.st, &results[n])
+			if withdraw {
+				j.l.withdrawAfterReload(j.st, &results[n], who)
+			}
 		}()
 	}
 	wg.Wait()
@@ -231,6 +260,21 @@ func (l *Loader) reload(st *site, res *ReloadResult) {
 	st.mu.Unlock()
 }
 
+// withdrawAfterReload withdraws st's replaced versions once its reload
+// (res) succeeded, and records what it did in res.
+func (l *Loader) withdrawAfterReload(st *site, res *ReloadResult, who string) {
+	switch {
+	case res.Result != "ok" && res.Result != "client_error" && res.Result != "unchanged":
+		res.NotWithdrawn = "the reload did not succeed (" + res.Result + "): the versions in grace stay"
+		return
+	case res.Unconfirmed != nil:
+		res.NotWithdrawn = "the change to no rules awaits confirmation: the versions in grace stay"
+		return
+	}
+	res.Withdrawn = l.withdrawReplaced(st, who)
+	res.Version = currentID(st)
+}
+
 // unconfirmedStatus describes st's unconfirmed change, or nil. Called with
 // st.mu held.
 func (st *site) unconfirmedStatus() *Unconfirmed {
@@ -253,6 +297,8 @@ func (l *Loader) reloadFile(st *site) error {
 	}
 	if err != nil {
 		l.failed(st, err)
+	} else {
+		l.succeeded(st)
 	}
 	st.mu.Lock()
 	st.lastFetch, st.lastResult, st.lastErr = now, "ok", ""

@@ -96,6 +96,9 @@ type site struct {
 	lastErr    string
 	// unconfirmed is a change to no rules seen but not confirmed yet.
 	unconfirmed *unconfirmed
+	// outage is the run of failed loads the site is in; nil once a load
+	// succeeds.
+	outage *outage
 	// warned is when each kind of suspicious-file warning was last given
 	// for the site (see warnSuspicious).
 	warned [warnKinds]time.Time

@@ -61,6 +61,8 @@ type Withdrawal struct {
 	Loader int
 	Host   string
 	Server string
+	// Version is the id of the version withdrawn.
+	Version string
 	// From and Until are when the version was current at the site.
 	From, Until time.Time
 }
@@ -172,7 +174,7 @@ func Withdraw(ctx context.Context, ls []*Loader, id, who string) ([]Withdrawal, 
 			return out, fmt.Errorf("rewriting the history of %s: %w", o.h.Host, err)
 		}
 		l := ls[storer[o.si]]
-		w := Withdrawal{Loader: -1, Host: o.h.Host, Server: o.h.Server, From: v.From, Until: v.Until}
+		w := Withdrawal{Loader: -1, Host: o.h.Host, Server: o.h.Server, Version: id, From: v.From, Until: v.Until}
 		l.logWithdrawal(id, w, o.h.Source, who, true)
 		out = append(out, w)
 		requestSweep(storages[o.si], l.cfg.Logger)
@@ -227,7 +229,36 @@ func (l *Loader) withdraw(st *site, id string) (Withdrawal, bool) {
 	l.t.release(gone)
 	l.persistOrDefer(st)
 	v := gone[0]
-	return Withdrawal{Host: st.key.host, Server: st.key.server, From: v.since, Until: v.Until}, true
+	return Withdrawal{Host: st.key.host, Server: st.key.server, Version: id, From: v.since, Until: v.Until}, true
+}
+
+// withdrawReplaced takes every replaced version out of st's versions and
+// writes st's history, so that its current version alone decides for
+// every crawler at once (no grace); it returns what it withdrew, each time
+// a version was served, newest first. who asked is logged with each.
+func (l *Loader) withdrawReplaced(st *site, who string) []Withdrawal {
+	withdrawMu.Lock()
+	defer withdrawMu.Unlock()
+	st.mu.Lock()
+	old := st.snap.Load()
+	if len(old.versions) < 2 {
+		st.mu.Unlock()
+		return nil
+	}
+	gone := old.versions[1:]
+	snap := newSnapshot(old.versions[:1])
+	snap.Pending, snap.Unavailable = old.Pending, old.Unavailable
+	st.snap.Store(snap)
+	l.t.release(gone)
+	l.persistOrDefer(st)
+	st.mu.Unlock()
+	out := make([]Withdrawal, 0, len(gone))
+	for _, v := range gone {
+		w := Withdrawal{Loader: -1, Host: st.key.host, Server: st.key.server, Version: v.ID, From: v.since, Until: v.Until}
+		l.logWithdrawal(v.ID, w, l.t.name, who, false)
+		out = append(out, w)
+	}
+	return out
 }
 
 func (l *Loader) logWithdrawal(id string, w Withdrawal, source, who string, stored bool) {
