@@ -70,6 +70,14 @@ func TestConfigProvisionErrors(t *testing.T) {
 		{"verify timeout", `{"verify":{"timeout":"1h"}}`, "verify timeout: 1h is outside 100ms..30s"},
 		{"refresh short", `{"refresh":"500ms"}`, "refresh: 500ms is outside 1s..24h"},
 		{"grace long", `{"grace":"8d"}`, "grace: 8d is outside 0..7d"},
+		{"max_rule_memory 64 bytes", `{"max_rule_memory":64}`, "max_rule_memory: 64 B is outside 16MiB..1TiB"},
+		{"max_rule_memory negative", `{"max_rule_memory":-1}`, "max_rule_memory must not be negative"},
+		{"exempt host bits", `{"exempt":["10.1.2.3/8"]}`, `robots: exempt: network "10.1.2.3/8" has host bits set`},
+		{"strikes window 1ns", `{"strikes":{"count":1,"window":1,"ban":1}}`, "strikes window: 1ns is outside 1s..24h"},
+		{"strikes ban 1ns", `{"strikes":{"count":1,"window":"10m","ban":1}}`, "strikes ban: 1ns is outside 1m..30d"},
+		{"strikes negative", `{"strikes":{"count":1,"window":-1}}`, "strikes: count, window and ban must not be negative"},
+		{"signature_skew long", `{"verify":{"signature_skew":"9999h"}}`, "verify signature_skew: 9999h is outside 0..10m"},
+		{"ranges unknown method", `{"verify":{"ranges":{"gptbot":"/etc/caddy/gptbot.json"}}}`, `ranges: unknown verification method "gptbot" (did you mean openai-gptbot?)`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
