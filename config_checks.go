@@ -19,15 +19,16 @@ import (
 // Configs that cannot silently fail. Some mistakes are visible only where
 // the handler sits in the whole configuration, which a Caddyfile directive
 // cannot see (Caddy's directive API shows a directive its own tokens, not
-// its siblings): two robots handlers that run for the same requests (both
-// count every bot), a robots handler after a handler that always answers
-// (it never runs), and use_error_routes on a server without handle_errors
-// (bots get an empty 403). Once the configuration has started, each
-// handler walks its server's routes and warns about these, naming the site
-// block; the warnings also show in GET /robots/status. Mistakes that the
-// directive's own tokens show (robots_txt with source site, placeholders in
-// inline text) are errors with the file and line when the Caddyfile is
-// adapted.
+// its siblings). Two robots handlers that run for the same requests, and a
+// robots handler in handle_errors, fail the config when it loads
+// (config_placement.go). A robots handler after a handler that always
+// answers (it never runs) and use_error_routes on a server without
+// handle_errors (bots get an empty 403) are warned about once the
+// configuration has started: each handler walks its server's routes,
+// naming the site block; the warnings also show in GET /robots/status.
+// Mistakes that the directive's own tokens show (robots_txt with source
+// site, placeholders in inline text) are errors with the file and line
+// when the Caddyfile is adapted.
 
 // watchStart checks the handler's place in the configuration once it has
 // started, through Caddy's events app (which this also loads, so the
@@ -75,6 +76,7 @@ func (s startedCheck) Handle(context.Context, caddy.Event) error {
 	if !ok {
 		return nil
 	}
+	dropDecoded(a) // config_placement.go: the config has loaded
 	for _, w := range s.h.placementWarnings(a) {
 		s.h.warnConfig(w)
 	}
@@ -183,14 +185,8 @@ func (h *Handler) placementWarnings(app *caddyhttp.App) []string {
 	me := paths[i]
 	site := scopeOf(placement{Listen: me.listen, Hosts: me.hosts}).desc
 	var ws []string
-	for j, other := range paths {
-		if j == i || other.server != me.server || !slices.Equal(other.conds, me.conds) || exclusive(me.groups, other.groups) {
-			continue
-		}
-		if j < i {
-			ws = append(ws, "robots: site "+site+" has two robots handlers that run for the same requests: both judge and count every bot, and the stricter one answers. Keep one")
-		}
-	}
+	// Two handlers for the same requests, and a handler in handle_errors,
+	// fail the config when it loads (checkPlacement).
 	for _, mh := range me.before {
 		if name := answersAlways(mh); name != "" {
 			ws = append(ws, "robots: in site "+site+", the robots handler comes after "+name+" in the same route, which answers every request: it never runs. Put robots first (or use the directive outside the route)")

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 )
 
@@ -206,5 +207,60 @@ func TestCaddyfileBounds(t *testing.T) {
 		if err := h.UnmarshalCaddyfile(caddyfile.NewTestDispenser(src)); err != nil {
 			t.Errorf("%q: %v", src, err)
 		}
+	}
+}
+
+// TestValidatePlacement: what `caddy validate` runs (caddy.Validate: every
+// module provisioned, nothing started) refuses a robots handler in
+// handle_errors and two robots handlers for the same requests of a site,
+// naming the site; robots handlers under different matchers, in different
+// handle blocks or in different sites load.
+func TestValidatePlacement(t *testing.T) {
+	t.Setenv(RangesOperatorsEnv, "off")
+	const g = "{\n\tauto_https off\n\tadmin off\n}\n"
+	validate := func(src string) error {
+		t.Helper()
+		adapted, _, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(src), map[string]any{"filename": "Caddyfile"})
+		if err != nil {
+			t.Fatalf("adapt: %v\n%s", err, src)
+		}
+		var cfg caddy.Config
+		if err := json.Unmarshal(adapted, &cfg); err != nil {
+			t.Fatal(err)
+		}
+		return caddy.Validate(&cfg)
+	}
+	for name, c := range map[string]struct{ src, want string }{
+		"two in one site": {g + "http://a.localhost:8080 {\n\trobots\n\trobots {\n\t\tsource inline \"User-agent: *\\nDisallow: /x\\n\"\n\t}\n\trespond ok\n}\n",
+			"robots: site a.localhost on :8080 has two robots handlers that run for the same requests"},
+		"two in one route block": {g + "http://a.localhost:8080 {\n\troute {\n\t\trobots\n\t}\n\troute {\n\t\trobots\n\t}\n\trespond ok\n}\n",
+			"has two robots handlers that run for the same requests"},
+		"two, the second in a later site's server": {g + "http://b.localhost:8080 {\n\trespond b\n}\nhttp://a.localhost:8080 {\n\trobots /x/*\n\trobots /x/*\n\trespond ok\n}\n",
+			"robots: site a.localhost on :8080 has two robots handlers"},
+		"one bare, one in a route": {g + "http://a.localhost:8080 {\n\trobots\n\troute {\n\t\trobots\n\t}\n\trespond ok\n}\n",
+			"has two robots handlers that run for the same requests"},
+		"in handle_errors": {g + "http://a.localhost:8080 {\n\trespond ok\n\thandle_errors {\n\t\trobots\n\t\trespond \"error\"\n\t}\n}\n",
+			"has the robots directive inside handle_errors: it would judge the error pages of every request, so a bot's 404 would become a 403 or a 503"},
+		"in handle_errors 404": {g + "http://a.localhost:8080 {\n\trobots\n\trespond ok\n\thandle_errors 404 {\n\t\trobots\n\t\trespond \"error\"\n\t}\n}\n",
+			"inside handle_errors"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			err := validate(c.src)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("got %v, want an error containing %q", err, c.want)
+			}
+		})
+	}
+	for name, src := range map[string]string{
+		"one per site":                        g + "http://a.localhost:8080 {\n\trobots\n\trespond a\n}\nhttp://b.localhost:8080 {\n\trobots\n\trespond b\n}\n",
+		"different matchers":                  g + "http://a.localhost:8080 {\n\troute /a/* {\n\t\trobots\n\t}\n\trobots\n\trespond ok\n}\n",
+		"handle blocks":                       g + "http://a.localhost:8080 {\n\thandle /a/* {\n\t\trobots\n\t\trespond a\n\t}\n\thandle {\n\t\trobots\n\t\trespond b\n\t}\n}\n",
+		"use_error_routes with handle_errors": g + "http://a.localhost:8080 {\n\trobots {\n\t\tuse_error_routes\n\t}\n\trespond ok\n\thandle_errors {\n\t\trespond \"{err.status_code}\"\n\t}\n}\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			if err := validate(src); err != nil {
+				t.Errorf("%v\n%s", err, src)
+			}
+		})
 	}
 }

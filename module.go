@@ -431,6 +431,9 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		}
 		h.exempt = append(h.exempt, p)
 	}
+	if err := checkPlacement(ctx); err != nil { // config_placement.go
+		return err
+	}
 
 	if err := registerMetrics(ctx.GetMetricsRegistry()); err != nil {
 		return fmt.Errorf("robots: registering metrics: %w", err)

@@ -13,19 +13,14 @@ import (
 )
 
 // TestConfigsThatCannotSilentlyFail: mistakes a config makes about where
-// the handler sits are warned about when it loads, naming the site; those
+// the handler sits are warned about when it starts, naming the site; those
 // the directive's own tokens show fail the adapt with the file and line.
+// (Two robots handlers for the same requests fail the load:
+// TestPlacementErrorsFailTheLoad.)
 func TestConfigsThatCannotSilentlyFail(t *testing.T) {
 	logFile := filepath.Join(t.TempDir(), "caddy.log")
 	cfg := globalsWith("\tlog {\n\t\toutput file "+logFile+"\n\t\tlevel WARN\n\t}\n") +
-		siteURL("twice.localhost") + ` {
-	robots
-	robots {
-		source inline "User-agent: *\nDisallow: /x\n"
-	}
-	respond "a"
-}
-` + siteURL("after.localhost") + ` {
+		siteURL("after.localhost") + ` {
 	route {
 		respond "b"
 		robots
@@ -60,10 +55,9 @@ func TestConfigsThatCannotSilentlyFail(t *testing.T) {
 	eventually(t, 10*time.Second, "the load-time warnings", func() bool {
 		b, _ := os.ReadFile(logFile)
 		log = string(b)
-		return strings.Count(log, "robots: ") >= 4
+		return strings.Count(log, "robots: ") >= 3
 	})
 	for _, want := range []string{
-		"site twice.localhost on :" + strconv.Itoa(httpPort) + " has two robots handlers that run for the same requests",
 		"in site after.localhost on :" + strconv.Itoa(httpPort) + ", the robots handler comes after respond in the same route, which answers every request: it never runs",
 		"use_error_routes in site errors.localhost on :" + strconv.Itoa(httpPort) + ", but its server has no handle_errors",
 		"this handler sits where /docs is stripped from the path (handle_path or uri strip_prefix), but none of its rules starts with /docs",
@@ -137,4 +131,29 @@ func TestTrustedProxiesWithoutStrictWarned(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestPlacementErrorsFailTheLoad: a robots handler inside handle_errors
+// and two robots handlers for the same requests of a site fail the config
+// when it loads (as `caddy validate` does), naming the site; the running
+// config stays.
+func TestPlacementErrorsFailTheLoad(t *testing.T) {
+	c := newClient(t, globals+siteURL("keep.localhost")+` {
+	robots {
+		source inline "User-agent: *\nDisallow: /x\n"
+	}
+	respond "kept"
+}
+`)
+	site := " on :" + strconv.Itoa(httpPort)
+	for _, tc := range []struct{ body, want string }{
+		{"robots\n\trobots {\n\t\tsource inline \"User-agent: *\\nDisallow: /x\\n\"\n\t}\n\trespond \"a\"",
+			"robots: site twice.localhost" + site + " has two robots handlers that run for the same requests"},
+		{"respond \"a\"\n\thandle_errors {\n\t\trobots\n\t\trespond \"error {err.status_code}\"\n\t}",
+			"robots: site twice.localhost" + site + " has the robots directive inside handle_errors"},
+	} {
+		caddytest.AssertLoadError(t, globals+siteURL("twice.localhost")+" {\n\t"+tc.body+"\n}\n", "caddyfile", tc.want)
+	}
+	c.expect(siteURL("keep.localhost")+"/x", exampleUA, 403)
+	c.expect(siteURL("keep.localhost")+"/y", exampleUA, 200, "kept")
 }
