@@ -3,6 +3,7 @@ package caddyrobots
 import (
 	"encoding/json"
 	"fmt"
+	"net/netip"
 	"slices"
 	"sync"
 
@@ -237,4 +238,30 @@ func checkPlacement(ctx caddy.Context) error {
 // a bare `robots` beside it.
 func conditions(conds []string) []string {
 	return slices.DeleteFunc(slices.Clone(conds), func(c string) bool { return c == "" })
+}
+
+// proxyRanges are where a proxy or load balancer in front of Caddy
+// usually is: loopback and private networks.
+var proxyRanges = []netip.Prefix{
+	netip.MustParsePrefix("127.0.0.0/8"),
+	netip.MustParsePrefix("10.0.0.0/8"),
+	netip.MustParsePrefix("172.16.0.0/12"),
+	netip.MustParsePrefix("192.168.0.0/16"),
+	netip.MustParsePrefix("::1/128"),
+	netip.MustParsePrefix("fc00::/7"),
+}
+
+// exemptsProxyRanges returns the exempt networks that overlap loopback or
+// private networks.
+func exemptsProxyRanges(list []netip.Prefix) []string {
+	var out []string
+	for _, p := range list {
+		for _, r := range proxyRanges {
+			if p.Overlaps(r) {
+				out = append(out, p.String())
+				break
+			}
+		}
+	}
+	return out
 }

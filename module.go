@@ -135,7 +135,9 @@ type Handler struct {
 
 	// Exempt lists client networks (CIDR or single addresses) that are
 	// never judged, such as your own monitoring. A network with host bits
-	// set (10.1.2.3/8) is an error. An entry may be a
+	// set (10.1.2.3/8) is an error. Behind a proxy, trust it with the
+	// servers' trusted_proxies rather than exempting it: exempting an
+	// untrusted proxy exempts every client behind it (warned about). An entry may be a
 	// placeholder ({env.ROBOTS_EXEMPT}) holding a list separated by commas
 	// or spaces, replaced at provision.
 	Exempt []string `json:"exempt,omitempty"`
@@ -292,8 +294,11 @@ type Handler struct {
 	// untrustedProxy is the first peer found forwarding for others
 	// while the server does not trust it (proxies.go); nil until then.
 	untrustedProxy *atomic.Pointer[netip.Addr]
-	releaseRanges  func() error // from startRanges; called by Cleanup
-	sigKey         string       // sigPool key of sig
+	// exemptProxy is the first exempt address found forwarding for
+	// others while the server does not trust it (proxies.go).
+	exemptProxy   *atomic.Pointer[netip.Addr]
+	releaseRanges func() error // from startRanges; called by Cleanup
+	sigKey        string       // sigPool key of sig
 }
 
 // StrikesConfig configures repeat-offender bans.
@@ -401,6 +406,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	h.scope = new(atomic.Pointer[handlerScope])
 	h.rotations = rotationTable
 	h.untrustedProxy = new(atomic.Pointer[netip.Addr])
+	h.exemptProxy = new(atomic.Pointer[netip.Addr])
 	h.stats = newCrawlerStats()
 	h.named = newBoundedMap[string, *agents.Shared](1024)
 	if h.now == nil {
