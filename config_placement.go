@@ -26,15 +26,14 @@ import (
 // so two handlers under the same conditions compare equal when the second
 // of them is provisioned.
 
-// loadPath is one robots handler's way through a server's routes, as seen
-// while the config loads.
+// loadPath is one robots handler's way through routes, as seen while the
+// config loads: relative to a route list.
 type loadPath struct {
-	server string
-	listen []string
-	hosts  []string
-	// conds are the matcher sets of the routes that lead to the handler
-	// (as JSON, outermost first); groups the route groups on its way.
-	conds  []string
+	hosts []string
+	// key is the matcher sets of the routes that lead to the handler (as
+	// JSON, outermost first, routes without matchers left out); groups
+	// the route groups on its way.
+	key    string
 	groups []string
 	// errorRoutes: the handler runs for errors (handle_errors), not for
 	// requests.
@@ -48,21 +47,55 @@ type rawHandler struct {
 	Errors  *caddyhttp.HTTPErrorConfig `json:"errors"`
 }
 
-// rawDecoded keeps, for the config that is loading, the handlers decoded
-// from JSON by an earlier walk, by the first byte of their JSON (which
-// Caddy keeps until it loads the handler): each handler of a large config
-// is decoded once, not once per robots handler.
+// rawDecoded keeps, for the config that is loading, what earlier walks
+// worked out, so that each robots handler's walk costs little more than
+// visiting the routes: the handlers decoded from JSON, by the first byte
+// of their JSON (which Caddy keeps until it loads the handler), and the
+// conditions and hosts of each route's matchers, by their first matcher
+// set (loaded or JSON; once loaded, a route's matchers stay loaded).
 type rawDecoded struct {
-	mu sync.Mutex
-	m  map[*byte]*rawHandler
+	mu     sync.Mutex
+	m      map[*byte]*rawHandler
+	routes map[any]routeInfo
+	// subs are the robots handlers inside each subroute that will not
+	// change any more: one loaded (its handlers are all loaded) or one
+	// decoded here from JSON.
+	subs map[any][]loadPath
 }
 
+// routeInfo is what a walk reads of a route's matchers.
+type routeInfo struct {
+	conds string
+	hosts []string
+}
+
+// route returns the conditions and hosts of rt's matchers.
+func (c *rawDecoded) route(rt *caddyhttp.Route) routeInfo {
+	var key any
+	switch {
+	case len(rt.MatcherSets) > 0:
+		key = &rt.MatcherSets[0]
+	case len(rt.MatcherSetsRaw) > 0:
+		key = &rt.MatcherSetsRaw[0]
+	default:
+		return routeInfo{} // no matchers: every request
+	}
+	if ri, ok := c.routes[key]; ok {
+		return ri
+	}
+	ri := routeInfo{conds: routeConds(rt), hosts: routeHosts(rt)}
+	if c.routes == nil {
+		c.routes = map[any]routeInfo{}
+	}
+	c.routes[key] = ri
+	return ri
+}
+
+// decode returns the handler raw holds, nil if it is not JSON.
 func (c *rawDecoded) decode(raw json.RawMessage) *rawHandler {
 	if len(raw) == 0 {
 		return nil
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	if hd, ok := c.m[&raw[0]]; ok {
 		return hd
 	}
@@ -108,66 +141,102 @@ func dropDecoded(app *caddyhttp.App) {
 	decodedPools.Unlock()
 }
 
-// loadPaths lists every robots handler of app, loaded or not, by server
-// (in name order) and in route order; dec decodes the handlers still in
-// JSON.
-func loadPaths(app *caddyhttp.App, dec *rawDecoded) []loadPath {
-	var out []loadPath
-	var walk func(routes caddyhttp.RouteList, p loadPath)
-	into := func(routes caddyhttp.RouteList, errs *caddyhttp.HTTPErrorConfig, p loadPath) {
-		walk(routes, p)
-		if errs != nil {
+// lists returns the robots handlers in routes and in the error routes of
+// errs, with their ways relative to them.
+func (c *rawDecoded) lists(routes caddyhttp.RouteList, errs *caddyhttp.HTTPErrorConfig) []loadPath {
+	out := c.walk(routes)
+	if errs != nil {
+		for _, p := range c.walk(errs.Routes) {
 			p.errorRoutes = true
-			walk(errs.Routes, p)
+			out = append(out, p)
 		}
-	}
-	walk = func(routes caddyhttp.RouteList, p loadPath) {
-		for i := range routes {
-			rt := &routes[i]
-			q := p
-			q.conds = append(slices.Clip(p.conds), routeConds(rt))
-			q.hosts = append(slices.Clip(p.hosts), routeHosts(rt)...)
-			if rt.Group != "" {
-				q.groups = append(slices.Clip(p.groups), rt.Group)
-			}
-			if len(rt.Handlers) > 0 {
-				for _, mh := range rt.Handlers {
-					switch x := mh.(type) {
-					case *Handler:
-						out = append(out, q)
-					case *caddyhttp.Subroute:
-						into(x.Routes, x.Errors, q)
-					}
-				}
-				continue
-			}
-			for _, raw := range rt.HandlersRaw {
-				hd := dec.decode(raw)
-				if hd == nil {
-					continue
-				}
-				switch hd.Handler {
-				case "robots":
-					out = append(out, q)
-				case "subroute":
-					into(hd.Routes, hd.Errors, q)
-				}
-			}
-		}
-	}
-	names := make([]string, 0, len(app.Servers))
-	for name := range app.Servers {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
-		srv := app.Servers[name]
-		if srv == nil {
-			continue
-		}
-		into(srv.Routes, srv.Errors, loadPath{server: name, listen: srv.Listen})
 	}
 	return out
+}
+
+// walk returns the robots handlers in routes, with their ways relative to
+// routes.
+func (c *rawDecoded) walk(routes caddyhttp.RouteList) []loadPath {
+	var out []loadPath
+	for i := range routes {
+		rt := &routes[i]
+		inner := c.handlers(rt)
+		if len(inner) == 0 {
+			continue
+		}
+		ri := c.route(rt)
+		for _, p := range inner {
+			out = append(out, p.under(rt, ri))
+		}
+	}
+	return out
+}
+
+// handlers returns the robots handlers among rt's handlers and inside
+// them, with their ways relative to rt's handlers.
+func (c *rawDecoded) handlers(rt *caddyhttp.Route) []loadPath {
+	var inner []loadPath
+	if len(rt.Handlers) > 0 {
+		for _, mh := range rt.Handlers {
+			switch x := mh.(type) {
+			case *Handler:
+				inner = append(inner, loadPath{})
+			case *caddyhttp.Subroute:
+				inner = append(inner, c.sub(x, x.Routes, x.Errors)...)
+			}
+		}
+		return inner
+	}
+	for _, raw := range rt.HandlersRaw {
+		hd := c.decode(raw)
+		switch {
+		case hd == nil:
+		case hd.Handler == "robots":
+			inner = append(inner, loadPath{})
+		case hd.Handler == "subroute":
+			inner = append(inner, c.sub(hd, hd.Routes, hd.Errors)...)
+		}
+	}
+	return inner
+}
+
+// under returns p seen from above rt, whose matchers are ri.
+func (p loadPath) under(rt *caddyhttp.Route, ri routeInfo) loadPath {
+	p.key = joinConds(ri.conds, p.key)
+	if len(ri.hosts) > 0 {
+		p.hosts = append(slices.Clip(ri.hosts), p.hosts...)
+	}
+	if rt.Group != "" {
+		p.groups = append([]string{rt.Group}, p.groups...)
+	}
+	return p
+}
+
+// joinConds joins the conditions of an outer and an inner way: a route
+// without matchers adds none, so `route { robots }` runs for the same
+// requests as a bare `robots` beside it.
+func joinConds(outer, inner string) string {
+	switch {
+	case outer == "":
+		return inner
+	case inner == "":
+		return outer
+	}
+	return outer + "\x00" + inner
+}
+
+// sub returns the robots handlers of a subroute that no longer changes
+// (key: the loaded *Subroute or the decoded *rawHandler), once.
+func (c *rawDecoded) sub(key any, routes caddyhttp.RouteList, errs *caddyhttp.HTTPErrorConfig) []loadPath {
+	if ps, ok := c.subs[key]; ok {
+		return ps
+	}
+	ps := c.lists(routes, errs)
+	if c.subs == nil {
+		c.subs = map[any][]loadPath{}
+	}
+	c.subs[key] = ps
+	return ps
 }
 
 // routeConds is a route's matcher sets as JSON: loaded ones as the
@@ -211,33 +280,71 @@ func routeHosts(rt *caddyhttp.Route) []string {
 // checkPlacement fails the config for a robots handler in error routes or
 // two robots handlers that run for the same requests of a site, anywhere
 // in the http app that is loading. Outside a config (unit tests) it checks
-// nothing.
+// nothing. The servers' own route lists are loading, so they are walked
+// each time; what is inside their routes is worked out once (rawDecoded).
 func checkPlacement(ctx caddy.Context) error {
 	app, _ := appOf(ctx, "http")
 	a, ok := app.(*caddyhttp.App)
 	if !ok || a == nil {
 		return nil
 	}
-	paths := loadPaths(a, decodedFor(ctx, a))
-	for i, p := range paths {
-		site := siteDesc(placement{Listen: p.listen, Hosts: p.hosts})
-		if p.errorRoutes {
-			return fmt.Errorf("robots: site %s has the robots directive inside handle_errors: it would judge the error pages of every request, so a bot's 404 would become a 403 or a 503. Put robots in the site block itself (use_error_routes sends its refusals to handle_errors)", site)
+	dec := decodedFor(ctx, a)
+	dec.mu.Lock()
+	defer dec.mu.Unlock()
+	names := make([]string, 0, len(a.Servers))
+	for name := range a.Servers {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		srv := a.Servers[name]
+		if srv == nil {
+			continue
 		}
-		for _, o := range paths[:i] {
-			if o.server == p.server && !o.errorRoutes && slices.Equal(conditions(o.conds), conditions(p.conds)) && !exclusive(o.groups, p.groups) {
-				return fmt.Errorf("robots: site %s has two robots handlers that run for the same requests: both would judge and count every bot, and the stricter would answer. Keep one robots directive per site (or give them different matchers or handle blocks)", site)
+		// The handlers seen so far under each set of conditions, with the
+		// groups on their way.
+		seen := make(map[string][][]string, len(srv.Routes))
+		check := func(routes caddyhttp.RouteList, errorRoutes bool) error {
+			for i := range routes {
+				rt := &routes[i]
+				inner := dec.handlers(rt)
+				if len(inner) == 0 {
+					continue
+				}
+				ri := dec.route(rt)
+				for _, p := range inner {
+					// As p.under(rt, ri), without the hosts until an
+					// error names the site.
+					p.key = joinConds(ri.conds, p.key)
+					if rt.Group != "" {
+						p.groups = append([]string{rt.Group}, p.groups...)
+					}
+					site := func() string {
+						return siteDesc(placement{Listen: srv.Listen, Hosts: append(slices.Clip(ri.hosts), p.hosts...)})
+					}
+					if errorRoutes || p.errorRoutes {
+						return fmt.Errorf("robots: site %s has the robots directive inside handle_errors: it would judge the error pages of every request, so a bot's 404 would become a 403 or a 503. Put robots in the site block itself (use_error_routes sends its refusals to handle_errors)", site())
+					}
+					for _, groups := range seen[p.key] {
+						if !exclusive(groups, p.groups) {
+							return fmt.Errorf("robots: site %s has two robots handlers that run for the same requests: both would judge and count every bot, and the stricter would answer. Keep one robots directive per site (or give them different matchers or handle blocks)", site())
+						}
+					}
+					seen[p.key] = append(seen[p.key], p.groups)
+				}
+			}
+			return nil
+		}
+		if err := check(srv.Routes, false); err != nil {
+			return err
+		}
+		if srv.Errors != nil {
+			if err := check(srv.Errors.Routes, true); err != nil {
+				return err
 			}
 		}
 	}
 	return nil
-}
-
-// conditions are the matcher sets on a way through the routes without the
-// routes that have none: `route { robots }` runs for the same requests as
-// a bare `robots` beside it.
-func conditions(conds []string) []string {
-	return slices.DeleteFunc(slices.Clone(conds), func(c string) bool { return c == "" })
 }
 
 // proxyRanges are where a proxy or load balancer in front of Caddy
