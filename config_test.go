@@ -264,3 +264,28 @@ func TestValidatePlacement(t *testing.T) {
 		})
 	}
 }
+
+// TestValidatePlacementJSON: the same checks hold for a JSON config, in a
+// server's error routes and in a subroute's own.
+func TestValidatePlacementJSON(t *testing.T) {
+	t.Setenv(RangesOperatorsEnv, "off")
+	for name, c := range map[string]struct{ errors, want string }{
+		"server errors": {`"routes":[{"handle":[{"handler":"static_response","body":"ok"}]}],"errors":{"routes":[{"handle":[{"handler":"robots"}]}]}`,
+			"robots: site * on :8080 has the robots directive inside handle_errors"},
+		"subroute errors": {`"routes":[{"handle":[{"handler":"subroute","routes":[{"handle":[{"handler":"static_response","body":"ok"}]}],"errors":{"routes":[{"handle":[{"handler":"robots"}]}]}}]}]`,
+			"inside handle_errors"},
+		"two in one route": {`"routes":[{"match":[{"host":["a.example"]}],"handle":[{"handler":"robots"},{"handler":"robots"}]}]`,
+			"robots: site a.example on :8080 has two robots handlers"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var cfg caddy.Config
+			raw := `{"admin":{"disabled":true},"apps":{"http":{"servers":{"srv0":{"listen":[":8080"],"automatic_https":{"disable":true},` + c.errors + `}}}}}`
+			if err := json.Unmarshal([]byte(raw), &cfg); err != nil {
+				t.Fatal(err)
+			}
+			if err := caddy.Validate(&cfg); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("got %v, want an error containing %q", err, c.want)
+			}
+		})
+	}
+}
