@@ -5,8 +5,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dustin/go-humanize"
-
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
@@ -40,9 +38,9 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //		crawl_burst   <n>                    # requests back to back before Crawl-delay applies; default 4
 //		spoofed       block | wildcard       # default block
 //		libraries     crawler | ignore       # default crawler
-//		exempt        <cidr|ip>...
+//		exempt        <cidr|ip>...          # a CIDR with host bits set (10.1.2.3/8) is an error
 //		unavailable   disallow | allow       # default disallow
-//		strikes       off | <count> <window> <ban>   # default 10 10m 1h
+//		strikes       off | <count> <window> <ban>   # default 10 10m 1h; window 1s..24h, ban 1m..30d
 //		store memory [<max_entries>]
 //		store redis <url> {
 //			prefix      <prefix>             # default caddy-robots
@@ -53,14 +51,14 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //			timeout  <duration>              # 100ms..30s, default 2s
 //			resolver <ip[:port]>             # port default 53
 //			signature_agent <url> [token <t>]  # a Web Bot Auth agent to verify
-//			signature_skew  <duration>         # default 60s
+//			signature_skew  <duration>         # at most 10m, default 60s
 //			ranges   <method> <file|url>     # e.g. ranges openai-gptbot /etc/caddy/gptbot.json
 //			ranges_refresh   <duration> | off  # operators' IP lists re-fetched; default 12h
 //			ranges_operators on | off          # off: only the URLs given with ranges
 //		}
 //		preferences   expose | header | enforce   # AI usage preferences; default expose
 //		robots_txt    serve | pass           # source file/inline: who answers /robots.txt; default serve
-//		max_rule_memory <size>               # default 64MiB: parsed robots.txt versions kept
+//		max_rule_memory <size>               # 16MiB..1TiB, default 64MiB; a unit is required
 //		use_error_routes                     # refusals go to handle_errors
 //		case_insensitive_paths               # /PRIVATE/ is /private/ (IIS); see the README's cost
 //		disguised [off | log | enforce] {    # undeclared crawlers; default: per signal
@@ -74,8 +72,9 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //
 // A bare `robots` uses every default: the site's own /robots.txt.
 //
-// A duration outside its bounds is an error naming the option and the
-// line; so is an explicit 0 for refresh, fetch_timeout and the timeouts
+// Every option is given once (exempt, and signature_agent and ranges in
+// verify, may repeat). A duration or size outside its bounds is an error
+// naming the option and the line; so is an explicit 0 for refresh, fetch_timeout and the timeouts
 // (omit the option to get the default; grace 0 is a real value). Paths and
 // addresses (source file, resolver, ranges, the Redis URL, exempt) may use
 // placeholders such as {env.ROBOTS_FILE}: they are replaced at provision
@@ -156,14 +155,17 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			if !d.NextArg() {
 				return d.Errf("robots: max_rule_memory needs a size, e.g. 64MiB")
 			}
-			n, perr := humanize.ParseBytes(d.Val())
-			if perr != nil || n == 0 || n > 1<<40 {
-				return d.Errf("robots: max_rule_memory: bad size %q (want e.g. 64MiB)", d.Val())
+			n, perr := parseSize("max_rule_memory", d.Val())
+			if perr == nil {
+				perr = checkRuleMemory(n)
+			}
+			if perr != nil {
+				return d.Errf("robots: %v", perr)
 			}
 			if d.NextArg() {
 				return d.Errf("robots: max_rule_memory takes one size")
 			}
-			h.MaxRuleMemory = int64(n)
+			h.MaxRuleMemory = n
 		case "disguised":
 			err = h.parseDisguised(d) // disguised_caddyfile.go
 		case "trap":
@@ -237,12 +239,15 @@ func (h *Handler) parseStrikes(d *caddyfile.Dispenser) error {
 		return d.Errf("robots: strikes: count %q is not a positive number", args[0])
 	}
 	window, err := caddy.ParseDuration(args[1])
-	if err != nil || window <= 0 {
+	if err != nil {
 		return d.Errf("robots: strikes: bad window %q", args[1])
 	}
 	ban, err := caddy.ParseDuration(args[2])
-	if err != nil || ban <= 0 {
+	if err != nil {
 		return d.Errf("robots: strikes: bad ban duration %q", args[2])
+	}
+	if err := checkStrikes(window, ban); err != nil {
+		return d.Errf("robots: %v", err)
 	}
 	h.Strikes = &StrikesConfig{Count: n, Window: caddy.Duration(window), Ban: caddy.Duration(ban)}
 	return nil
@@ -326,8 +331,16 @@ func (h *Handler) parseVerify(d *caddyfile.Dispenser) error {
 		return d.Errf("robots: verify takes a block, not arguments")
 	}
 	v := &VerifyConfig{}
+	seen := map[string]bool{}
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
-		switch opt := d.Val(); opt {
+		opt := d.Val()
+		// signature_agent and ranges may repeat (one per agent, one per
+		// method); every other option is given once.
+		if seen[opt] && opt != "signature_agent" && opt != "ranges" {
+			return d.Errf("robots: verify: option %q given twice", opt)
+		}
+		seen[opt] = true
+		switch opt {
 		case "timeout":
 			if err := parseDurationIn(d, "verify timeout", &v.Timeout, MinVerifyTimeout, MaxVerifyTimeout, false); err != nil {
 				return err
@@ -343,7 +356,7 @@ func (h *Handler) parseVerify(d *caddyfile.Dispenser) error {
 			}
 			v.SignatureAgents = append(v.SignatureAgents, sa)
 		case "signature_skew":
-			if err := parseDuration(d, "verify signature_skew", &v.SignatureSkew); err != nil {
+			if err := parseDurationIn(d, "verify signature_skew", &v.SignatureSkew, 0, MaxSignatureSkew, true); err != nil {
 				return err
 			}
 		case "resolver":
@@ -362,7 +375,10 @@ func (h *Handler) parseVerify(d *caddyfile.Dispenser) error {
 		case "ranges":
 			args := d.RemainingArgs()
 			if len(args) != 2 {
-				return d.Errf("robots: verify: ranges needs <method> <file> or <method> <https-url>")
+				return d.Errf("robots: verify: ranges needs <method> <file> or <method> <https-url>, e.g. ranges openai-gptbot /etc/caddy/gptbot.json")
+			}
+			if err := checkRangesMethod(args[0]); err != nil {
+				return d.Errf("robots: verify: %v", err)
 			}
 			if v.Ranges == nil {
 				v.Ranges = map[string]string{}

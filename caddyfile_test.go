@@ -111,3 +111,60 @@ func TestExamplesAdapt(t *testing.T) {
 		}
 	}
 }
+
+// TestCaddyfileNoSilentConfig: each config that used to load and then
+// misbehave without a word fails the adapt, naming the option, the fix
+// and the file:line.
+func TestCaddyfileNoSilentConfig(t *testing.T) {
+	cases := map[string][]string{
+		// A size without a unit, and one too small to hold a robots.txt.
+		"robots {\n max_rule_memory 64\n}":                                        {`max_rule_memory: "64" has no unit: sizes need one, e.g. 64MiB`, "Testfile:2"},
+		"robots {\n max_rule_memory 1MiB\n}":                                      {"max_rule_memory: 1.0 MiB is outside 16MiB..1TiB", "Testfile:2"},
+		"robots {\n max_rule_memory 64B\n}":                                       {"max_rule_memory: 64 B is outside 16MiB..1TiB", "Testfile:2"},
+		"robots {\n max_rule_memory 2PiB\n}":                                      {"max_rule_memory: 2.0 PiB is outside 16MiB..1TiB", "Testfile:2"},
+		"robots {\n max_rule_memory lots\n}":                                      {`max_rule_memory: bad size "lots"`, "Testfile:2"},
+		"robots {\n\n exempt 10.1.2.3/8\n}":                                       {`exempt: network "10.1.2.3/8" has host bits set, so it means all of 10.0.0.0/8: write 10.0.0.0/8 for that network, or 10.1.2.3/32 for the one address`, "Testfile:3"},
+		"robots {\n exempt 2001:db8::1/32\n}":                                     {"write 2001:db8::/32 for that network, or 2001:db8::1/128 for the one address"},
+		"robots {\n strikes 1 1ns 1ns\n}":                                         {"strikes window: 1ns is outside 1s..24h", "Testfile:2"},
+		"robots {\n strikes 1 10m 1ns\n}":                                         {"strikes ban: 1ns is outside 1m..30d", "Testfile:2"},
+		"robots {\n strikes 1 25h 1h\n}":                                          {"strikes window: 25h is outside 1s..24h"},
+		"robots {\n strikes 1 10m 31d\n}":                                         {"strikes ban: 31d is outside 1m..30d"},
+		"robots {\n verify {\n timeout 2s\n timeout 5s\n }\n}":                    {`verify: option "timeout" given twice`, "Testfile:4"},
+		"robots {\n verify {\n resolver 127.0.0.1\n resolver 127.0.0.2\n }\n}":    {`verify: option "resolver" given twice`},
+		"robots {\n verify {\n signature_skew 1m\n signature_skew 2m\n }\n}":      {`verify: option "signature_skew" given twice`},
+		"robots {\n verify {\n ranges_refresh 1h\n ranges_refresh off\n }\n}":     {`verify: option "ranges_refresh" given twice`},
+		"robots {\n verify {\n ranges_operators on\n ranges_operators off\n }\n}": {`verify: option "ranges_operators" given twice`},
+		"robots {\n verify {\n signature_skew 9999h\n }\n}":                       {"verify signature_skew: 9999h is outside 0..10m", "Testfile:3"},
+		"robots {\n verify {\n ranges gptbot /etc/caddy/gptbot.json\n }\n}":       {`unknown verification method "gptbot" (did you mean openai-gptbot?)`, "write ranges <method> <file or https URL>, with one of the methods", "openai-gptbot", "perplexitybot", "Testfile:3"},
+		"robots {\n verify {\n ranges GPTBot /etc/caddy/gptbot.json\n }\n}":       {`(did you mean openai-gptbot?)`},
+		"robots {\n verify {\n ranges gptbot\n }\n}":                              {"ranges needs <method> <file> or <method> <https-url>, e.g. ranges openai-gptbot /etc/caddy/gptbot.json", "Testfile:3"},
+		"robots {\n store redis redis://h {\n timeout 1s\n timeout 2s\n }\n}":     {`store redis: option "timeout" given twice`},
+		"robots {\n disguised {\n client_hints log\n client_hints off\n }\n}":     {`disguised: signal "client_hints" given twice`},
+		"robots {\n trap /a/\n trap /b/\n}":                                       {`option "trap" given twice`},
+	}
+	for src, wants := range cases {
+		h := new(Handler)
+		err := h.UnmarshalCaddyfile(caddyfile.NewTestDispenser(src))
+		for _, want := range wants {
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("%q:\n got  %v\n want an error containing %q", src, err, want)
+			}
+		}
+	}
+	// Still accepted: sizes with units, the bounds themselves, a network
+	// written as such, one address, repeatable verify options.
+	for _, src := range []string{
+		"robots {\n max_rule_memory 16MiB\n}",
+		"robots {\n max_rule_memory 1GiB\n}",
+		"robots {\n max_rule_memory 100MB\n}",
+		"robots {\n exempt 10.0.0.0/8 10.1.2.3/32 10.1.2.3 2001:db8::/32\n}",
+		"robots {\n strikes 1 1s 1m\n}",
+		"robots {\n strikes 10 24h 30d\n}",
+		"robots {\n verify {\n signature_skew 10m\n ranges openai-gptbot /a.json\n ranges perplexitybot /b.json\n signature_agent https://a.example\n signature_agent https://b.example\n }\n}",
+	} {
+		h := new(Handler)
+		if err := h.UnmarshalCaddyfile(caddyfile.NewTestDispenser(src)); err != nil {
+			t.Errorf("%q: %v", src, err)
+		}
+	}
+}

@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/netip"
 	"os"
@@ -29,6 +30,7 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/dustin/go-humanize"
 
 	"github.com/caddyrobots/caddy-robots/enforce"
 	"github.com/caddyrobots/caddy-robots/enforce/state"
@@ -56,6 +58,27 @@ const (
 	MaxVerifyTimeout = 30 * time.Second
 	// defaultDNSPort is the port of a verify resolver given without one.
 	defaultDNSPort = "53"
+
+	// MinStrikeWindow and MaxStrikeWindow bound the strikes window: below
+	// a second no crawler's refusals can add up, so bans never happen.
+	MinStrikeWindow = time.Second
+	MaxStrikeWindow = 24 * time.Hour
+	// MinStrikeBan and MaxStrikeBan bound a ban: below a minute a ban
+	// lifts before a crawler's next visit, past 30 days it outlives any
+	// mistake worth punishing (lift bans early with DELETE /robots/bans).
+	MinStrikeBan = time.Minute
+	MaxStrikeBan = 30 * 24 * time.Hour
+	// MaxSignatureSkew bounds verify { signature_skew }: a longer skew
+	// lets a captured Web Bot Auth signature be replayed for that long.
+	MaxSignatureSkew = 10 * time.Minute
+	// MinRuleMemory is the smallest max_rule_memory: room for one
+	// robots.txt of the largest size read (enforce.MaxSize, 500 KiB),
+	// whose parsed form is estimated at 24 times its size (12 MiB). With
+	// less, a large file would find no room, no version would ever load
+	// and every bot would get 503 for good. MaxRuleMemory bounds it from
+	// above (1 TiB).
+	MinRuleMemory = 16 << 20
+	MaxRuleMemory = 1 << 40
 )
 
 // checkDuration reports d outside lo..hi as an error naming opt.
@@ -64,6 +87,40 @@ func checkDuration(opt string, d, lo, hi time.Duration) error {
 		return fmt.Errorf("%s: %s is outside %s..%s", opt, fmtBound(d), fmtBound(lo), fmtBound(hi))
 	}
 	return nil
+}
+
+// checkStrikes checks the bounds of a strikes window and ban duration.
+func checkStrikes(window, ban time.Duration) error {
+	if err := checkDuration("strikes window", window, MinStrikeWindow, MaxStrikeWindow); err != nil {
+		return err
+	}
+	return checkDuration("strikes ban", ban, MinStrikeBan, MaxStrikeBan)
+}
+
+// checkRuleMemory checks a max_rule_memory in bytes (0: the default).
+func checkRuleMemory(n int64) error {
+	switch {
+	case n < 0:
+		return errors.New("max_rule_memory must not be negative")
+	case n != 0 && (n < MinRuleMemory || n > MaxRuleMemory):
+		return fmt.Errorf("max_rule_memory: %s is outside 16MiB..1TiB (a robots.txt of 500 KiB takes about 12 MiB parsed; with less room no version loads and every bot gets 503)", humanize.IBytes(uint64(n)))
+	}
+	return nil
+}
+
+// parseSize reads a size that has a unit (KiB, MiB, GiB, KB, MB, ...): a
+// bare number is refused, because `max_rule_memory 64` meant as 64 MiB
+// would be 64 bytes.
+func parseSize(opt, s string) (int64, error) {
+	unit := strings.TrimLeft(s, "0123456789. ")
+	if unit == "" {
+		return 0, fmt.Errorf("%s: %q has no unit: sizes need one, e.g. %sMiB (units: KiB, MiB, GiB, KB, MB, GB)", opt, s, s)
+	}
+	n, err := humanize.ParseBytes(s)
+	if err != nil || n > math.MaxInt64 {
+		return 0, fmt.Errorf("%s: bad size %q (want e.g. 64MiB)", opt, s)
+	}
+	return int64(n), nil
 }
 
 // fmtBound formats a duration as people write it: 7d, 24h, 1m, 100ms.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -19,15 +20,17 @@ import (
 // Configs that cannot silently fail. Some mistakes are visible only where
 // the handler sits in the whole configuration, which a Caddyfile directive
 // cannot see (Caddy's directive API shows a directive its own tokens, not
-// its siblings): two robots handlers that run for the same requests (both
-// count every bot), a robots handler after a handler that always answers
-// (it never runs), and use_error_routes on a server without handle_errors
-// (bots get an empty 403). Once the configuration has started, each
-// handler walks its server's routes and warns about these, naming the site
-// block; the warnings also show in GET /robots/status. Mistakes that the
-// directive's own tokens show (robots_txt with source site, placeholders in
-// inline text) are errors with the file and line when the Caddyfile is
-// adapted.
+// its siblings). Two robots handlers that run for the same requests, and a
+// robots handler in handle_errors, fail the config when it loads
+// (config_placement.go). A robots handler after a handler that always
+// answers (it never runs), use_error_routes on a server without
+// handle_errors (bots get an empty 403) and exempt loopback or private
+// networks on a server that trusts no proxy are warned about once the
+// configuration has started: each handler walks its server's routes,
+// naming the site block; the warnings also show in GET /robots/status.
+// Mistakes that the directive's own tokens show (robots_txt with source
+// site, placeholders in inline text) are errors with the file and line
+// when the Caddyfile is adapted.
 
 // watchStart checks the handler's place in the configuration once it has
 // started, through Caddy's events app (which this also loads, so the
@@ -75,6 +78,7 @@ func (s startedCheck) Handle(context.Context, caddy.Event) error {
 	if !ok {
 		return nil
 	}
+	dropDecoded(a) // config_placement.go: the config has loaded
 	for _, w := range s.h.placementWarnings(a) {
 		s.h.warnConfig(w)
 	}
@@ -183,14 +187,8 @@ func (h *Handler) placementWarnings(app *caddyhttp.App) []string {
 	me := paths[i]
 	site := scopeOf(placement{Listen: me.listen, Hosts: me.hosts}).desc
 	var ws []string
-	for j, other := range paths {
-		if j == i || other.server != me.server || !slices.Equal(other.conds, me.conds) || exclusive(me.groups, other.groups) {
-			continue
-		}
-		if j < i {
-			ws = append(ws, "robots: site "+site+" has two robots handlers that run for the same requests: both judge and count every bot, and the stricter one answers. Keep one")
-		}
-	}
+	// Two handlers for the same requests, and a handler in handle_errors,
+	// fail the config when it loads (checkPlacement).
 	for _, mh := range me.before {
 		if name := answersAlways(mh); name != "" {
 			ws = append(ws, "robots: in site "+site+", the robots handler comes after "+name+" in the same route, which answers every request: it never runs. Put robots first (or use the directive outside the route)")
@@ -202,6 +200,11 @@ func (h *Handler) placementWarnings(app *caddyhttp.App) []string {
 	}
 	if srv := app.Servers[me.server]; serverTrustsProxies(srv) && srv.TrustedProxiesStrict == 0 {
 		ws = append(ws, "robots: site "+site+" is served by a server that trusts proxies without trusted_proxies_strict: the client address is the leftmost X-Forwarded-For entry, which a client can choose, so a bot could claim a verified crawler's address. Add trusted_proxies_strict to the servers options")
+	}
+	if srv := app.Servers[me.server]; !serverTrustsProxies(srv) {
+		if nets := exemptsProxyRanges(h.exempt); len(nets) > 0 {
+			ws = append(ws, "robots: site "+site+" exempts "+strings.Join(nets, ", ")+", loopback or private addresses, and its server trusts no proxy: if a proxy or load balancer there forwards requests to Caddy, every client behind it has its address and is exempt. Set trusted_proxies (and trusted_proxies_strict) in the servers options so that clients keep their own addresses; the handler also warns when an exempt address sends X-Forwarded-For")
+		}
 	}
 	if h.UseErrorRoutes {
 		if srv := app.Servers[me.server]; srv != nil && (srv.Errors == nil || len(srv.Errors.Routes) == 0) {
@@ -247,11 +250,18 @@ func (h *Handler) warnConfig(msg string, fields ...zap.Field) {
 	h.configWarnings.add(msg)
 }
 
-// warnings are a handler's load-time warnings about its config.
+// warnings are a handler's warnings about its config: those found when it
+// loads (list), and those about the state of a site (keyed: set while the
+// site is wrong, cleared once it is right, such as a trap its robots.txt
+// does not disallow).
 type warnings struct {
-	mu   sync.Mutex
-	list []string
+	mu    sync.Mutex
+	list  []string
+	keyed map[string]string
 }
+
+// maxKeyedWarnings bounds the keyed warnings (one per site at most).
+const maxKeyedWarnings = 64
 
 func (w *warnings) add(msg string) {
 	if w == nil {
@@ -262,14 +272,46 @@ func (w *warnings) add(msg string) {
 	w.list = append(w.list, msg)
 }
 
-// all returns the warnings.
+// set keeps msg under key, replacing the key's earlier warning; past
+// maxKeyedWarnings keys a new key is dropped.
+func (w *warnings) set(key, msg string) {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if _, ok := w.keyed[key]; !ok && len(w.keyed) >= maxKeyedWarnings {
+		return
+	}
+	if w.keyed == nil {
+		w.keyed = map[string]string{}
+	}
+	w.keyed[key] = msg
+}
+
+// clear drops the warning under key.
+func (w *warnings) clear(key string) {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.keyed, key)
+}
+
+// all returns the warnings: the load-time ones, then the keyed ones in
+// the order of their keys.
 func (w *warnings) all() []string {
 	if w == nil {
 		return nil
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return slices.Clone(w.list)
+	out := slices.Clone(w.list)
+	for _, k := range slices.Sorted(maps.Keys(w.keyed)) {
+		out = append(out, w.keyed[k])
+	}
+	return out
 }
 
 // Interface guards.

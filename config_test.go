@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 )
 
@@ -70,6 +71,14 @@ func TestConfigProvisionErrors(t *testing.T) {
 		{"verify timeout", `{"verify":{"timeout":"1h"}}`, "verify timeout: 1h is outside 100ms..30s"},
 		{"refresh short", `{"refresh":"500ms"}`, "refresh: 500ms is outside 1s..24h"},
 		{"grace long", `{"grace":"8d"}`, "grace: 8d is outside 0..7d"},
+		{"max_rule_memory 64 bytes", `{"max_rule_memory":64}`, "max_rule_memory: 64 B is outside 16MiB..1TiB"},
+		{"max_rule_memory negative", `{"max_rule_memory":-1}`, "max_rule_memory must not be negative"},
+		{"exempt host bits", `{"exempt":["10.1.2.3/8"]}`, `robots: exempt: network "10.1.2.3/8" has host bits set`},
+		{"strikes window 1ns", `{"strikes":{"count":1,"window":1,"ban":1}}`, "strikes window: 1ns is outside 1s..24h"},
+		{"strikes ban 1ns", `{"strikes":{"count":1,"window":"10m","ban":1}}`, "strikes ban: 1ns is outside 1m..30d"},
+		{"strikes negative", `{"strikes":{"count":1,"window":-1}}`, "strikes: count, window and ban must not be negative"},
+		{"signature_skew long", `{"verify":{"signature_skew":"9999h"}}`, "verify signature_skew: 9999h is outside 0..10m"},
+		{"ranges unknown method", `{"verify":{"ranges":{"gptbot":"/etc/caddy/gptbot.json"}}}`, `ranges: unknown verification method "gptbot" (did you mean openai-gptbot?)`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -198,5 +207,85 @@ func TestCaddyfileBounds(t *testing.T) {
 		if err := h.UnmarshalCaddyfile(caddyfile.NewTestDispenser(src)); err != nil {
 			t.Errorf("%q: %v", src, err)
 		}
+	}
+}
+
+// TestValidatePlacement: what `caddy validate` runs (caddy.Validate: every
+// module provisioned, nothing started) refuses a robots handler in
+// handle_errors and two robots handlers for the same requests of a site,
+// naming the site; robots handlers under different matchers, in different
+// handle blocks or in different sites load.
+func TestValidatePlacement(t *testing.T) {
+	t.Setenv(RangesOperatorsEnv, "off")
+	const g = "{\n\tauto_https off\n\tadmin off\n}\n"
+	validate := func(src string) error {
+		t.Helper()
+		adapted, _, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(src), map[string]any{"filename": "Caddyfile"})
+		if err != nil {
+			t.Fatalf("adapt: %v\n%s", err, src)
+		}
+		var cfg caddy.Config
+		if err := json.Unmarshal(adapted, &cfg); err != nil {
+			t.Fatal(err)
+		}
+		return caddy.Validate(&cfg)
+	}
+	for name, c := range map[string]struct{ src, want string }{
+		"two in one site": {g + "http://a.localhost:8080 {\n\trobots\n\trobots {\n\t\tsource inline \"User-agent: *\\nDisallow: /x\\n\"\n\t}\n\trespond ok\n}\n",
+			"robots: site a.localhost on :8080 has two robots handlers that run for the same requests"},
+		"two in one route block": {g + "http://a.localhost:8080 {\n\troute {\n\t\trobots\n\t}\n\troute {\n\t\trobots\n\t}\n\trespond ok\n}\n",
+			"has two robots handlers that run for the same requests"},
+		"two, the second in a later site's server": {g + "http://b.localhost:8080 {\n\trespond b\n}\nhttp://a.localhost:8080 {\n\trobots /x/*\n\trobots /x/*\n\trespond ok\n}\n",
+			"robots: site a.localhost on :8080 has two robots handlers"},
+		"one bare, one in a route": {g + "http://a.localhost:8080 {\n\trobots\n\troute {\n\t\trobots\n\t}\n\trespond ok\n}\n",
+			"has two robots handlers that run for the same requests"},
+		"in handle_errors": {g + "http://a.localhost:8080 {\n\trespond ok\n\thandle_errors {\n\t\trobots\n\t\trespond \"error\"\n\t}\n}\n",
+			"has the robots directive inside handle_errors: it would judge the error pages of every request, so a bot's 404 would become a 403 or a 503"},
+		"in handle_errors 404": {g + "http://a.localhost:8080 {\n\trobots\n\trespond ok\n\thandle_errors 404 {\n\t\trobots\n\t\trespond \"error\"\n\t}\n}\n",
+			"inside handle_errors"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			err := validate(c.src)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("got %v, want an error containing %q", err, c.want)
+			}
+		})
+	}
+	for name, src := range map[string]string{
+		"one per site":                        g + "http://a.localhost:8080 {\n\trobots\n\trespond a\n}\nhttp://b.localhost:8080 {\n\trobots\n\trespond b\n}\n",
+		"different matchers":                  g + "http://a.localhost:8080 {\n\troute /a/* {\n\t\trobots\n\t}\n\trobots\n\trespond ok\n}\n",
+		"handle blocks":                       g + "http://a.localhost:8080 {\n\thandle /a/* {\n\t\trobots\n\t\trespond a\n\t}\n\thandle {\n\t\trobots\n\t\trespond b\n\t}\n}\n",
+		"use_error_routes with handle_errors": g + "http://a.localhost:8080 {\n\trobots {\n\t\tuse_error_routes\n\t}\n\trespond ok\n\thandle_errors {\n\t\trespond \"{err.status_code}\"\n\t}\n}\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			if err := validate(src); err != nil {
+				t.Errorf("%v\n%s", err, src)
+			}
+		})
+	}
+}
+
+// TestValidatePlacementJSON: the same checks hold for a JSON config, in a
+// server's error routes and in a subroute's own.
+func TestValidatePlacementJSON(t *testing.T) {
+	t.Setenv(RangesOperatorsEnv, "off")
+	for name, c := range map[string]struct{ errors, want string }{
+		"server errors": {`"routes":[{"handle":[{"handler":"static_response","body":"ok"}]}],"errors":{"routes":[{"handle":[{"handler":"robots"}]}]}`,
+			"robots: site * on :8080 has the robots directive inside handle_errors"},
+		"subroute errors": {`"routes":[{"handle":[{"handler":"subroute","routes":[{"handle":[{"handler":"static_response","body":"ok"}]}],"errors":{"routes":[{"handle":[{"handler":"robots"}]}]}}]}]`,
+			"inside handle_errors"},
+		"two in one route": {`"routes":[{"match":[{"host":["a.example"]}],"handle":[{"handler":"robots"},{"handler":"robots"}]}]`,
+			"robots: site a.example on :8080 has two robots handlers"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var cfg caddy.Config
+			raw := `{"admin":{"disabled":true},"apps":{"http":{"servers":{"srv0":{"listen":[":8080"],"automatic_https":{"disable":true},` + c.errors + `}}}}}`
+			if err := json.Unmarshal([]byte(raw), &cfg); err != nil {
+				t.Fatal(err)
+			}
+			if err := caddy.Validate(&cfg); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("got %v, want an error containing %q", err, c.want)
+			}
+		})
 	}
 }

@@ -193,6 +193,7 @@ func (h *Handler) judgeInto(r *http.Request, o *outcome, signer string) (refused
 	cv := caddyValuesOf(r)
 	addr := clientAddr{r: r, vars: cv.vars}
 	if len(h.exempt) > 0 && h.exempted(addr.get()) {
+		h.checkExemptProxy(r, &addr) // proxies.go
 		return nil, false
 	}
 	if !o.read(r, cv.orig) {

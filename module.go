@@ -134,7 +134,10 @@ type Handler struct {
 	Libraries string `json:"libraries,omitempty"`
 
 	// Exempt lists client networks (CIDR or single addresses) that are
-	// never judged, such as your own monitoring. An entry may be a
+	// never judged, such as your own monitoring. A network with host bits
+	// set (10.1.2.3/8) is an error. Behind a proxy, trust it with the
+	// servers' trusted_proxies rather than exempting it: exempting an
+	// untrusted proxy exempts every client behind it (warned about). An entry may be a
 	// placeholder ({env.ROBOTS_EXEMPT}) holding a list separated by commas
 	// or spaces, replaced at provision.
 	Exempt []string `json:"exempt,omitempty"`
@@ -178,7 +181,9 @@ type Handler struct {
 
 	// MaxRuleMemory bounds the estimated memory of the parsed robots.txt
 	// versions kept for source site (all sites served by the handler,
-	// shared by content). Default 64 MiB. When it is reached, idle sites
+	// shared by content), in bytes: 16 MiB..1 TiB (room for one robots.txt
+	// of the largest size read), default 64 MiB; the Caddyfile needs a
+	// unit (64MiB). When it is reached, idle sites
 	// are forgotten first; a site whose new version finds no room keeps
 	// its last good copy.
 	MaxRuleMemory int64 `json:"max_rule_memory,omitempty"`
@@ -289,8 +294,11 @@ type Handler struct {
 	// untrustedProxy is the first peer found forwarding for others
 	// while the server does not trust it (proxies.go); nil until then.
 	untrustedProxy *atomic.Pointer[netip.Addr]
-	releaseRanges  func() error // from startRanges; called by Cleanup
-	sigKey         string       // sigPool key of sig
+	// exemptProxy is the first exempt address found forwarding for
+	// others while the server does not trust it (proxies.go).
+	exemptProxy   *atomic.Pointer[netip.Addr]
+	releaseRanges func() error // from startRanges; called by Cleanup
+	sigKey        string       // sigPool key of sig
 }
 
 // StrikesConfig configures repeat-offender bans.
@@ -300,9 +308,10 @@ type StrikesConfig struct {
 	// Count is how many refused requests within Window ban a crawler.
 	// Default 10.
 	Count int `json:"count,omitempty"`
-	// Window is the period strikes are counted over. Default 10m.
+	// Window is the period strikes are counted over: 1s..24h, default
+	// 10m (below a second no refusals add up to a ban).
 	Window caddy.Duration `json:"window,omitempty"`
-	// Ban is how long a ban lasts. Default 1h.
+	// Ban is how long a ban lasts: 1m..30d, default 1h.
 	Ban caddy.Duration `json:"ban,omitempty"`
 }
 
@@ -366,7 +375,8 @@ type VerifyConfig struct {
 	// https://agent.bot.goog) need no entry.
 	SignatureAgents []SignatureAgentConfig `json:"signature_agents,omitempty"`
 	// SignatureSkew is the clock skew tolerated on a signature's created and
-	// expires times. Default 60s.
+	// expires times: at most 10m (a captured signature could be replayed
+	// for that long), default 60s.
 	SignatureSkew caddy.Duration `json:"signature_skew,omitempty"`
 	// RangesOperators is "off" to download only the URLs given in Ranges,
 	// never the operators' own URLs (for a server that must not reach the
@@ -396,6 +406,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	h.scope = new(atomic.Pointer[handlerScope])
 	h.rotations = rotationTable
 	h.untrustedProxy = new(atomic.Pointer[netip.Addr])
+	h.exemptProxy = new(atomic.Pointer[netip.Addr])
 	h.stats = newCrawlerStats()
 	h.named = newBoundedMap[string, *agents.Shared](1024)
 	if h.now == nil {
@@ -425,6 +436,9 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 			return fmt.Errorf("robots: exempt: %w", err)
 		}
 		h.exempt = append(h.exempt, p)
+	}
+	if err := checkPlacement(ctx); err != nil { // config_placement.go
+		return err
 	}
 
 	if err := registerMetrics(ctx.GetMetricsRegistry()); err != nil {
@@ -548,11 +562,23 @@ func (h *Handler) Validate() error {
 		}
 	}
 	checkEnum("preferences", h.Preferences, "expose", "header", "enforce")
-	if h.MaxRuleMemory < 0 {
-		errs = append(errs, errors.New("max_rule_memory must not be negative"))
+	if err := checkRuleMemory(h.MaxRuleMemory); err != nil {
+		errs = append(errs, err)
 	}
-	if s := h.Strikes; s != nil && !s.Off && (s.Count < 0 || s.Window < 0 || s.Ban < 0) {
-		errs = append(errs, errors.New("strikes: count, window and ban must not be negative"))
+	if s := h.Strikes; s != nil && !s.Off {
+		if s.Count < 0 || s.Window < 0 || s.Ban < 0 {
+			errs = append(errs, errors.New("strikes: count, window and ban must not be negative"))
+		}
+		// In JSON an omitted (zero) window or ban is the default.
+		p := h.strikePolicy()
+		if err := checkStrikes(p.Window, p.Ban); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if v := h.Verify; v != nil {
+		if err := checkDuration("verify signature_skew", time.Duration(v.SignatureSkew), 0, MaxSignatureSkew); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if s := h.Store; s != nil {
 		checkEnum("store", s.Type, "", "memory", "redis")
@@ -603,7 +629,12 @@ func parsePrefix(s string) (netip.Prefix, error) {
 		if err != nil {
 			return netip.Prefix{}, fmt.Errorf("parsing network %q: %w", s, err)
 		}
-		return p.Masked(), nil
+		if m := p.Masked(); m != p {
+			// 10.1.2.3/8 is 10.0.0.0/8: a typo here would exempt a
+			// whole network without a word.
+			return netip.Prefix{}, fmt.Errorf("network %q has host bits set, so it means all of %s: write %s for that network, or %s/%d for the one address", s, m, m, p.Addr(), p.Addr().BitLen())
+		}
+		return p, nil
 	}
 	a, err := netip.ParseAddr(s)
 	if err != nil {

@@ -102,3 +102,36 @@ func (h *Handler) untrustedProxyPeer() netip.Addr {
 	}
 	return netip.Addr{}
 }
+
+// exemptProxyWarning is the config warning logged and listed once a
+// handler meets an exempt address forwarding for others that the server
+// does not trust as a proxy.
+const exemptProxyWarning = "robots: exempt covers %s, which forwards requests for others (X-Forwarded-For or Forwarded) while the server does not trust it as a proxy: every client behind it has its address, so every bot behind it is exempt. Set trusted_proxies (and trusted_proxies_strict) in the servers options so that clients keep their own addresses, or remove that address from exempt"
+
+// checkExemptProxy warns, once per handler, when an exempt client is a
+// peer that forwards for others (X-Forwarded-For or Forwarded) while Caddy
+// did not trust it as a proxy: the exemption then covers every client
+// behind that proxy. Which address a proxy has is only known from the
+// requests it forwards, so this is a run-time config warning (log,
+// config_warnings and the status page), not a load error.
+func (h *Handler) checkExemptProxy(r *http.Request, addr *clientAddr) {
+	if h.exemptProxy == nil || h.exemptProxy.Load() != nil {
+		return
+	}
+	_, xff := r.Header["X-Forwarded-For"]
+	_, fwd := r.Header["Forwarded"]
+	if !xff && !fwd {
+		return
+	}
+	vars := addr.vars
+	if vars == nil {
+		vars, _ = r.Context().Value(caddyhttp.VarsCtxKey).(map[string]any)
+	}
+	if trusted, _ := vars[caddyhttp.TrustedProxyVarKey].(bool); trusted {
+		return
+	}
+	peer := addr.get()
+	if h.exemptProxy.CompareAndSwap(nil, &peer) {
+		h.warnConfig(fmt.Sprintf(exemptProxyWarning, peer), zap.String("peer", peer.String()))
+	}
+}

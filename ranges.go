@@ -82,13 +82,9 @@ func newRangesConfig(v *VerifyConfig) (rangesConfig, error) {
 	if os.Getenv(RangesOperatorsEnv) == "off" {
 		c.operators = false
 	}
-	known := map[string]bool{}
-	for _, m := range agents.VerificationMethods() {
-		known[m.Key] = true
-	}
 	for method, src := range v.Ranges {
-		if !known[method] {
-			return c, fmt.Errorf("ranges: unknown verification method %q", method)
+		if err := checkRangesMethod(method); err != nil {
+			return c, err
 		}
 		if !isRangesURL(src) {
 			if c.files == nil {
@@ -593,3 +589,35 @@ var verificationKeys = sync.OnceValue(func() []string {
 
 // Interface guard.
 var _ caddy.Destructor = (*rangesLoop)(nil)
+
+// checkRangesMethod checks the method of `verify { ranges <method> <src> }`:
+// the error lists the valid methods and the syntax, and suggests the
+// method whose key or crawler token the mistaken name is part of (gptbot:
+// openai-gptbot).
+func checkRangesMethod(method string) error {
+	var keys []string
+	guess := ""
+	low := strings.ToLower(method)
+	for _, m := range agents.VerificationMethods() {
+		if m.Key == method {
+			return nil
+		}
+		keys = append(keys, m.Key)
+		if guess != "" || low == "" {
+			continue
+		}
+		if strings.Contains(m.Key, low) || strings.EqualFold(m.Name, method) {
+			guess = m.Key
+		}
+		for _, t := range m.Tokens {
+			if strings.EqualFold(t, method) {
+				guess = m.Key
+			}
+		}
+	}
+	msg := fmt.Sprintf("ranges: unknown verification method %q", method)
+	if guess != "" {
+		msg += fmt.Sprintf(" (did you mean %s?)", guess)
+	}
+	return fmt.Errorf("%s; write ranges <method> <file or https URL>, with one of the methods %s", msg, strings.Join(keys, ", "))
+}

@@ -38,6 +38,20 @@ type handlerScope struct {
 	stats *crawlerStats
 }
 
+// siteDesc names a placement's site block for people: "a.example,
+// b.example on :443", "* on :8080" for a catch-all.
+func siteDesc(p placement) string {
+	hosts := slices.Clone(p.Hosts)
+	slices.Sort(hosts)
+	listen := slices.Clone(p.Listen)
+	slices.Sort(listen)
+	site := "*"
+	if len(hosts) > 0 {
+		site = strings.Join(hosts, ", ")
+	}
+	return site + " on " + strings.Join(listen, " ")
+}
+
 // scopeOf describes a placement.
 func scopeOf(p placement) *handlerScope {
 	hosts := slices.Clone(p.Hosts)
@@ -48,7 +62,7 @@ func scopeOf(p placement) *handlerScope {
 	if len(hosts) > 0 {
 		site = strings.Join(hosts, ", ")
 	}
-	desc := site + " on " + strings.Join(listen, " ")
+	desc := siteDesc(p)
 	listenText := strings.Join(listen, " ")
 	name := "hosts:" + strings.Join(hosts, ",")
 	if len(hosts) == 0 {

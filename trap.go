@@ -264,20 +264,25 @@ func (h *Handler) trapDisallowed(r *http.Request, t *trapConfig) (string, bool) 
 	return rule.String(), true
 }
 
-// checkTrapVersion warns, once per version, when a robots.txt the loader
-// published does not disallow the trap for every group (source site: the
-// site's own file must; source file and inline get the line added).
+// checkTrapVersion warns when a robots.txt the loader published does not
+// disallow the trap for every group (source site: the site's own file
+// must; source file and inline get the line added): in the log once per
+// version, and in the handler's config warnings (GET /robots/status, the
+// status page) for as long as the host's current version lacks the line.
 func (h *Handler) checkTrapVersion(host string, id string, rb *enforce.Robots) {
 	d := h.disguise
 	if d == nil || d.trap == nil || rb == nil {
 		return
 	}
 	t := d.trap
-	if _, seen := t.checked.LoadOrStore(id, true); seen {
-		return
-	}
+	key := "trap\x00" + host
 	g, _ := rb.SelectIndex(nil, true)
 	if g != nil && !g.Decide(t.path).Allowed {
+		h.configWarnings.clear(key)
+		return
+	}
+	h.configWarnings.set(key, "robots: trap "+t.path+": the robots.txt of "+host+" (version "+id+") does not disallow it for \"*\", so clients that take the trap are not marked. Add `Disallow: "+t.path+"` to every group of that robots.txt")
+	if _, seen := t.checked.LoadOrStore(id, true); seen {
 		return
 	}
 	h.logger.Warn("robots: the site's robots.txt does not disallow the trap for \"*\": clients that take it are not marked until it does. Add `Disallow: "+t.path+"` to every group",

@@ -1,0 +1,374 @@
+package caddyrobots
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"slices"
+	"sync"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+)
+
+// Placement mistakes that fail the config when it loads (caddy validate,
+// caddy run, a reload): a robots handler in error routes (handle_errors),
+// and two robots handlers that run for the same requests of a site.
+//
+// A handler is provisioned while Caddy provisions the http app, which is
+// already known to the config then (Caddy keeps an app before provisioning
+// it, so that its modules can reach it). Its routes are partly provisioned:
+// a route whose handlers are loaded holds them (Route.Handlers), the
+// others still hold their JSON (Route.HandlersRaw). The walk below reads
+// both forms, so each handler sees every robots handler of the app.
+// Matchers of the routes on the way to a handler being provisioned are
+// always loaded (Caddy loads a route list's matchers before its handlers),
+// so two handlers under the same conditions compare equal when the second
+// of them is provisioned.
+
+// loadPath is one robots handler's way through routes, as seen while the
+// config loads: relative to a route list.
+type loadPath struct {
+	hosts []string
+	// key is the matcher sets of the routes that lead to the handler (as
+	// JSON, outermost first, routes without matchers left out); groups
+	// the route groups on its way.
+	key    string
+	groups []string
+	// errorRoutes: the handler runs for errors (handle_errors), not for
+	// requests.
+	errorRoutes bool
+}
+
+// rawHandler is what the walk reads of a handler still in JSON.
+type rawHandler struct {
+	Handler string                     `json:"handler"`
+	Routes  caddyhttp.RouteList        `json:"routes"`
+	Errors  *caddyhttp.HTTPErrorConfig `json:"errors"`
+}
+
+// rawDecoded keeps, for the config that is loading, what earlier walks
+// worked out, so that each robots handler's walk costs little more than
+// visiting the routes: the handlers decoded from JSON, by the first byte
+// of their JSON (which Caddy keeps until it loads the handler), and the
+// conditions and hosts of each route's matchers, by their first matcher
+// set (loaded or JSON; once loaded, a route's matchers stay loaded).
+type rawDecoded struct {
+	mu     sync.Mutex
+	m      map[*byte]*rawHandler
+	routes map[any]routeInfo
+	// subs are the robots handlers inside each subroute that will not
+	// change any more: one loaded (its handlers are all loaded) or one
+	// decoded here from JSON.
+	subs map[any][]loadPath
+}
+
+// routeInfo is what a walk reads of a route's matchers.
+type routeInfo struct {
+	conds string
+	hosts []string
+}
+
+// route returns the conditions and hosts of rt's matchers.
+func (c *rawDecoded) route(rt *caddyhttp.Route) routeInfo {
+	var key any
+	switch {
+	case len(rt.MatcherSets) > 0:
+		key = &rt.MatcherSets[0]
+	case len(rt.MatcherSetsRaw) > 0:
+		key = &rt.MatcherSetsRaw[0]
+	default:
+		return routeInfo{} // no matchers: every request
+	}
+	if ri, ok := c.routes[key]; ok {
+		return ri
+	}
+	ri := routeInfo{conds: routeConds(rt), hosts: routeHosts(rt)}
+	if c.routes == nil {
+		c.routes = map[any]routeInfo{}
+	}
+	c.routes[key] = ri
+	return ri
+}
+
+// decode returns the handler raw holds, nil if it is not JSON.
+func (c *rawDecoded) decode(raw json.RawMessage) *rawHandler {
+	if len(raw) == 0 {
+		return nil
+	}
+	if hd, ok := c.m[&raw[0]]; ok {
+		return hd
+	}
+	hd := new(rawHandler)
+	if json.Unmarshal(raw, hd) != nil {
+		hd = nil // Caddy reports it when it loads the handler
+	}
+	if c.m == nil {
+		c.m = map[*byte]*rawHandler{}
+	}
+	c.m[&raw[0]] = hd
+	return hd
+}
+
+// decodedPools holds a rawDecoded per loading http app, dropped when the
+// config's context ends.
+var decodedPools = struct {
+	sync.Mutex
+	m map[*caddyhttp.App]*rawDecoded
+}{m: map[*caddyhttp.App]*rawDecoded{}}
+
+// decodedFor returns the rawDecoded of app.
+func decodedFor(ctx caddy.Context, app *caddyhttp.App) *rawDecoded {
+	decodedPools.Lock()
+	defer decodedPools.Unlock()
+	if c, ok := decodedPools.m[app]; ok {
+		return c
+	}
+	c := new(rawDecoded)
+	decodedPools.m[app] = c
+	ctx.OnCancel(func() {
+		decodedPools.Lock()
+		delete(decodedPools.m, app)
+		decodedPools.Unlock()
+	})
+	return c
+}
+
+// dropDecoded forgets the handlers decoded for app: it has loaded.
+func dropDecoded(app *caddyhttp.App) {
+	decodedPools.Lock()
+	delete(decodedPools.m, app)
+	decodedPools.Unlock()
+}
+
+// lists returns the robots handlers in routes and in the error routes of
+// errs, with their ways relative to them.
+func (c *rawDecoded) lists(routes caddyhttp.RouteList, errs *caddyhttp.HTTPErrorConfig) []loadPath {
+	out := c.walk(routes)
+	if errs != nil {
+		for _, p := range c.walk(errs.Routes) {
+			p.errorRoutes = true
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// walk returns the robots handlers in routes, with their ways relative to
+// routes.
+func (c *rawDecoded) walk(routes caddyhttp.RouteList) []loadPath {
+	var out []loadPath
+	for i := range routes {
+		rt := &routes[i]
+		inner := c.handlers(rt)
+		if len(inner) == 0 {
+			continue
+		}
+		ri := c.route(rt)
+		for _, p := range inner {
+			out = append(out, p.under(rt, ri))
+		}
+	}
+	return out
+}
+
+// handlers returns the robots handlers among rt's handlers and inside
+// them, with their ways relative to rt's handlers.
+func (c *rawDecoded) handlers(rt *caddyhttp.Route) []loadPath {
+	var inner []loadPath
+	if len(rt.Handlers) > 0 {
+		for _, mh := range rt.Handlers {
+			switch x := mh.(type) {
+			case *Handler:
+				inner = append(inner, loadPath{})
+			case *caddyhttp.Subroute:
+				inner = append(inner, c.sub(x, x.Routes, x.Errors)...)
+			}
+		}
+		return inner
+	}
+	for _, raw := range rt.HandlersRaw {
+		hd := c.decode(raw)
+		switch {
+		case hd == nil:
+		case hd.Handler == "robots":
+			inner = append(inner, loadPath{})
+		case hd.Handler == "subroute":
+			inner = append(inner, c.sub(hd, hd.Routes, hd.Errors)...)
+		}
+	}
+	return inner
+}
+
+// under returns p seen from above rt, whose matchers are ri.
+func (p loadPath) under(rt *caddyhttp.Route, ri routeInfo) loadPath {
+	p.key = joinConds(ri.conds, p.key)
+	if len(ri.hosts) > 0 {
+		p.hosts = append(slices.Clip(ri.hosts), p.hosts...)
+	}
+	if rt.Group != "" {
+		p.groups = append([]string{rt.Group}, p.groups...)
+	}
+	return p
+}
+
+// joinConds joins the conditions of an outer and an inner way: a route
+// without matchers adds none, so `route { robots }` runs for the same
+// requests as a bare `robots` beside it.
+func joinConds(outer, inner string) string {
+	switch {
+	case outer == "":
+		return inner
+	case inner == "":
+		return outer
+	}
+	return outer + "\x00" + inner
+}
+
+// sub returns the robots handlers of a subroute that no longer changes
+// (key: the loaded *Subroute or the decoded *rawHandler), once.
+func (c *rawDecoded) sub(key any, routes caddyhttp.RouteList, errs *caddyhttp.HTTPErrorConfig) []loadPath {
+	if ps, ok := c.subs[key]; ok {
+		return ps
+	}
+	ps := c.lists(routes, errs)
+	if c.subs == nil {
+		c.subs = map[any][]loadPath{}
+	}
+	c.subs[key] = ps
+	return ps
+}
+
+// routeConds is a route's matcher sets as JSON: loaded ones as the
+// placement warnings compare them, JSON ones marked apart (they are
+// compared only with each other).
+func routeConds(rt *caddyhttp.Route) string {
+	if len(rt.MatcherSets) > 0 {
+		return matcherJSON(rt.MatcherSets)
+	}
+	if len(rt.MatcherSetsRaw) > 0 {
+		b, err := json.Marshal(rt.MatcherSetsRaw)
+		if err != nil {
+			return fmt.Sprintf("raw:%p", rt)
+		}
+		return "raw:" + string(b)
+	}
+	return ""
+}
+
+// routeHosts are the host patterns of a route's matchers, loaded or not;
+// nil when a set matches any host.
+func routeHosts(rt *caddyhttp.Route) []string {
+	if len(rt.MatcherSets) > 0 {
+		return hostPatterns(rt.MatcherSets)
+	}
+	var out []string
+	for _, set := range rt.MatcherSetsRaw {
+		raw, ok := set["host"]
+		if !ok {
+			return nil
+		}
+		var hosts []string
+		if json.Unmarshal(raw, &hosts) != nil {
+			return nil
+		}
+		out = append(out, hosts...)
+	}
+	return out
+}
+
+// checkPlacement fails the config for a robots handler in error routes or
+// two robots handlers that run for the same requests of a site, anywhere
+// in the http app that is loading. Outside a config (unit tests) it checks
+// nothing. The servers' own route lists are loading, so they are walked
+// each time; what is inside their routes is worked out once (rawDecoded).
+func checkPlacement(ctx caddy.Context) error {
+	app, _ := appOf(ctx, "http")
+	a, ok := app.(*caddyhttp.App)
+	if !ok || a == nil {
+		return nil
+	}
+	dec := decodedFor(ctx, a)
+	dec.mu.Lock()
+	defer dec.mu.Unlock()
+	names := make([]string, 0, len(a.Servers))
+	for name := range a.Servers {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		srv := a.Servers[name]
+		if srv == nil {
+			continue
+		}
+		// The handlers seen so far under each set of conditions, with the
+		// groups on their way.
+		seen := make(map[string][][]string, len(srv.Routes))
+		check := func(routes caddyhttp.RouteList, errorRoutes bool) error {
+			for i := range routes {
+				rt := &routes[i]
+				inner := dec.handlers(rt)
+				if len(inner) == 0 {
+					continue
+				}
+				ri := dec.route(rt)
+				for _, p := range inner {
+					// As p.under(rt, ri), without the hosts until an
+					// error names the site.
+					p.key = joinConds(ri.conds, p.key)
+					if rt.Group != "" {
+						p.groups = append([]string{rt.Group}, p.groups...)
+					}
+					site := func() string {
+						return siteDesc(placement{Listen: srv.Listen, Hosts: append(slices.Clip(ri.hosts), p.hosts...)})
+					}
+					if errorRoutes || p.errorRoutes {
+						return fmt.Errorf("robots: site %s has the robots directive inside handle_errors: it would judge the error pages of every request, so a bot's 404 would become a 403 or a 503. Put robots in the site block itself (use_error_routes sends its refusals to handle_errors)", site())
+					}
+					for _, groups := range seen[p.key] {
+						if !exclusive(groups, p.groups) {
+							return fmt.Errorf("robots: site %s has two robots handlers that run for the same requests: both would judge and count every bot, and the stricter would answer. Keep one robots directive per site (or give them different matchers or handle blocks)", site())
+						}
+					}
+					seen[p.key] = append(seen[p.key], p.groups)
+				}
+			}
+			return nil
+		}
+		if err := check(srv.Routes, false); err != nil {
+			return err
+		}
+		if srv.Errors != nil {
+			if err := check(srv.Errors.Routes, true); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// proxyRanges are where a proxy or load balancer in front of Caddy
+// usually is: loopback and private networks.
+var proxyRanges = []netip.Prefix{
+	netip.MustParsePrefix("127.0.0.0/8"),
+	netip.MustParsePrefix("10.0.0.0/8"),
+	netip.MustParsePrefix("172.16.0.0/12"),
+	netip.MustParsePrefix("192.168.0.0/16"),
+	netip.MustParsePrefix("::1/128"),
+	netip.MustParsePrefix("fc00::/7"),
+}
+
+// exemptsProxyRanges returns the exempt networks that overlap loopback or
+// private networks.
+func exemptsProxyRanges(list []netip.Prefix) []string {
+	var out []string
+	for _, p := range list {
+		for _, r := range proxyRanges {
+			if p.Overlaps(r) {
+				out = append(out, p.String())
+				break
+			}
+		}
+	}
+	return out
+}
