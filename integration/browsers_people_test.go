@@ -684,3 +684,99 @@ http://links.example:%d {
 		t.Errorf("the person in links -g was refused a page after following the trap once and loading a page with its image")
 	}
 }
+
+// An extension's fetch: a Manifest V3 extension with host permission for
+// the site fetches from its background service worker as soon as it
+// starts, in headed Chromium with every disguised signal enforced and a
+// robots.txt that disallows everything for "*". Its request must be served.
+func TestRealBrowserExtensionFetch(t *testing.T) {
+	ca := newTestCA(t, "127.0.0.1")
+	origin := "https://" + hostPort("127.0.0.1", httpsPort)
+	var (
+		mu   sync.Mutex
+		seen []string
+		done = make(chan struct{})
+		once sync.Once
+	)
+	backend := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, fmt.Sprintf("%s %s?%s [site=%s mode=%s dest=%s ch-ua=%t]", r.Method, r.URL.Path, r.URL.RawQuery,
+			r.Header.Get("Sec-Fetch-Site"), r.Header.Get("Sec-Fetch-Mode"), r.Header.Get("Sec-Fetch-Dest"), r.Header.Get("Sec-Ch-Ua") != ""))
+		mu.Unlock()
+		w.Header().Set("Access-Control-Allow-Origin", "*")
+		io.WriteString(w, "ok")
+		if r.URL.Path == "/api/extension-done" {
+			once.Do(func() { close(done) })
+		}
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: backend, ReadHeaderTimeout: 5 * time.Second}
+	go srv.Serve(ln)
+	defer srv.Close()
+	newClient(t, tlsGlobals()+fmt.Sprintf(`
+https://%s {
+	tls %s %s
+	robots {
+		source inline "User-agent: *\nDisallow: /\n"
+		disguised enforce
+		trap /no-robots/
+	}
+	reverse_proxy %s
+}
+`, hostPort("extension.localhost", httpsPort)+", "+hostPort("127.0.0.1", httpsPort), ca.certFile, ca.keyFile, ln.Addr().String()))
+	ext := t.TempDir()
+	manifest := `{"manifest_version": 3, "name": "caddy-robots test", "version": "1.0",
+"host_permissions": ["` + origin + `/*"], "background": {"service_worker": "bg.js"}}`
+	bg := `(async () => {
+	let status = "error";
+	try { const r = await fetch("` + origin + `/api/from-extension"); status = String(r.status); } catch (e) { status = "error " + e; }
+	await fetch("` + origin + `/api/extension-done?status=" + encodeURIComponent(status));
+})();`
+	if err := os.WriteFile(filepath.Join(ext, "manifest.json"), []byte(manifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ext, "bg.js"), []byte(bg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	display := startXvfb(t)
+	home, err := os.MkdirTemp("", "robots-extension-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := peopleChromium(t, display, "about:blank", home, ca, "")
+	// Chromium builds since 137 ignore --load-extension unless this
+	// feature is turned off.
+	cmd.Args = append(cmd.Args[:len(cmd.Args)-1], "--load-extension="+ext, "--disable-extensions-except="+ext,
+		"--disable-features=DisableLoadExtensionCommandLineSwitch", "about:blank")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = cmd.Wait()
+		for range 20 {
+			if os.RemoveAll(home) == nil {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		mu.Lock()
+		t.Fatalf("the extension never reported; the backend got %q", seen)
+		mu.Unlock()
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	t.Logf("the backend got: %q", seen)
+	got := strings.Join(seen, "\n")
+	if !strings.Contains(got, "GET /api/from-extension?") || !strings.Contains(got, "status=200") {
+		t.Errorf("the extension's fetch was refused or failed; the backend got:\n%s", got)
+	}
+}
