@@ -18,8 +18,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/caddyrobots/caddy-robots/internal/chromiumtest"
 )
 
 // People first, request kind by request kind: real, headed Chromium and
@@ -285,16 +283,16 @@ https://%s {
 		launch func(t *testing.T, display, url, home string, ca testCA) *exec.Cmd
 	}{
 		{"chromium", func(t *testing.T, display, url, home string, ca testCA) *exec.Cmd {
-			return peopleChromium(t, display, url, home, ca, "")
+			return launchChromium(t, display, url, home, ca, "")
 		}},
 		{"chromium-ua-override", func(t *testing.T, display, url, home string, ca testCA) *exec.Cmd {
-			return peopleChromium(t, display, url, home, ca, chromeUA)
+			return launchChromium(t, display, url, home, ca, chromeUA)
 		}},
 		{"firefox-esr", func(t *testing.T, display, url, home string, ca testCA) *exec.Cmd {
-			return peopleFirefox(t, display, url, home, ca, "")
+			return launchFirefox(t, display, url, home, ca, "")
 		}},
 		{"firefox-esr-as-chrome", func(t *testing.T, display, url, home string, ca testCA) *exec.Cmd {
-			return peopleFirefox(t, display, url, home, ca, chromeUA156)
+			return launchFirefox(t, display, url, home, ca, chromeUA156)
 		}},
 	}
 	for _, run := range runs {
@@ -317,23 +315,7 @@ https://%s {
 				t.Fatal(err)
 			}
 			cmd := run.launch(t, display, "https://"+hostPort("localhost", httpsPort)+"/evil.html", home, ca)
-			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-			logf, _ := os.Create(filepath.Join(home, "browser.log"))
-			cmd.Stdout, cmd.Stderr = logf, logf
-			if err := cmd.Start(); err != nil {
-				t.Fatalf("%s: %v", run.name, err)
-			}
-			defer func() {
-				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-				_ = cmd.Wait()
-				logf.Close()
-				for range 20 {
-					if os.RemoveAll(home) == nil {
-						return
-					}
-					time.Sleep(100 * time.Millisecond)
-				}
-			}()
+			startBrowser(t, cmd, home)
 			select {
 			case <-done:
 			case <-time.After(120 * time.Second):
@@ -379,52 +361,6 @@ https://%s {
 			}
 		})
 	}
-}
-
-func peopleChromium(t *testing.T, display, url, home string, ca testCA, ua string) *exec.Cmd {
-	chromium := chromiumtest.Find(t)
-	trustCA(t, filepath.Join(home, ".pki", "nssdb"), ca)
-	args := []string{"--no-sandbox", "--no-first-run", "--no-default-browser-check",
-		"--user-data-dir=" + filepath.Join(home, "profile"), "--password-store=basic",
-		"--disable-background-networking", "--disable-component-update", "--disable-popup-blocking",
-		"--window-position=0,0", "--window-size=1280,900"}
-	if ua != "" {
-		args = append(args, "--user-agent="+ua)
-	}
-	cmd := exec.Command(chromium, append(args, url)...)
-	cmd.Env = append(os.Environ(), "DISPLAY="+display, "HOME="+home, "XDG_DOWNLOAD_DIR="+filepath.Join(home, "Downloads"))
-	return cmd
-}
-
-func peopleFirefox(t *testing.T, display, url, home string, ca testCA, ua string) *exec.Cmd {
-	firefox := need(t, "firefox-esr")
-	profile := filepath.Join(home, "profile")
-	trustCA(t, profile, ca)
-	prefs := []string{
-		`user_pref("browser.shell.checkDefaultBrowser", false);`,
-		`user_pref("browser.startup.homepage_override.mstone", "ignore");`,
-		`user_pref("browser.aboutwelcome.enabled", false);`,
-		`user_pref("datareporting.policy.dataSubmissionEnabled", false);`,
-		`user_pref("toolkit.telemetry.reportingpolicy.firstRun", false);`,
-		`user_pref("app.update.disabledForTesting", true);`,
-		`user_pref("browser.download.folderList", 2);`,
-		`user_pref("browser.download.dir", "` + filepath.Join(home, "Downloads") + `");`,
-		`user_pref("browser.download.useDownloadDir", true);`,
-		`user_pref("browser.download.always_ask_before_handling_new_types", false);`,
-		`user_pref("browser.download.alwaysOpenPanel", false);`,
-		`user_pref("network.captive-portal-service.enabled", false);`,
-		`user_pref("network.connectivity-service.enabled", false);`,
-		`user_pref("dom.disable_open_during_load", false);`,
-	}
-	if ua != "" {
-		prefs = append(prefs, `user_pref("general.useragent.override", "`+ua+`");`)
-	}
-	if err := os.WriteFile(filepath.Join(profile, "user.js"), []byte(strings.Join(prefs, "\n")+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(firefox, "--no-remote", "--new-instance", "--profile", profile, "--width", "1280", "--height", "900", url)
-	cmd.Env = append(os.Environ(), "DISPLAY="+display, "HOME="+home, "MOZ_CRASHREPORTER_DISABLE=1")
-	return cmd
 }
 
 // The neighbour's mark. A script on the browser's own address, with the
@@ -514,21 +450,8 @@ https://%s {
 		t.Fatal(err)
 	}
 	base := "https://" + hostPort(host, httpsPort)
-	cmd := peopleChromium(t, display, base+"/", home, ca, "")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		_ = cmd.Wait()
-		for range 20 {
-			if os.RemoveAll(home) == nil {
-				return
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	}()
+	cmd := launchChromium(t, display, base+"/", home, ca, "")
+	startBrowser(t, cmd, home)
 	eventually(t, 60*time.Second, "Chromium to load the first page", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
@@ -746,25 +669,12 @@ https://%s {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := peopleChromium(t, display, "about:blank", home, ca, "")
+	cmd := launchChromium(t, display, "about:blank", home, ca, "")
 	// Chromium builds since 137 ignore --load-extension unless this
 	// feature is turned off.
 	cmd.Args = append(cmd.Args[:len(cmd.Args)-1], "--load-extension="+ext, "--disable-extensions-except="+ext,
 		"--disable-features=DisableLoadExtensionCommandLineSwitch", "about:blank")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		_ = cmd.Wait()
-		for range 20 {
-			if os.RemoveAll(home) == nil {
-				return
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	}()
+	startBrowser(t, cmd, home)
 	select {
 	case <-done:
 	case <-time.After(60 * time.Second):

@@ -192,41 +192,89 @@ type browserRun struct {
 
 var realBrowsers = []browserRun{
 	{"chromium", func(t *testing.T, display, url, home string, ca testCA) *exec.Cmd {
-		chromium := chromiumtest.Find(t)
-		trustCA(t, filepath.Join(home, ".pki", "nssdb"), ca)
-		cmd := exec.Command(chromium, "--no-sandbox", "--no-first-run", "--no-default-browser-check",
-			"--user-data-dir="+filepath.Join(home, "profile"), "--password-store=basic",
-			"--disable-background-networking", "--disable-component-update",
-			"--window-position=0,0", "--window-size=1280,900", url)
-		cmd.Env = append(os.Environ(), "DISPLAY="+display, "HOME="+home, "XDG_DOWNLOAD_DIR="+filepath.Join(home, "Downloads"))
-		return cmd
+		return launchChromium(t, display, url, home, ca, "")
 	}},
 	{"firefox-esr", func(t *testing.T, display, url, home string, ca testCA) *exec.Cmd {
-		firefox := need(t, "firefox-esr")
-		profile := filepath.Join(home, "profile")
-		trustCA(t, profile, ca)
-		prefs := []string{
-			`user_pref("browser.shell.checkDefaultBrowser", false);`,
-			`user_pref("browser.startup.homepage_override.mstone", "ignore");`,
-			`user_pref("browser.aboutwelcome.enabled", false);`,
-			`user_pref("datareporting.policy.dataSubmissionEnabled", false);`,
-			`user_pref("toolkit.telemetry.reportingpolicy.firstRun", false);`,
-			`user_pref("app.update.disabledForTesting", true);`,
-			`user_pref("browser.download.folderList", 2);`,
-			`user_pref("browser.download.dir", "` + filepath.Join(home, "Downloads") + `");`,
-			`user_pref("browser.download.useDownloadDir", true);`,
-			`user_pref("browser.download.always_ask_before_handling_new_types", false);`,
-			`user_pref("browser.download.alwaysOpenPanel", false);`,
-			`user_pref("network.captive-portal-service.enabled", false);`,
-			`user_pref("network.connectivity-service.enabled", false);`,
-		}
-		if err := os.WriteFile(filepath.Join(profile, "user.js"), []byte(strings.Join(prefs, "\n")+"\n"), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		cmd := exec.Command(firefox, "--no-remote", "--new-instance", "--profile", profile, "--width", "1280", "--height", "900", url)
-		cmd.Env = append(os.Environ(), "DISPLAY="+display, "HOME="+home, "MOZ_CRASHREPORTER_DISABLE=1")
-		return cmd
+		return launchFirefox(t, display, url, home, ca, "")
 	}},
+}
+
+// launchChromium returns the command that starts Debian's Chromium, headed
+// on display, at url, with a throwaway profile in home that trusts ca, and
+// with ua as its User-Agent when set (as a command-line override does).
+func launchChromium(t *testing.T, display, url, home string, ca testCA, ua string) *exec.Cmd {
+	chromium := chromiumtest.Find(t)
+	trustCA(t, filepath.Join(home, ".pki", "nssdb"), ca)
+	args := []string{"--no-sandbox", "--no-first-run", "--no-default-browser-check",
+		"--user-data-dir=" + filepath.Join(home, "profile"), "--password-store=basic",
+		"--disable-background-networking", "--disable-component-update", "--disable-popup-blocking",
+		"--window-position=0,0", "--window-size=1280,900"}
+	if ua != "" {
+		args = append(args, "--user-agent="+ua)
+	}
+	cmd := exec.Command(chromium, append(args, url)...)
+	cmd.Env = append(os.Environ(), "DISPLAY="+display, "HOME="+home, "XDG_DOWNLOAD_DIR="+filepath.Join(home, "Downloads"))
+	return cmd
+}
+
+// launchFirefox returns the command that starts Firefox ESR, headed on
+// display, at url, with a throwaway profile in home that trusts ca, and
+// with ua as its User-Agent when set (as a User-Agent switcher does).
+func launchFirefox(t *testing.T, display, url, home string, ca testCA, ua string) *exec.Cmd {
+	firefox := need(t, "firefox-esr")
+	profile := filepath.Join(home, "profile")
+	trustCA(t, profile, ca)
+	prefs := []string{
+		`user_pref("browser.shell.checkDefaultBrowser", false);`,
+		`user_pref("browser.startup.homepage_override.mstone", "ignore");`,
+		`user_pref("browser.aboutwelcome.enabled", false);`,
+		`user_pref("datareporting.policy.dataSubmissionEnabled", false);`,
+		`user_pref("toolkit.telemetry.reportingpolicy.firstRun", false);`,
+		`user_pref("app.update.disabledForTesting", true);`,
+		`user_pref("browser.download.folderList", 2);`,
+		`user_pref("browser.download.dir", "` + filepath.Join(home, "Downloads") + `");`,
+		`user_pref("browser.download.useDownloadDir", true);`,
+		`user_pref("browser.download.always_ask_before_handling_new_types", false);`,
+		`user_pref("browser.download.alwaysOpenPanel", false);`,
+		`user_pref("network.captive-portal-service.enabled", false);`,
+		`user_pref("network.connectivity-service.enabled", false);`,
+		`user_pref("dom.disable_open_during_load", false);`,
+	}
+	if ua != "" {
+		prefs = append(prefs, `user_pref("general.useragent.override", "`+ua+`");`)
+	}
+	if err := os.WriteFile(filepath.Join(profile, "user.js"), []byte(strings.Join(prefs, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(firefox, "--no-remote", "--new-instance", "--profile", profile, "--width", "1280", "--height", "900", url)
+	cmd.Env = append(os.Environ(), "DISPLAY="+display, "HOME="+home, "MOZ_CRASHREPORTER_DISABLE=1")
+	return cmd
+}
+
+// startBrowser starts cmd (from launchChromium or launchFirefox) in a
+// process group of its own, its output in home/browser.log, and when the
+// test ends kills the group and removes home once every process that
+// writes it (Chromium's zygote and renderers keep writing the profile) is
+// gone: t.TempDir's cleanup would race them.
+func startBrowser(t *testing.T, cmd *exec.Cmd, home string) {
+	t.Helper()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	logf, _ := os.Create(filepath.Join(home, "browser.log"))
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("%s: %v", cmd.Path, err)
+	}
+	t.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // the whole process group
+		_ = cmd.Wait()
+		logf.Close()
+		for range 20 {
+			if os.RemoveAll(home) == nil {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
 }
 
 // browserWants are the requests every browser must have made.
@@ -303,23 +351,7 @@ http://localhost:%d {
 				t.Fatal(err)
 			}
 			cmd := br.launch(t, display, url, home, ca)
-			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-			logf, _ := os.Create(filepath.Join(home, "browser.log"))
-			cmd.Stdout, cmd.Stderr = logf, logf
-			if err := cmd.Start(); err != nil {
-				t.Fatalf("%s: %v", br.name, err)
-			}
-			defer func() {
-				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // the whole process group
-				_ = cmd.Wait()
-				logf.Close()
-				for range 20 {
-					if os.RemoveAll(home) == nil {
-						return
-					}
-					time.Sleep(100 * time.Millisecond)
-				}
-			}()
+			startBrowser(t, cmd, home)
 			select {
 			case <-done:
 			case <-time.After(90 * time.Second):
