@@ -155,7 +155,7 @@ func (h *Handler) checkUndeclared(r *http.Request, d *disguise) *outcome {
 // keeps a person out of a trap mark earned by a script that sent the same
 // User-Agent from the same address (policy.Client.RulesOnly).
 func (d *disguise) carriesClaim(r *http.Request, c *agents.BrowserClaim) bool {
-	return c.Signals != 0 && d.secure(r) && c.Signals&^policy.HeaderSignals(r.Header) == 0
+	return d.secure(r) && policy.CarriesClaim(c, policy.HeaderSignals(r.Header))
 }
 
 // secure reports whether the client reached the site in a secure context,

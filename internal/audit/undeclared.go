@@ -110,7 +110,7 @@ func (a *Auditor) checkUndeclared(ue *uaEntry, he *hostEntry, e *Entry, t time.T
 		}
 		if mode, ok := a.trapMarked(he, e, t, path); ok {
 			c := &a.claimOf(ue, e.UserAgent).Claim
-			rulesOnly := c.Signals != 0 && secure(e) && c.Signals&^e.Signals == 0
+			rulesOnly := secure(e) && policy.CarriesClaim(c, e.Signals)
 			return true, a.judgeUndeclared(ue, he, e, t, policy.SignalTrap, mode, rulesOnly)
 		}
 	}

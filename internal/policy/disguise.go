@@ -209,6 +209,15 @@ func (m *DisguiseModes) JudgeHeaders(c *agents.BrowserClaim, present agents.Sign
 	return m.Strongest(c, missing)
 }
 
+// CarriesClaim reports whether a request to a secure context that carries
+// the signals present carries every header the browser claimed by c
+// always sends there: the evidence that keeps a person out of a trap mark
+// earned by a script with the same User-Agent on the same address
+// (Client.RulesOnly).
+func CarriesClaim(c *agents.BrowserClaim, present agents.Signals) bool {
+	return c.Signals != 0 && c.Signals&^present == 0
+}
+
 // Strongest returns the signal among missing (the signals claim c promises
 // that a request lacks) with the strictest mode.
 func (m *DisguiseModes) Strongest(c *agents.BrowserClaim, missing agents.Signals) (Signal, SignalMode) {
