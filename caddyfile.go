@@ -11,6 +11,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/caddyrobots/caddy-robots/enforce/state"
+	"github.com/caddyrobots/caddy-robots/internal/ranges"
 )
 
 func init() {
@@ -377,7 +378,7 @@ func (h *Handler) parseVerify(d *caddyfile.Dispenser) error {
 			if len(args) != 2 {
 				return d.Errf("robots: verify: ranges needs <method> <file> or <method> <https-url>, e.g. ranges openai-gptbot /etc/caddy/gptbot.json")
 			}
-			if err := checkRangesMethod(args[0]); err != nil {
+			if err := ranges.CheckMethod(args[0]); err != nil {
 				return d.Errf("robots: verify: %v", err)
 			}
 			if v.Ranges == nil {

@@ -28,6 +28,7 @@ import (
 	"github.com/caddyrobots/caddy-robots/agents/webbotauth"
 	"github.com/caddyrobots/caddy-robots/enforce/state"
 	"github.com/caddyrobots/caddy-robots/internal/policy"
+	"github.com/caddyrobots/caddy-robots/internal/ranges"
 )
 
 func init() {
@@ -458,7 +459,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return fmt.Errorf("robots: verify: %w", err)
 	}
-	if vcfg.Ranges, err = rcfg.loadFiles(); err != nil {
+	if vcfg.Ranges, err = rcfg.LoadFiles(); err != nil {
 		return err
 	}
 	verifier, err := agents.NewVerifier(vcfg)
@@ -469,7 +470,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if h.releaseRanges, err = startRanges(ctx, verifier, rcfg, h.logger); err != nil {
 		return err
 	}
-	warnStaleRanges(h.logger, verifier, rcfg)
+	ranges.WarnStale(h.logger, verifier, rcfg)
 
 	if err := h.provisionSignatures(h.Verify); err != nil {
 		return err
