@@ -1,13 +1,13 @@
 package caddyrobots
 
 import (
-	"encoding/json"
-	"fmt"
+	"errors"
 	"net/http"
-	"strings"
-	"time"
 
 	"github.com/caddyserver/caddy/v2"
+
+	"github.com/caddyrobots/caddy-robots/enforce/state"
+	"github.com/caddyrobots/caddy-robots/internal/admin"
 )
 
 func init() {
@@ -63,7 +63,9 @@ func init() {
 //	}
 //
 // The admin module is a separate instance from the handlers: it reads the
-// handlers of the running configurations from a process-wide registry.
+// handlers of the running configurations from a process-wide registry
+// (registry.go) and describes each as an admin.Site for internal/admin,
+// which serves every route but /robots/check (admin_check.go).
 type adminAPI struct{}
 
 // CaddyModule returns the Caddy module information.
@@ -79,80 +81,95 @@ func (a *adminAPI) Routes() []caddy.AdminRoute {
 	return []caddy.AdminRoute{{Pattern: "/robots/", Handler: caddy.AdminHandlerFunc(a.serve)}}
 }
 
-// Limits of the admin API.
-const (
-	adminTop         = 10                     // crawlers and offenders listed per handler
-	adminPingTimeout = 100 * time.Millisecond // a store's health check
-	adminStoreWait   = 5 * time.Second        // listing or lifting bans
-	adminReloadPar   = 4                      // sites loaded at once by /robots/reload
-	adminMaxBody     = 64 << 10               // request body of /robots/check
-)
+// adminMaxBody bounds the request body of /robots/check.
+const adminMaxBody = 64 << 10
 
+// serve answers an admin request under /robots/; Caddy's admin server
+// answers a caddy.APIError with its status, any other error with 500.
 func (a *adminAPI) serve(w http.ResponseWriter, r *http.Request) error {
-	path := r.URL.Path
-	switch {
-	case path == "/robots/" || path == "/robots":
-		if err := allowMethods(w, r, http.MethodGet, http.MethodHead); err != nil {
-			return err
-		}
-		return a.servePage(w, r)
-	case path == "/robots/status":
-		if err := allowMethods(w, r, http.MethodGet); err != nil {
-			return err
-		}
-		return writeJSON(w, buildStatus(r.Context(), handlers(), time.Now(), nil))
-	case path == "/robots/check":
-		if err := allowMethods(w, r, http.MethodPost); err != nil {
-			return err
-		}
-		return a.serveCheck(w, r)
-	case path == "/robots/bans":
-		if err := allowMethods(w, r, http.MethodGet, http.MethodDelete); err != nil {
-			return err
-		}
-		if r.Method == http.MethodDelete {
-			return a.serveUnbanWhere(w, r)
-		}
-		return a.serveBans(w, r)
-	case strings.HasPrefix(path, "/robots/bans/"):
-		if err := allowMethods(w, r, http.MethodDelete); err != nil {
-			return err
-		}
-		return a.serveUnban(w, r)
-	case path == "/robots/reload":
-		if err := allowMethods(w, r, http.MethodPost); err != nil {
-			return err
-		}
-		return a.serveReload(w, r)
-	case strings.HasPrefix(path, "/robots/versions/"):
-		if err := allowMethods(w, r, http.MethodDelete); err != nil {
-			return err
-		}
-		return a.serveWithdraw(w, r)
+	api := &admin.API{
+		Sites:          func() []admin.Site { return adminSites(handlers()) },
+		Check:          a.serveCheck,
+		Lifted:         emitLifted,
+		Logger:         caddy.Log().Named("admin.api.robots"),
+		DefaultAddress: caddy.DefaultAdminListen,
 	}
-	return caddy.APIError{HTTPStatus: http.StatusNotFound, Err: fmt.Errorf("robots: no admin route %s (see /robots/ for the status page)", path)}
+	err := api.Serve(w, r)
+	var ae admin.Error
+	if errors.As(err, &ae) {
+		return caddy.APIError{HTTPStatus: ae.Status, Err: ae.Err}
+	}
+	return err
 }
 
-// allowMethods refuses a request whose method is not one of methods.
-func allowMethods(w http.ResponseWriter, r *http.Request, methods ...string) error {
-	for _, m := range methods {
-		if r.Method == m {
-			return nil
-		}
+// writeJSON writes v as the admin API's JSON answer.
+func writeJSON(w http.ResponseWriter, v any) error { return admin.WriteJSON(w, v) }
+
+// adminSites describes hs for the admin API, in order.
+func adminSites(hs []*Handler) []admin.Site {
+	out := make([]admin.Site, 0, len(hs))
+	for _, h := range hs {
+		out = append(out, h.adminSite())
 	}
-	w.Header().Set("Allow", strings.Join(methods, ", "))
-	return caddy.APIError{HTTPStatus: http.StatusMethodNotAllowed, Err: fmt.Errorf("robots: method %s not allowed for %s (use %s)", r.Method, r.URL.Path, strings.Join(methods, " or "))}
+	return out
 }
 
-func writeJSON(w http.ResponseWriter, v any) error {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "\t")
-	if err := enc.Encode(v); err != nil {
-		return fmt.Errorf("robots: writing admin response: %w", err)
+// adminSite describes h for the admin API, as it is now.
+func (h *Handler) adminSite() admin.Site {
+	s := admin.Site{
+		Source:         h.Source,
+		File:           h.File,
+		Mode:           h.Mode,
+		Grace:          h.grace,
+		Strikes:        h.strikes,
+		Store:          h.store,
+		StoreType:      h.storeType(),
+		Verifier:       h.verifier,
+		ConfigWarnings: h.configWarnings.all(),
+		UntrustedProxy: h.untrustedProxyPeer(),
 	}
-	return nil
+	if h.Verify != nil {
+		s.Ranges = h.Verify.Ranges
+	}
+	if h.rules != nil {
+		s.Loader = h.rules.Loader
+	}
+	if h.scope != nil {
+		if sc := h.scope.Load(); sc != nil {
+			s.Scope = &admin.Scope{Key: sc.key, Site: sc.site, Listen: sc.listen}
+		}
+	}
+	stats := h.statsNow()
+	for _, c := range stats.top(admin.Top, false) {
+		s.TopCrawlers = append(s.TopCrawlers, admin.CrawlerCount(c))
+	}
+	for _, c := range stats.top(admin.Top, true) {
+		s.TopOffenders = append(s.TopOffenders, admin.CrawlerCount(c))
+	}
+	return s
+}
+
+// storeType is the type of h's throttle and strike store: memory or redis.
+func (h *Handler) storeType() string {
+	if h.Store != nil && h.Store.Type != "" {
+		return h.Store.Type
+	}
+	return "memory"
+}
+
+// distinctStores returns the handlers of hs whose store no earlier handler
+// uses: each store once, with the first handler that uses it.
+func distinctStores(hs []*Handler) []*Handler {
+	seen := map[state.Store]bool{}
+	var out []*Handler
+	for _, h := range hs {
+		if h.store == nil || seen[h.store] {
+			continue
+		}
+		seen[h.store] = true
+		out = append(out, h)
+	}
+	return out
 }
 
 // Interface guards.

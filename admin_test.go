@@ -1,7 +1,6 @@
 package caddyrobots
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,15 +9,15 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
-	"github.com/caddyrobots/caddy-robots/enforce/state"
+	"github.com/caddyrobots/caddy-robots/internal/admin"
 )
 
 // adminServe sends one request through h as Caddy's server would, from
@@ -154,7 +153,7 @@ func TestAdminStatusAndBans(t *testing.T) {
 		t.Fatalf("banned bot got %d", got)
 	}
 
-	rep := buildStatus(context.Background(), hs, time.Now(), nil)
+	rep := admin.Status(context.Background(), adminSites(hs), time.Now())
 	if len(rep.Handlers) != 1 {
 		t.Fatalf("status has %d handlers", len(rep.Handlers))
 	}
@@ -166,7 +165,7 @@ func TestAdminStatusAndBans(t *testing.T) {
 	if st.Store.Type != "memory" || !st.Store.Healthy || st.Bans.Count < 1 || st.Strikes != "2 in 1m0s, ban 1h0m0s" {
 		t.Errorf("store and bans: %+v %+v %q", st.Store, st.Bans, st.Strikes)
 	}
-	names := map[string]crawlerCount{}
+	names := map[string]admin.CrawlerCount{}
 	for _, c := range st.TopCrawlers {
 		names[c.Name] = c
 	}
@@ -180,7 +179,7 @@ func TestAdminStatusAndBans(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	bans := listBans(context.Background(), hs, time.Now(), nil)
+	bans := admin.Bans(context.Background(), adminSites(hs), time.Now())
 	var id string
 	for _, b := range bans.Bans {
 		// The ban is the crawler's own (its name and address), in the
@@ -307,6 +306,12 @@ func TestAdminReloadFile(t *testing.T) {
 	}
 }
 
+// reloadAll loads the robots.txt of every site of hs now, as POST
+// /robots/reload does.
+func reloadAll(ctx context.Context, hs []*Handler) admin.ReloadReport {
+	return admin.Reload(ctx, adminSites(hs))
+}
+
 // currentVersion is the id of the current version of h's first site, ""
 // when there is none.
 func currentVersion(h *Handler) string {
@@ -318,105 +323,6 @@ func currentVersion(h *Handler) string {
 		}
 	}
 	return ""
-}
-
-func TestAdminPageEscapes(t *testing.T) {
-	now := time.Now()
-	age := 75.0
-	data := pageData{statusReport: statusReport{Time: now, Handlers: []handlerStatus{{
-		Source: "site", Mode: "enforce", Server: ":443",
-		Sites: []siteStatus{{Host: `<script>alert(1)</script>.example`, State: "ok", Version: "abc123", AgeSeconds: &age,
-			Versions:      []versionStatus{{ID: "abc123", Current: true}},
-			PendingChange: &pendingChange{What: "<i>status 404</i>", Since: now.Add(-5 * time.Second), ConfirmAt: now.Add(55 * time.Second)}}},
-		TopCrawlers:    []crawlerCount{{Name: `"><img src=x>`, Allowed: 1, Refused: 3}},
-		Store:          storeStatus{Type: "memory", Healthy: true},
-		ConfigWarnings: []string{"robots: <u>warning</u>"},
-	}}}, Bans: bansReport{Bans: []banEntry{{Identity: "u:a|*@192.0.2.1/32", Crawler: "*", Until: now.Add(time.Hour)}}},
-		Admin: `<b>admin</b>:2019`}
-	var buf bytes.Buffer
-	if err := statusPage.Execute(&buf, data); err != nil {
-		t.Fatal(err)
-	}
-	page := buf.String()
-	for _, bad := range []string{"<script>alert", `"><img`, "<i>status", "<u>warning", "<b>admin"} {
-		if strings.Contains(page, bad) {
-			t.Errorf("page contains unescaped %q", bad)
-		}
-	}
-	for _, want := range []string{`name="viewport"`, "&lt;script&gt;", "abc123", "1m 15s", "any new name", "192.0.2.1/32", "width:75%",
-		"no rules pending confirmation", "seen 5s ago", "confirmed in 55s"} {
-		if !strings.Contains(page, want) {
-			t.Errorf("page lacks %q", want)
-		}
-	}
-	if strings.Contains(page, "http://") || strings.Contains(page, "https://") || strings.Contains(page, "<script") {
-		t.Error("the page must be self-contained: no external asset, no script")
-	}
-}
-
-func TestAdminHumanAge(t *testing.T) {
-	for sec, want := range map[float64]string{0: "0s", 59.4: "59s", 61: "1m 1s", 3600: "1h 0m", 90061: "1d 1h"} {
-		if got := humanAge(sec); got != want {
-			t.Errorf("humanAge(%v) = %q, want %q", sec, got, want)
-		}
-	}
-}
-
-// countingBans is a real store that counts the ban listings asked of it.
-type countingBans struct {
-	state.Store
-	lister state.BanLister
-	calls  atomic.Int32
-}
-
-func (c *countingBans) Bans(ctx context.Context, now time.Time, limit int) ([]state.Ban, error) {
-	c.calls.Add(1)
-	return c.lister.Bans(ctx, now, limit)
-}
-
-func (c *countingBans) Unban(ctx context.Context, key string, now time.Time) (bool, error) {
-	return c.lister.Unban(ctx, key, now)
-}
-
-func (c *countingBans) UnbanWhere(ctx context.Context, match func(state.Ban) bool, now time.Time) ([]state.Ban, error) {
-	return c.lister.UnbanWhere(ctx, match, now)
-}
-
-// TestStatusPageListsBansOnce: the status page shows the ban counts and the
-// list of bans from one listing per store (with Redis, one SCAN per page
-// view), and both agree; the JSON endpoints each list on their own.
-func TestStatusPageListsBansOnce(t *testing.T) {
-	h, done := newTestHandler(t, &Handler{Strikes: &StrikesConfig{Count: 1, Window: caddy.Duration(time.Minute), Ban: caddy.Duration(time.Hour)}})
-	defer done()
-	if got := adminServe(t, h, "http://bans.example/private/x", "BanMeBot/1.0", "198.51.100.31:1000"); got != http.StatusForbidden {
-		t.Fatalf("strike: status %d", got)
-	}
-	cb := &countingBans{Store: h.store, lister: h.store.(state.BanLister)}
-	h.store = cb
-
-	w := httptest.NewRecorder()
-	if err := (&adminAPI{}).servePage(w, httptest.NewRequest("GET", "/robots/", nil)); err != nil {
-		t.Fatal(err)
-	}
-	if n := cb.calls.Load(); n != 1 {
-		t.Errorf("the page listed the bans %d times, want 1", n)
-	}
-	if body := w.Body.String(); !strings.Contains(body, "BanMeBot") || !strings.Contains(body, "198.51.100.31") {
-		t.Errorf("the page does not list the ban")
-	}
-
-	cb.calls.Store(0)
-	scans := banScans{}
-	rep := buildStatus(context.Background(), []*Handler{h}, time.Now(), scans)
-	bans := listBans(context.Background(), []*Handler{h}, time.Now(), scans)
-	if n := cb.calls.Load(); n != 1 || rep.Handlers[0].Bans.Count != len(bans.Bans) || len(bans.Bans) != 1 {
-		t.Errorf("%d listings; count %d, list %d", n, rep.Handlers[0].Bans.Count, len(bans.Bans))
-	}
-	buildStatus(context.Background(), []*Handler{h}, time.Now(), nil)
-	listBans(context.Background(), []*Handler{h}, time.Now(), nil)
-	if n := cb.calls.Load(); n != 3 {
-		t.Errorf("without a shared scan: %d listings, want 3", n)
-	}
 }
 
 // TestAdminWithdraw: DELETE /robots/versions/<id> takes a replaced version
@@ -448,9 +354,9 @@ func TestAdminWithdraw(t *testing.T) {
 	if err := api.serve(w, httptest.NewRequest(http.MethodDelete, "/robots/versions/"+broken, nil)); err != nil {
 		t.Fatalf("withdrawing %s: %v", broken, err)
 	}
-	var rep withdrawReport
+	var rep admin.WithdrawReport
 	if err := json.Unmarshal(w.Body.Bytes(), &rep); err != nil || rep.Version != broken || len(rep.Withdrawn) != 1 ||
-		rep.Withdrawn[0].Handler == nil || *rep.Withdrawn[0].Handler != handlerIndex(handlers(), h) {
+		rep.Withdrawn[0].Handler == nil || *rep.Withdrawn[0].Handler != slices.Index(handlers(), h) {
 		t.Errorf("answer %s (%v)", w.Body.String(), err)
 	}
 	if got := adminServe(t, h, "http://w.example/private/x", benchBotUA, "198.51.100.40:1000"); got != http.StatusForbidden {

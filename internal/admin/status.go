@@ -1,4 +1,4 @@
-package caddyrobots
+package admin
 
 // GET /robots/status (and the status page's facts): per handler its sites,
 // versions in grace, last load, top crawlers, bans, store health, IP lists.
@@ -14,14 +14,14 @@ import (
 	"github.com/caddyrobots/caddy-robots/internal/sites"
 )
 
-// statusReport is the answer of GET /robots/status.
-type statusReport struct {
+// StatusReport is the answer of GET /robots/status.
+type StatusReport struct {
 	Time     time.Time       `json:"time"`
-	Handlers []handlerStatus `json:"handlers"`
+	Handlers []HandlerStatus `json:"handlers"`
 }
 
-// handlerStatus describes one robots handler of the running configuration.
-type handlerStatus struct {
+// HandlerStatus describes one robots handler of the running configuration.
+type HandlerStatus struct {
 	// Index is the handler's position, for "handler" in /robots/check.
 	Index  int    `json:"index"`
 	Source string `json:"source"`
@@ -32,28 +32,28 @@ type handlerStatus struct {
 	Server       string         `json:"server,omitempty"`
 	GraceSeconds float64        `json:"grace_seconds"`
 	Strikes      string         `json:"strikes"`
-	Sites        []siteStatus   `json:"sites"`
-	TopCrawlers  []crawlerCount `json:"top_crawlers"`
-	TopOffenders []crawlerCount `json:"top_offenders"`
-	Bans         banCount       `json:"bans"`
-	Store        storeStatus    `json:"store"`
+	Sites        []SiteStatus   `json:"sites"`
+	TopCrawlers  []CrawlerCount `json:"top_crawlers"`
+	TopOffenders []CrawlerCount `json:"top_offenders"`
+	Bans         BanCount       `json:"bans"`
+	Store        StoreStatus    `json:"store"`
 	// IPLists are the published crawler IP lists the handler verifies
 	// claims with: their age and where they come from.
-	IPLists []ipListStatus `json:"ip_lists"`
+	IPLists []IPListStatus `json:"ip_lists"`
 	// ConfigWarnings are the warnings about the handler's configuration
 	// logged at load (and since: a server found trusting proxies without
 	// trusted_proxies_strict), each as logged.
 	ConfigWarnings []string `json:"config_warnings"`
 	// UntrustedProxy is the first peer on a private or loopback address
 	// found sending X-Forwarded-For or Forwarded while the server does not
-	// trust it (proxies.go): a configuration error shown in red.
+	// trust it: a configuration error shown in red.
 	UntrustedProxy string `json:"untrusted_proxy,omitempty"`
 	// moreSites is how many sites the status page leaves out.
 	moreSites int
 }
 
-// ipListStatus is one verification method's IP list.
-type ipListStatus struct {
+// IPListStatus is one verification method's IP list.
+type IPListStatus struct {
 	Method string `json:"method"`
 	// AsOf is the list's date: the embedded snapshot's, or when its
 	// operator last confirmed the downloaded one.
@@ -73,27 +73,25 @@ type ipListStatus struct {
 	Sources []string `json:"sources,omitempty"`
 }
 
-// ipListsOf describes the IP lists of h's verifier.
-func ipListsOf(h *Handler, now time.Time) []ipListStatus {
-	out := []ipListStatus{}
-	if h.verifier == nil {
+// ipListsOf describes the IP lists of s's verifier.
+func ipListsOf(s Site, now time.Time) []IPListStatus {
+	out := []IPListStatus{}
+	if s.Verifier == nil {
 		return out
 	}
 	sources := map[string][]string{}
 	for _, pl := range agents.PublishedLists() {
 		sources[pl.Method] = append(sources[pl.Method], pl.URL)
 	}
-	if v := h.Verify; v != nil {
-		for m, src := range v.Ranges {
-			sources[m] = []string{src}
-		}
+	for m, src := range s.Ranges {
+		sources[m] = []string{src}
 	}
 	for _, m := range agents.VerificationMethods() {
-		asOf, ok := h.verifier.ListAsOf(m.Key)
+		asOf, ok := s.Verifier.ListAsOf(m.Key)
 		if !ok {
 			continue
 		}
-		st := ipListStatus{Method: m.Key, AsOf: asOf.UTC(), AgeSeconds: now.Sub(asOf).Seconds(), Sources: sources[m.Key]}
+		st := IPListStatus{Method: m.Key, AsOf: asOf.UTC(), AgeSeconds: now.Sub(asOf).Seconds(), Sources: sources[m.Key]}
 		st.VerifiedBy, st.ProvesSpoofs, st.Why = listProves(m, now.Sub(asOf))
 		out = append(out, st)
 	}
@@ -117,8 +115,8 @@ func listProves(m agents.VerificationMethod, age time.Duration) (by string, prov
 	return "list", true, fmt.Sprintf("the list was confirmed by its operator %d days ago (30 at most): an address outside it is an impostor", days)
 }
 
-// siteStatus describes the robots.txt of one site.
-type siteStatus struct {
+// SiteStatus describes the robots.txt of one site.
+type SiteStatus struct {
 	// Host is the site's host name; empty for source file and inline.
 	Host   string `json:"host"`
 	Server string `json:"server,omitempty"`
@@ -134,16 +132,16 @@ type siteStatus struct {
 	AgeSeconds *float64 `json:"age_seconds,omitempty"`
 	// Versions lists the versions kept, current first; older ones are
 	// still honoured while in_grace.
-	Versions []versionStatus `json:"versions"`
-	Fetch    *fetchStatus    `json:"fetch,omitempty"`
+	Versions []VersionStatus `json:"versions"`
+	Fetch    *FetchStatus    `json:"fetch,omitempty"`
 	// PendingChange is a change to "no rules" (a 4xx, an empty or
 	// comment-only robots.txt) that awaits a second fetch to confirm it;
 	// until then Version, the last rules, stays in force.
-	PendingChange *pendingChange `json:"pending_change,omitempty"`
+	PendingChange *PendingChange `json:"pending_change,omitempty"`
 }
 
-// pendingChange describes a change to no rules awaiting confirmation.
-type pendingChange struct {
+// PendingChange describes a change to no rules awaiting confirmation.
+type PendingChange struct {
 	// What is what the site answered.
 	What  string    `json:"what"`
 	Since time.Time `json:"since"`
@@ -151,7 +149,8 @@ type pendingChange struct {
 	ConfirmAt time.Time `json:"confirm_at"`
 }
 
-type versionStatus struct {
+// VersionStatus is one robots.txt version a site keeps.
+type VersionStatus struct {
 	ID string `json:"id"`
 	// From is when the version became current, or, with StartUnknown,
 	// when it was first loaded: it was current already (a site's first
@@ -164,22 +163,24 @@ type versionStatus struct {
 	InGrace      bool       `json:"in_grace,omitempty"`
 }
 
-type fetchStatus struct {
+// FetchStatus is a site's last load and when the next is due.
+type FetchStatus struct {
 	Last   *time.Time `json:"last,omitempty"`
 	Result string     `json:"result,omitempty"`
 	Error  string     `json:"error,omitempty"`
 	Next   *time.Time `json:"next,omitempty"`
 }
 
-type banCount struct {
+// BanCount is how many bans a handler's store holds.
+type BanCount struct {
 	Count int `json:"count"`
 	// Truncated is set when more bans exist than were counted.
 	Truncated bool   `json:"truncated,omitempty"`
 	Error     string `json:"error,omitempty"`
 }
 
-// storeStatus describes the throttle and strike store of a handler.
-type storeStatus struct {
+// StoreStatus describes the throttle and strike store of a handler.
+type StoreStatus struct {
 	Type    string `json:"type"`
 	Healthy bool   `json:"healthy"`
 	// PingMS is how long the Redis PING took (limit 100 ms).
@@ -196,8 +197,8 @@ type storeStatus struct {
 // storeFacts is what one status request learnt about a store, shared by
 // the handlers that use it.
 type storeFacts struct {
-	status storeStatus
-	bans   banCount
+	status StoreStatus
+	bans   BanCount
 }
 
 // banScans holds each store's list of bans for one report, so that the
@@ -211,66 +212,37 @@ type banScan struct {
 	err  error
 }
 
-// list returns the bans of h's store in force at now, at most
-// state.MaxBansListed, waiting at most adminStoreWait.
-func (m banScans) list(ctx context.Context, h *Handler, l state.BanLister, now time.Time) ([]state.Ban, error) {
-	if sc, ok := m[h.store]; ok {
+// list returns the bans of s's store in force at now, at most
+// state.MaxBansListed, waiting at most storeWait.
+func (m banScans) list(ctx context.Context, s Site, l state.BanLister, now time.Time) ([]state.Ban, error) {
+	if sc, ok := m[s.Store]; ok {
 		return sc.bans, sc.err
 	}
-	bctx, cancel := context.WithTimeout(ctx, adminStoreWait)
+	bctx, cancel := context.WithTimeout(ctx, storeWait)
+	defer cancel()
 	bans, err := l.Bans(bctx, now, state.MaxBansListed)
-	cancel()
 	if m != nil {
-		m[h.store] = banScan{bans, err}
+		m[s.Store] = banScan{bans, err}
 	}
 	return bans, err
 }
 
-// buildStatus describes hs at now; scans may be shared with listBans.
-func buildStatus(ctx context.Context, hs []*Handler, now time.Time, scans banScans) statusReport {
-	rep := statusReport{Time: now.UTC(), Handlers: []handlerStatus{}}
+// Status describes ss at now: the answer of GET /robots/status.
+func Status(ctx context.Context, ss []Site, now time.Time) StatusReport {
+	return buildStatus(ctx, ss, now, nil)
+}
+
+// buildStatus is Status with the ban listings shared with listBans.
+func buildStatus(ctx context.Context, ss []Site, now time.Time, scans banScans) StatusReport {
+	rep := StatusReport{Time: now.UTC(), Handlers: []HandlerStatus{}}
 	stores := map[state.Store]*storeFacts{}
-	for i, h := range hs {
-		hs := handlerStatus{
-			Index:        i,
-			Source:       h.Source,
-			File:         h.File,
-			Mode:         h.Mode,
-			Sites:        []siteStatus{},
-			TopCrawlers:  h.statsNow().top(adminTop, false),
-			TopOffenders: h.statsNow().top(adminTop, true),
-			IPLists:      ipListsOf(h, now),
-		}
-		hs.ConfigWarnings = h.configWarnings.all()
-		if p := h.untrustedProxyPeer(); p.IsValid() {
-			hs.UntrustedProxy = p.String()
-		}
-		if hs.ConfigWarnings == nil {
-			hs.ConfigWarnings = []string{}
-		}
-		hs.GraceSeconds = h.grace.Seconds()
-		if p := h.strikes; p.Enabled() {
-			hs.Strikes = fmt.Sprintf("%d in %s, ban %s", p.Strikes, p.Window, p.Ban)
-		} else {
-			hs.Strikes = "off"
-		}
-		if h.rules != nil {
-			hs.Server = h.rules.Server()
-			for _, st := range h.rules.Status() {
-				hs.Sites = append(hs.Sites, siteStatusOf(h, st, now))
-			}
-		}
-		if hs.TopCrawlers == nil {
-			hs.TopCrawlers = []crawlerCount{}
-		}
-		if hs.TopOffenders == nil {
-			hs.TopOffenders = []crawlerCount{}
-		}
-		if h.store != nil {
-			f, ok := stores[h.store]
+	for i, s := range ss {
+		hs := handlerStatusOf(i, s, now)
+		if s.Store != nil {
+			f, ok := stores[s.Store]
 			if !ok {
-				f = storeFactsOf(ctx, h, now, scans)
-				stores[h.store] = f
+				f = storeFactsOf(ctx, s, now, scans)
+				stores[s.Store] = f
 			}
 			hs.Store, hs.Bans = f.status, f.bans
 		}
@@ -279,21 +251,61 @@ func buildStatus(ctx context.Context, hs []*Handler, now time.Time, scans banSca
 	return rep
 }
 
-// siteStatusOf describes one site of h at now: its grace and age are the
+// handlerStatusOf describes the handler s, at index i, but for its store.
+func handlerStatusOf(i int, s Site, now time.Time) HandlerStatus {
+	hs := HandlerStatus{
+		Index:          i,
+		Source:         s.Source,
+		File:           s.File,
+		Mode:           s.Mode,
+		Sites:          []SiteStatus{},
+		TopCrawlers:    s.TopCrawlers,
+		TopOffenders:   s.TopOffenders,
+		IPLists:        ipListsOf(s, now),
+		ConfigWarnings: s.ConfigWarnings,
+		GraceSeconds:   s.Grace.Seconds(),
+	}
+	if p := s.UntrustedProxy; p.IsValid() {
+		hs.UntrustedProxy = p.String()
+	}
+	if hs.ConfigWarnings == nil {
+		hs.ConfigWarnings = []string{}
+	}
+	if p := s.Strikes; p.Enabled() {
+		hs.Strikes = fmt.Sprintf("%d in %s, ban %s", p.Strikes, p.Window, p.Ban)
+	} else {
+		hs.Strikes = "off"
+	}
+	if s.Loader != nil {
+		hs.Server = s.Loader.Server()
+		for _, st := range s.Loader.Status() {
+			hs.Sites = append(hs.Sites, siteStatusOf(s, st, now))
+		}
+	}
+	if hs.TopCrawlers == nil {
+		hs.TopCrawlers = []CrawlerCount{}
+	}
+	if hs.TopOffenders == nil {
+		hs.TopOffenders = []CrawlerCount{}
+	}
+	return hs
+}
+
+// siteStatusOf describes one site of s at now: its grace and age are the
 // handler's reading of the loader's facts.
-func siteStatusOf(h *Handler, st sites.Status, now time.Time) siteStatus {
-	ss := siteStatus{Host: st.Host, Server: st.Server, State: st.State, Versions: []versionStatus{}}
+func siteStatusOf(s Site, st sites.Status, now time.Time) SiteStatus {
+	ss := SiteStatus{Host: st.Host, Server: st.Server, State: st.State, Versions: []VersionStatus{}}
 	for _, v := range st.Versions {
-		vs := versionStatus{ID: v.ID, From: v.From.UTC(), StartUnknown: v.StartUnknown, Current: v.Current}
+		vs := VersionStatus{ID: v.ID, From: v.From.UTC(), StartUnknown: v.StartUnknown, Current: v.Current}
 		if !v.Until.IsZero() {
 			u := v.Until.UTC()
 			vs.Until = &u
-			vs.InGrace = now.Sub(v.Until) <= h.grace
+			vs.InGrace = now.Sub(v.Until) <= s.Grace
 		}
 		ss.Versions = append(ss.Versions, vs)
 	}
 	if !st.LastFetch.IsZero() || st.LastResult != "" {
-		f := &fetchStatus{Result: st.LastResult, Error: st.LastError}
+		f := &FetchStatus{Result: st.LastResult, Error: st.LastError}
 		if !st.LastFetch.IsZero() {
 			t := st.LastFetch.UTC()
 			f.Last = &t
@@ -305,7 +317,7 @@ func siteStatusOf(h *Handler, st sites.Status, now time.Time) siteStatus {
 		ss.Fetch = f
 	}
 	if u := st.Unconfirmed; u != nil {
-		ss.PendingChange = &pendingChange{What: u.What, Since: u.Since.UTC(), ConfirmAt: u.ConfirmAt.UTC()}
+		ss.PendingChange = &PendingChange{What: u.What, Since: u.Since.UTC(), ConfirmAt: u.ConfirmAt.UTC()}
 	}
 	if len(st.Versions) > 0 {
 		cur := st.Versions[0]
@@ -322,15 +334,15 @@ func siteStatusOf(h *Handler, st sites.Status, now time.Time) siteStatus {
 	return ss
 }
 
-// storeFactsOf checks h's store: its type, a PING within 100 ms for Redis,
+// storeFactsOf checks s's store: its type, a PING within 100 ms for Redis,
 // and the bans in force.
-func storeFactsOf(ctx context.Context, h *Handler, now time.Time, scans banScans) *storeFacts {
-	f := &storeFacts{status: storeStatus{Type: h.storeType(), Healthy: true}}
-	if m, ok := h.store.(*state.Memory); ok {
+func storeFactsOf(ctx context.Context, s Site, now time.Time, scans banScans) *storeFacts {
+	f := &storeFacts{status: StoreStatus{Type: s.StoreType, Healthy: true}}
+	if m, ok := s.Store.(*state.Memory); ok {
 		f.status.Entries, f.status.Capacity = m.Len(), m.Cap()
 	}
-	if p, ok := h.store.(state.Pinger); ok {
-		pctx, cancel := context.WithTimeout(ctx, adminPingTimeout)
+	if p, ok := s.Store.(state.Pinger); ok {
+		pctx, cancel := context.WithTimeout(ctx, pingTimeout)
 		start := time.Now()
 		err := p.Ping(pctx)
 		cancel()
@@ -340,11 +352,11 @@ func storeFactsOf(ctx context.Context, h *Handler, now time.Time, scans banScans
 			f.status.Error = err.Error()
 		}
 	}
-	if fo, ok := h.store.(*state.Failover); ok && fo.DecidingLocally() {
+	if fo, ok := s.Store.(*state.Failover); ok && fo.DecidingLocally() {
 		f.status.DecidingLocally = true
 	}
-	if l, ok := h.store.(state.BanLister); ok {
-		bans, err := scans.list(ctx, h, l, now)
+	if l, ok := s.Store.(state.BanLister); ok {
+		bans, err := scans.list(ctx, s, l, now)
 		f.bans.Count = len(bans)
 		f.bans.Truncated = len(bans) >= state.MaxBansListed
 		if err != nil {

@@ -1,4 +1,4 @@
-package caddyrobots
+package admin
 
 // What an operator does to the sites' robots.txt versions:
 // POST /robots/reload loads every site's robots.txt now (with
@@ -15,14 +15,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/caddyserver/caddy/v2"
-
 	"github.com/caddyrobots/caddy-robots/internal/sites"
 	"github.com/caddyrobots/caddy-robots/internal/warnlimit"
 )
 
-// reloadResult reports the reload of one site.
-type reloadResult struct {
+// ReloadResult reports the reload of one site.
+type ReloadResult struct {
 	Handler  int    `json:"handler"`
 	Source   string `json:"source"`
 	Host     string `json:"host,omitempty"`
@@ -35,55 +33,55 @@ type reloadResult struct {
 	Changed  bool   `json:"changed"`
 	// PendingChange is set when the site now says nothing to crawlers
 	// and the change awaits confirmation: Version is still the last rules.
-	PendingChange *pendingChange `json:"pending_change,omitempty"`
+	PendingChange *PendingChange `json:"pending_change,omitempty"`
 	// Withdrawn lists the replaced versions withdraw_previous took out of
 	// the site's grace window (absent when there were none);
 	// NotWithdrawn says why it withdrew nothing from the site.
-	Withdrawn    []withdrawnVersion `json:"withdrawn,omitempty"`
+	Withdrawn    []WithdrawnVersion `json:"withdrawn,omitempty"`
 	NotWithdrawn string             `json:"not_withdrawn,omitempty"`
 }
 
-// withdrawnVersion is one replaced version withdraw_previous withdrew
+// WithdrawnVersion is one replaced version withdraw_previous withdrew
 // from a site, with when it was current there.
-type withdrawnVersion struct {
+type WithdrawnVersion struct {
 	Version string    `json:"version"`
 	From    time.Time `json:"from"`
 	Until   time.Time `json:"until"`
 }
 
-// reloadReport is the answer of POST /robots/reload.
-type reloadReport struct {
+// ReloadReport is the answer of POST /robots/reload.
+type ReloadReport struct {
 	// WithdrawPrevious echoes ?withdraw_previous=true.
 	WithdrawPrevious bool           `json:"withdraw_previous,omitempty"`
-	Reloaded         []reloadResult `json:"reloaded"`
+	Reloaded         []ReloadResult `json:"reloaded"`
 }
 
-// loadersOf returns the site tables of the handlers in hs that load rules,
-// each with its handler.
-func loadersOf(hs []*Handler) (loaders []*sites.Loader, owners []*Handler) {
-	for _, h := range hs {
-		if h.rules != nil {
-			loaders = append(loaders, h.rules.Loader)
-			owners = append(owners, h)
+// loadersOf returns the site tables of the handlers in ss that load rules,
+// each with its handler's index in ss.
+func loadersOf(ss []Site) (loaders []*sites.Loader, owners []int) {
+	for i, s := range ss {
+		if s.Loader != nil {
+			loaders = append(loaders, s.Loader)
+			owners = append(owners, i)
 		}
 	}
 	return loaders, owners
 }
 
 // serveReload answers POST /robots/reload[?withdraw_previous=true].
-func (a *adminAPI) serveReload(w http.ResponseWriter, r *http.Request) error {
+func (a *API) serveReload(w http.ResponseWriter, r *http.Request) error {
 	withdraw := false
 	if v := r.URL.Query().Get("withdraw_previous"); v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
-			return caddy.APIError{HTTPStatus: http.StatusBadRequest, Err: fmt.Errorf("robots: withdraw_previous=%q: want true or false", v)}
+			return Error{http.StatusBadRequest, fmt.Errorf("robots: withdraw_previous=%q: want true or false", v)}
 		}
 		withdraw = b
 	}
 	if !withdraw {
-		return writeJSON(w, reloadAll(r.Context(), handlers()))
+		return WriteJSON(w, Reload(r.Context(), a.Sites()))
 	}
-	return writeJSON(w, reloadWithdrawing(r.Context(), handlers(), adminClient(r)))
+	return WriteJSON(w, reloadWithdrawing(r.Context(), a.Sites(), adminClient(r)))
 }
 
 // adminClient names the admin API's client for the log: its address and
@@ -96,38 +94,38 @@ func adminClient(r *http.Request) string {
 	return who
 }
 
-// reloadAll loads every site's robots.txt now: through the server for
+// Reload loads every site's robots.txt now: through the server for
 // source site, from disk for source file; inline text has nothing to load.
 // Sites shared by several handlers are loaded once.
-func reloadAll(ctx context.Context, hs []*Handler) reloadReport {
-	loaders, owners := loadersOf(hs)
-	return reloadReportOf(hs, owners, sites.Reload(ctx, loaders), false)
+func Reload(ctx context.Context, ss []Site) ReloadReport {
+	loaders, owners := loadersOf(ss)
+	return reloadReportOf(ss, owners, sites.Reload(ctx, loaders), false)
 }
 
-// reloadWithdrawing is reloadAll, then withdraws every replaced version of
+// reloadWithdrawing is Reload, then withdraws every replaced version of
 // each site whose load succeeded: an emergency rule change (a new
 // Disallow) applies at once to every crawler instead of after the grace
 // window. who asked is logged with each withdrawal.
-func reloadWithdrawing(ctx context.Context, hs []*Handler, who string) reloadReport {
-	loaders, owners := loadersOf(hs)
-	return reloadReportOf(hs, owners, sites.ReloadWithdrawing(ctx, loaders, who), true)
+func reloadWithdrawing(ctx context.Context, ss []Site, who string) ReloadReport {
+	loaders, owners := loadersOf(ss)
+	return reloadReportOf(ss, owners, sites.ReloadWithdrawing(ctx, loaders, who), true)
 }
 
 // reloadReportOf is the answer for the reload results rs of the loaders of
-// owners.
-func reloadReportOf(hs, owners []*Handler, rs []sites.ReloadResult, withdraw bool) reloadReport {
-	rep := reloadReport{WithdrawPrevious: withdraw, Reloaded: []reloadResult{}}
+// the handlers owners (indexes in ss).
+func reloadReportOf(ss []Site, owners []int, rs []sites.ReloadResult, withdraw bool) ReloadReport {
+	rep := ReloadReport{WithdrawPrevious: withdraw, Reloaded: []ReloadResult{}}
 	for _, r := range rs {
-		h := owners[r.Loader]
-		res := reloadResult{
-			Handler: handlerIndex(hs, h), Source: h.Source, Host: r.Host, Server: r.Server, File: r.File,
+		i := owners[r.Loader]
+		res := ReloadResult{
+			Handler: i, Source: ss[i].Source, Host: r.Host, Server: r.Server, File: r.File,
 			Result: r.Result, Error: r.Error, Previous: r.Previous, Version: r.Version, Changed: r.Version != r.Previous,
 		}
 		if u := r.Unconfirmed; u != nil {
-			res.PendingChange = &pendingChange{What: u.What, Since: u.Since.UTC(), ConfirmAt: u.ConfirmAt.UTC()}
+			res.PendingChange = &PendingChange{What: u.What, Since: u.Since.UTC(), ConfirmAt: u.ConfirmAt.UTC()}
 		}
 		for _, wd := range r.Withdrawn {
-			res.Withdrawn = append(res.Withdrawn, withdrawnVersion{Version: wd.Version, From: wd.From.UTC(), Until: wd.Until.UTC()})
+			res.Withdrawn = append(res.Withdrawn, WithdrawnVersion{Version: wd.Version, From: wd.From.UTC(), Until: wd.Until.UTC()})
 		}
 		res.NotWithdrawn = r.NotWithdrawn
 		rep.Reloaded = append(rep.Reloaded, res)
@@ -135,24 +133,14 @@ func reloadReportOf(hs, owners []*Handler, rs []sites.ReloadResult, withdraw boo
 	return rep
 }
 
-// handlerIndex is h's position in hs, as /robots/status numbers handlers.
-func handlerIndex(hs []*Handler, h *Handler) int {
-	for i, x := range hs {
-		if x == h {
-			return i
-		}
-	}
-	return -1
-}
-
-// withdrawReport is the answer of DELETE /robots/versions/<id>.
-type withdrawReport struct {
+// WithdrawReport is the answer of DELETE /robots/versions/<id>.
+type WithdrawReport struct {
 	Version   string          `json:"version"`
-	Withdrawn []withdrawnSite `json:"withdrawn"`
+	Withdrawn []WithdrawnSite `json:"withdrawn"`
 }
 
-// withdrawnSite is one site a version was withdrawn from.
-type withdrawnSite struct {
+// WithdrawnSite is one site a version was withdrawn from.
+type WithdrawnSite struct {
 	// Handler is the index of a handler serving the site; absent when
 	// only the site's stored history held the version (StoredOnly).
 	Handler    *int      `json:"handler,omitempty"`
@@ -168,34 +156,33 @@ type withdrawnSite struct {
 // been served stops counting at once, instead of letting every crawler
 // that may hold it read what it allowed for the grace period. The current
 // version cannot be withdrawn (409); an unknown id is 404.
-func (a *adminAPI) serveWithdraw(w http.ResponseWriter, r *http.Request) error {
+func (a *API) serveWithdraw(w http.ResponseWriter, r *http.Request) error {
 	id := strings.TrimPrefix(r.URL.Path, "/robots/versions/")
-	hs := handlers()
-	loaders, owners := loadersOf(hs)
+	loaders, owners := loadersOf(a.Sites())
 	done, err := sites.Withdraw(r.Context(), loaders, id, adminClient(r))
 	var cur *sites.CurrentError
 	switch {
 	case errors.As(err, &cur):
-		return caddy.APIError{HTTPStatus: http.StatusConflict, Err: fmt.Errorf("robots: %w", err)}
+		return Error{http.StatusConflict, fmt.Errorf("robots: %w", err)}
 	case errors.Is(err, sites.ErrBadVersion):
-		return caddy.APIError{HTTPStatus: http.StatusBadRequest, Err: fmt.Errorf("robots: %q: %w", id, err)}
+		return Error{http.StatusBadRequest, fmt.Errorf("robots: %q: %w", id, err)}
 	case errors.Is(err, sites.ErrUnknownVersion):
-		return caddy.APIError{HTTPStatus: http.StatusNotFound, Err: fmt.Errorf("robots: version %s: %w (see /robots/status)", id, err)}
+		return Error{http.StatusNotFound, fmt.Errorf("robots: version %s: %w (see /robots/status)", id, err)}
 	case err != nil && len(done) == 0:
-		return caddy.APIError{HTTPStatus: http.StatusInternalServerError, Err: fmt.Errorf("robots: withdrawing version %s: %w", id, err)}
+		return Error{http.StatusInternalServerError, fmt.Errorf("robots: withdrawing version %s: %w", id, err)}
 	}
-	rep := withdrawReport{Version: id, Withdrawn: []withdrawnSite{}}
+	rep := WithdrawReport{Version: id, Withdrawn: []WithdrawnSite{}}
 	for _, d := range done {
-		ws := withdrawnSite{Host: d.Host, Server: d.Server, From: d.From.UTC(), Until: d.Until.UTC(), StoredOnly: d.Loader < 0}
+		ws := WithdrawnSite{Host: d.Host, Server: d.Server, From: d.From.UTC(), Until: d.Until.UTC(), StoredOnly: d.Loader < 0}
 		if d.Loader >= 0 {
-			i := handlerIndex(hs, owners[d.Loader])
+			i := owners[d.Loader]
 			ws.Handler = &i
 		}
 		rep.Withdrawn = append(rep.Withdrawn, ws)
 	}
 	if err != nil {
 		// Some sites were done before storage failed: say which, and why.
-		return caddy.APIError{HTTPStatus: http.StatusInternalServerError, Err: fmt.Errorf("robots: withdrawing version %s: %w (withdrawn from %d sites)", id, err, len(rep.Withdrawn))}
+		return Error{http.StatusInternalServerError, fmt.Errorf("robots: withdrawing version %s: %w (withdrawn from %d sites)", id, err, len(rep.Withdrawn))}
 	}
-	return writeJSON(w, rep)
+	return WriteJSON(w, rep)
 }
