@@ -344,7 +344,7 @@ func TestRangesLoadFiles(t *testing.T) {
 	}
 	m, err := c.LoadFiles()
 	if err != nil || len(m["openai-gptbot"]) != 1 {
-		t.Fatalf("loadFiles: %v %v", m, err)
+		t.Fatalf("LoadFiles: %v %v", m, err)
 	}
 	c, _ = NewConfig(DefaultRefresh, true, map[string]string{"perplexitybot": bad})
 	if _, err := c.LoadFiles(); err == nil || !strings.Contains(err.Error(), "perplexitybot") {
