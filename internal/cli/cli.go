@@ -5,7 +5,10 @@
 //
 // It cannot import the root package (the root registers the commands), so
 // what only the root knows (the robots handler's configuration, and the
-// check subcommand built on it) comes in through [Hooks].
+// check subcommand built on it) comes in through [Hooks]. It imports
+// Caddy's cmd and config packages because its job is Caddy's command line:
+// the exit codes must pass through Caddy's main, and a Caddyfile is read
+// with Caddy's own adapter.
 package cli
 
 import (
