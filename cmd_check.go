@@ -20,6 +20,7 @@ import (
 	"github.com/caddyrobots/caddy-robots/agents"
 	"github.com/caddyrobots/caddy-robots/enforce"
 	"github.com/caddyrobots/caddy-robots/internal/audit"
+	"github.com/caddyrobots/caddy-robots/internal/cli"
 	"github.com/caddyrobots/caddy-robots/internal/policy"
 )
 
@@ -63,7 +64,7 @@ I/O error.`,
 		Example: `  $ caddy robots check --robots https://example.com/robots.txt --agent 'GPTBot/1.2' https://example.com/private/
   $ caddy robots check --config Caddyfile --site example.com --agent 'GPTBot/1.2' --explain '/public/..%2fprivate/x'
   $ caddy robots check --robots robots.txt --agent 'Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)' --ip 66.249.66.1 /search /`,
-		RunE: runE(runCheck, record),
+		RunE: cli.RunE(runCheck, record),
 	}
 	f := c.Flags()
 	f.String("robots", "", "robots.txt to read: a file path or an http(s) URL")
@@ -99,7 +100,7 @@ func addOptionFlags(f *pflag.FlagSet) {
 type checkEnv struct {
 	h        *Handler
 	robots   *enforce.Robots
-	src      *source
+	src      *cli.Source
 	version  *policy.Version
 	ident    *agents.Identifier
 	timeout  time.Duration
@@ -119,19 +120,19 @@ type verdictWhy struct {
 	why string
 }
 
-func runCheck(env *cliEnv) (int, error) {
-	fl := env.flags
+func runCheck(env *cli.Env) (int, error) {
+	fl := env.Flags
 	ua, _ := fl.GetString("agent")
 	batch, _ := fl.GetString("requests")
 	if ua == "" && batch == "" {
-		return exitFailure, errors.New("robots check: --agent is required (or --requests)")
+		return cli.ExitFailure, errors.New("robots check: --agent is required (or --requests)")
 	}
-	if batch == "" && len(env.args) == 0 {
-		return exitFailure, errors.New("robots check: give at least one URL or path")
+	if batch == "" && len(env.Args) == 0 {
+		return cli.ExitFailure, errors.New("robots check: give at least one URL or path")
 	}
 	ce, err := newCheckEnv(env)
 	if err != nil {
-		return exitFailure, fmt.Errorf("robots check: %w", err)
+		return cli.ExitFailure, fmt.Errorf("robots check: %w", err)
 	}
 	if batch != "" {
 		return ce.runBatch(env, batch)
@@ -140,19 +141,19 @@ func runCheck(env *cliEnv) (int, error) {
 	var ip netip.Addr
 	if ipText != "" {
 		if ip, err = netip.ParseAddr(ipText); err != nil {
-			return exitFailure, fmt.Errorf("robots check: --ip: %w", err)
+			return cli.ExitFailure, fmt.Errorf("robots check: --ip: %w", err)
 		}
 	}
 	method, _ := fl.GetString("method")
 	headers, err := headerFlags(fl)
 	if err != nil {
-		return exitFailure, fmt.Errorf("robots check: %w", err)
+		return cli.ExitFailure, fmt.Errorf("robots check: %w", err)
 	}
-	targets := make([]string, len(env.args))
-	for i, a := range env.args {
+	targets := make([]string, len(env.Args))
+	for i, a := range env.Args {
 		t, err := targetOf(a)
 		if err != nil {
-			return exitFailure, fmt.Errorf("robots check: %w", err)
+			return cli.ExitFailure, fmt.Errorf("robots check: %w", err)
 		}
 		targets[i] = t
 	}
@@ -161,8 +162,8 @@ func runCheck(env *cliEnv) (int, error) {
 }
 
 // newCheckEnv reads the options and the robots.txt.
-func newCheckEnv(env *cliEnv) (*checkEnv, error) {
-	fl := env.flags
+func newCheckEnv(env *cli.Env) (*checkEnv, error) {
+	fl := env.Flags
 	ce := &checkEnv{ident: agents.NewIdentifier(4096), verdicts: map[string]verdictWhy{}}
 	ce.timeout, _ = fl.GetDuration("dns-timeout")
 	ce.resolver, _ = fl.GetString("resolver")
@@ -187,11 +188,11 @@ func newCheckEnv(env *cliEnv) (*checkEnv, error) {
 	}
 	switch {
 	case robotsSrc != "":
-		ce.src, err = loadRobots(env.ctx, robotsSrc)
+		ce.src, err = cli.LoadRobots(env.Ctx, robotsSrc)
 	case ce.h.Source == "inline":
-		ce.src = &source{name: "inline text of the config", body: []byte(ce.h.Inline)}
+		ce.src = &cli.Source{Name: "inline text of the config", Body: []byte(ce.h.Inline)}
 	case ce.h.Source == "file":
-		ce.src, err = loadRobots(env.ctx, ce.h.File)
+		ce.src, err = cli.LoadRobots(env.Ctx, ce.h.File)
 	case cfgPath != "":
 		err = errors.New("the handler's source is the site itself: give its robots.txt with --robots (a file or the site's URL)")
 	default:
@@ -200,8 +201,8 @@ func newCheckEnv(env *cliEnv) (*checkEnv, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !ce.src.unavailable {
-		body := ce.src.body
+	if !ce.src.Unavailable {
+		body := ce.src.Body
 		if robotsSrc == "" && ce.h.servesTrapRules() {
 			// The loader serves and enforces a file or inline source with
 			// the trap's Disallow line in every group (trap.go): the rules,
@@ -299,23 +300,23 @@ func (ce *checkEnv) verify(ctx context.Context, a agents.Agent, ip netip.Addr) v
 }
 
 // printText judges each target for one client and prints the report.
-func (ce *checkEnv) printText(env *cliEnv, ua string, ip netip.Addr, method string, headers map[string]string, targets []string, explain bool) (int, error) {
-	w := env.stdout
-	fmt.Fprintf(w, "robots.txt  %s (%s", ce.src.name, plural(len(ce.src.body), "byte", "bytes"))
-	if ce.src.note != "" {
-		fmt.Fprintf(w, "; %s", ce.src.note)
+func (ce *checkEnv) printText(env *cli.Env, ua string, ip netip.Addr, method string, headers map[string]string, targets []string, explain bool) (int, error) {
+	w := env.Stdout
+	fmt.Fprintf(w, "robots.txt  %s (%s", ce.src.Name, cli.Plural(len(ce.src.Body), "byte", "bytes"))
+	if ce.src.Note != "" {
+		fmt.Fprintf(w, "; %s", ce.src.Note)
 	}
 	fmt.Fprintf(w, ")\nagent       %s\n", ua)
-	first := ce.judge(env.ctx, ua, ip, method, "/", headers)
+	first := ce.judge(env.Ctx, ua, ip, method, "/", headers)
 	if first.agent == nil {
 		fmt.Fprintf(w, "crawler     none: a browser's User-Agent\n\n")
 		for i, t := range targets {
-			fmt.Fprintf(w, "%s: allowed (not a crawler: robots.txt does not apply to people)\n", displayTarget(env.args[i], t))
+			fmt.Fprintf(w, "%s: allowed (not a crawler: robots.txt does not apply to people)\n", displayTarget(env.Args[i], t))
 		}
-		return exitOK, nil
+		return cli.ExitOK, nil
 	}
 	a := first.agent.Agent
-	fmt.Fprintf(w, "crawler     %s\n", describeAgent(a))
+	fmt.Fprintf(w, "crawler     %s\n", cli.DescribeAgent(a))
 	if len(a.Tokens) > 0 {
 		fmt.Fprintf(w, "tokens      %s\n", strings.Join(a.Tokens, ", "))
 	}
@@ -332,17 +333,17 @@ func (ce *checkEnv) printText(env *cliEnv, ua string, ip netip.Addr, method stri
 
 	refused := 0
 	for i, t := range targets {
-		j := ce.judge(env.ctx, ua, ip, method, t, headers)
-		name := displayTarget(env.args[i], t)
+		j := ce.judge(env.Ctx, ua, ip, method, t, headers)
+		name := displayTarget(env.Args[i], t)
 		if ce.printJudgement(w, name, j, explain) {
 			refused++
 		}
 	}
 	fmt.Fprintf(w, "\n%d allowed, %d refused\n", len(targets)-refused, refused)
 	if refused > 0 {
-		return exitRefused, nil
+		return cli.ExitRefused, nil
 	}
-	return exitOK, nil
+	return cli.ExitOK, nil
 }
 
 // printGroup prints the group the crawler is judged by, and its interval.
@@ -448,16 +449,16 @@ type batchRequest struct {
 
 // runBatch judges every request of a JSON-lines file and prints one JSON
 // decision per line, in the shape of POST /robots/check's answer.
-func (ce *checkEnv) runBatch(env *cliEnv, path string) (int, error) {
+func (ce *checkEnv) runBatch(env *cli.Env, path string) (int, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return exitFailure, fmt.Errorf("robots check: --requests: %w", err)
+		return cli.ExitFailure, fmt.Errorf("robots check: --requests: %w", err)
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	enc := json.NewEncoder(env.stdout)
-	code, line := exitOK, 0
+	enc := json.NewEncoder(env.Stdout)
+	code, line := cli.ExitOK, 0
 	for sc.Scan() {
 		line++
 		if strings.TrimSpace(sc.Text()) == "" {
@@ -465,21 +466,21 @@ func (ce *checkEnv) runBatch(env *cliEnv, path string) (int, error) {
 		}
 		var br batchRequest
 		if err := json.Unmarshal(sc.Bytes(), &br); err != nil {
-			return exitFailure, fmt.Errorf("robots check: %s:%d: %w", path, line, err)
+			return cli.ExitFailure, fmt.Errorf("robots check: %s:%d: %w", path, line, err)
 		}
-		res, err := ce.judgeBatch(env.ctx, br)
+		res, err := ce.judgeBatch(env.Ctx, br)
 		if err != nil {
-			return exitFailure, fmt.Errorf("robots check: %s:%d: %w", path, line, err)
+			return cli.ExitFailure, fmt.Errorf("robots check: %s:%d: %w", path, line, err)
 		}
 		if res.Decision != policy.Allow.String() {
-			code = exitRefused
+			code = cli.ExitRefused
 		}
 		if err := enc.Encode(res); err != nil {
-			return exitFailure, fmt.Errorf("robots check: writing: %w", err)
+			return cli.ExitFailure, fmt.Errorf("robots check: writing: %w", err)
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return exitFailure, fmt.Errorf("robots check: reading %s: %w", path, err)
+		return cli.ExitFailure, fmt.Errorf("robots check: reading %s: %w", path, err)
 	}
 	return code, nil
 }

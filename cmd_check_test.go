@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/caddyrobots/caddy-robots/enforce"
+	"github.com/caddyrobots/caddy-robots/internal/cli"
 	"github.com/miekg/dns"
 )
 
@@ -21,17 +22,17 @@ func TestCheckGolden(t *testing.T) {
 		args []string
 		code int
 	}{
-		{"check-gptbot", []string{"--agent", "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko); compatible; GPTBot/1.2; +https://openai.com/gptbot", "--ip", "4.227.36.5", "/", "/robots.txt", "https://example.com/blog/?page=2"}, exitRefused},
-		{"check-googlebot", []string{"--agent", "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)", "/private/public/a", "/search?q=1", "/blog/"}, exitRefused},
-		{"check-unknown-bot", []string{"--agent", "ExampleCrawler/1.0 (+https://example.com/bot)", "--ip", "10.1.2.3", "/private/public/x", "/blog/"}, exitOK},
-		{"check-browser", []string{"--agent", "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36", "/private/x"}, exitOK},
+		{"check-gptbot", []string{"--agent", "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko); compatible; GPTBot/1.2; +https://openai.com/gptbot", "--ip", "4.227.36.5", "/", "/robots.txt", "https://example.com/blog/?page=2"}, cli.ExitRefused},
+		{"check-googlebot", []string{"--agent", "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)", "/private/public/a", "/search?q=1", "/blog/"}, cli.ExitRefused},
+		{"check-unknown-bot", []string{"--agent", "ExampleCrawler/1.0 (+https://example.com/bot)", "--ip", "10.1.2.3", "/private/public/x", "/blog/"}, cli.ExitOK},
+		{"check-browser", []string{"--agent", "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36", "/private/x"}, cli.ExitOK},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out, _, err := runCLI(t, append([]string{"check", "--robots", siteRobots}, tc.args...)...)
 			if code != tc.code {
 				t.Errorf("exit code %d, want %d (err %v)", code, tc.code, err)
 			}
-			if tc.code == exitOK && err != nil {
+			if tc.code == cli.ExitOK && err != nil {
 				t.Errorf("unexpected error %v", err)
 			}
 			golden(t, tc.name, out)
@@ -49,7 +50,7 @@ func TestCheckUsageErrors(t *testing.T) {
 		{"check", "--robots", siteRobots, "--agent", "GPTBot"}, // no URL
 	} {
 		code, _, _, err := runCLI(t, args...)
-		if code != exitFailure || err == nil {
+		if code != cli.ExitFailure || err == nil {
 			t.Errorf("%v: code %d err %v, want 1 and an error", args, code, err)
 		}
 	}
@@ -73,7 +74,7 @@ func TestCheckSpoofedGolden(t *testing.T) {
 	code, out, _, err := runCLI(t, "check", "--robots", siteRobots,
 		"--agent", "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)",
 		"--ip", "203.0.113.50", "--resolver", pc.LocalAddr().String(), "/blog/")
-	if code != exitRefused || err == nil {
+	if code != cli.ExitRefused || err == nil {
 		t.Errorf("code %d err %v, want 3", code, err)
 	}
 	golden(t, "check-spoofed", out)
@@ -96,7 +97,7 @@ func TestCheckDNSTimeoutIsUnverified(t *testing.T) {
 	if took := time.Since(start); took > 3*time.Second {
 		t.Errorf("took %s with a 300ms DNS timeout", took)
 	}
-	if code != exitOK || err != nil {
+	if code != cli.ExitOK || err != nil {
 		t.Errorf("code %d err %v", code, err)
 	}
 	if !strings.Contains(out, "unverified: reverse DNS did not answer within 300ms") || !strings.Contains(out, "chosen by token Googlebot") {
@@ -121,14 +122,14 @@ func TestCheckConfigTrapRules(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out, _, err := runCLI(t, "check", "--config", cfg, "--site", "example.com", "--agent", "ExampleBot/1.0", "https://example.com/no-robots/a")
-	if code != exitRefused || !strings.Contains(out, "Disallow: /no-robots/") {
+	if code != cli.ExitRefused || !strings.Contains(out, "Disallow: /no-robots/") {
 		t.Errorf("the trap: code %d err %v\n%s", code, err, out)
 	}
 	h := &Handler{Source: "inline", Inline: "User-agent: *\nDisallow: /private/\n", Trap: "/no-robots/"}
 	served := enforce.Parse([]byte(withTrapRules(h.Inline, h.Trap)))
 	want := served.Decide([]string{"ExampleBot"}, "/private/x").Rule.String()
 	code, out, _, err = runCLI(t, "check", "--config", cfg, "--site", "example.com", "--agent", "ExampleBot/1.0", "https://example.com/private/x")
-	if code != exitRefused || !strings.Contains(out, want) {
+	if code != cli.ExitRefused || !strings.Contains(out, want) {
 		t.Errorf("/private/x: code %d err %v, want the rule %q as served\n%s", code, err, want, out)
 	}
 }

@@ -1,5 +1,10 @@
 package caddyrobots
 
+// The tests of caddy robots audit run the command as Caddy registers it:
+// the audit judges with the handler's options (cli_site.go), and several
+// tests compare it with a live handler, so they live in the root package.
+// internal/cli tests what needs no handler.
+
 import (
 	"bytes"
 	"crypto/tls"
@@ -17,9 +22,9 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
 
-	"github.com/caddyrobots/caddy-robots/enforce"
 	"github.com/caddyrobots/caddy-robots/internal/audit"
 	"github.com/caddyrobots/caddy-robots/internal/chromiumtest"
+	"github.com/caddyrobots/caddy-robots/internal/cli"
 	"github.com/caddyrobots/caddy-robots/internal/sites"
 )
 
@@ -74,7 +79,7 @@ func TestAuditGolden(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out, _, err := runCLI(t, append([]string{"audit"}, tc.args...)...)
-			if code != exitOK || err != nil {
+			if code != cli.ExitOK || err != nil {
 				t.Fatalf("code %d err %v", code, err)
 			}
 			golden(t, tc.name, out)
@@ -104,7 +109,7 @@ func TestAuditUsageErrors(t *testing.T) {
 		{"audit", "--robots", siteRobots, "testdata/cli/no-such.log"},
 		{"audit", "--robots", siteRobots, "--robots-new", "testdata/cli/no-such.txt", accessLog},
 	} {
-		if code, _, _, err := runCLI(t, args...); code != exitFailure || err == nil {
+		if code, _, _, err := runCLI(t, args...); code != cli.ExitFailure || err == nil {
 			t.Errorf("%v: code %d err %v, want 1", args, code, err)
 		}
 	}
@@ -113,7 +118,7 @@ func TestAuditUsageErrors(t *testing.T) {
 func TestAuditOutFile(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "r.json")
 	code, stdout, stderr, err := runCLI(t, "audit", "--robots", siteRobots, "--format", "json", "--out", out, accessLog)
-	if code != exitOK || err != nil || stdout != "" || !strings.Contains(stderr, "report written to") {
+	if code != cli.ExitOK || err != nil || stdout != "" || !strings.Contains(stderr, "report written to") {
 		t.Fatalf("code %d err %v stdout %q stderr %q", code, err, stdout, stderr)
 	}
 	if b, err := os.ReadFile(out); err != nil || !bytes.Contains(b, []byte(`"name": "GPTBot"`)) {
@@ -135,7 +140,7 @@ func TestAuditHTMLInChromium(t *testing.T) {
 	} {
 		report := filepath.Join(dir, fmt.Sprintf("report%d.html", i))
 		code, _, _, err := runCLI(t, append([]string{"audit", "--format", "html", "--out", report}, args...)...)
-		if code != exitOK || err != nil {
+		if code != cli.ExitOK || err != nil {
 			t.Fatalf("%v: code %d err %v", args, code, err)
 		}
 		keep := os.Getenv("ROBOTS_SCREENSHOT")
@@ -150,27 +155,6 @@ func TestAuditHTMLInChromium(t *testing.T) {
 		if red == 0 {
 			t.Errorf("%v: no red pixels: the violation figures and bars should show", args)
 		}
-	}
-}
-
-func TestAuditProgressBar(t *testing.T) {
-	lf, err := audit.Open(accessLog)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lf.Close()
-	a, err := audit.New(audit.Config{Robots: enforce.Parse(nil)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Feed(accessLog, lf, nil); err != nil {
-		t.Fatal(err)
-	}
-	var b bytes.Buffer
-	bar := &progressBar{w: &b, start: time.Now().Add(-time.Second)}
-	bar.finish(lf, a)
-	if got := b.String(); !strings.HasPrefix(got, "\rtestdata/cli/access.log [") || !strings.Contains(got, "100% 17 lines") {
-		t.Errorf("progress line %q", got)
 	}
 }
 
@@ -197,7 +181,7 @@ func TestAuditNothingReadable(t *testing.T) {
 	} {
 		for _, format := range []string{"table", "decisions"} {
 			code, out, _, err := runCLI(t, "audit", "--robots", siteRobots, "--format", format, tc.log)
-			if code != exitFailure || err == nil || out != "" {
+			if code != cli.ExitFailure || err == nil || out != "" {
 				t.Errorf("%s (%s): code %d, err %v, output %q; want 1, an error, no output", tc.log, format, code, err, out)
 				continue
 			}
@@ -211,7 +195,7 @@ func TestAuditNothingReadable(t *testing.T) {
 	// A readable log next to an unreadable one: the report, with the
 	// first unreadable line as a note.
 	code, out, _, err := runCLI(t, "audit", "--robots", siteRobots, "testdata/cli/nginx-error.log", nginxLog)
-	if code != exitOK || err != nil || !strings.Contains(out, `note: the first unreadable line, testdata/cli/nginx-error.log:1: "2026/05/11`) {
+	if code != cli.ExitOK || err != nil || !strings.Contains(out, `note: the first unreadable line, testdata/cli/nginx-error.log:1: "2026/05/11`) {
 		t.Errorf("code %d err %v:\n%s", code, err, out)
 	}
 }
@@ -220,7 +204,7 @@ func TestAuditNothingReadable(t *testing.T) {
 // matches nothing, and --host on a log that records no Host, are errors.
 func TestAuditHost(t *testing.T) {
 	code, out, _, err := runCLI(t, "audit", "--robots", siteRobots, "--host", "SHOP.example.com", "--format", "json", multiHostLog)
-	if code != exitOK || err != nil {
+	if code != cli.ExitOK || err != nil {
 		t.Fatalf("code %d err %v", code, err)
 	}
 	var r audit.Report
@@ -244,7 +228,7 @@ func TestAuditHost(t *testing.T) {
 		{[]string{"--host", "example.com", apacheLog}, "testdata/cli/apache-common.log:1: the Common Log Format records no Host"},
 	} {
 		code, _, _, err := runCLI(t, append([]string{"audit", "--robots", siteRobots}, tc.args...)...)
-		if code != exitFailure || err == nil || !strings.Contains(err.Error(), tc.want) {
+		if code != cli.ExitFailure || err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: code %d, err %v; want 1 and %q", tc.args, code, err, tc.want)
 		}
 	}
@@ -254,7 +238,7 @@ func TestAuditHost(t *testing.T) {
 func decisionsOf(t *testing.T, args ...string) []audit.Decision {
 	t.Helper()
 	code, out, _, err := runCLI(t, append([]string{"audit", "--format", "decisions"}, args...)...)
-	if code != exitOK || err != nil {
+	if code != cli.ExitOK || err != nil {
 		t.Fatalf("%v: code %d err %v", args, code, err)
 	}
 	var ds []audit.Decision
@@ -306,11 +290,11 @@ func TestAuditOptions(t *testing.T) {
 		t.Errorf("config strikes 2: %d banned, want 1 (example.com's third request)", got)
 	}
 	code, _, _, err := runCLI(t, "audit", "--config", "testdata/cli/audit.Caddyfile", "--site", "example.com", "--preferences", "expose", nginxLog)
-	if code != exitFailure || err == nil || !strings.Contains(err.Error(), "--preferences: with --config the options are those of the site's robots handler") {
+	if code != cli.ExitFailure || err == nil || !strings.Contains(err.Error(), "--preferences: with --config the options are those of the site's robots handler") {
 		t.Errorf("an option flag with --config: code %d err %v", code, err)
 	}
 	code, _, _, err = runCLI(t, "audit", "--robots", siteRobots, "--crawl-burst", "1000", nginxLog)
-	if code != exitFailure || err == nil || !strings.Contains(err.Error(), "crawl_burst") {
+	if code != cli.ExitFailure || err == nil || !strings.Contains(err.Error(), "crawl_burst") {
 		t.Errorf("--crawl-burst 1000: code %d err %v", code, err)
 	}
 }
@@ -325,9 +309,9 @@ func TestAuditAgreesWithTheHandler(t *testing.T) {
 		t.Errorf("audit.DefaultOptions() = %+v, the handler's defaults %+v", got, want)
 	}
 	// The loader and the CLI send these User-Agents (loader.go,
-	// command.go); the audit must know them.
-	if sites.LoaderUserAgent != audit.OwnLoaderUserAgent || !audit.IsOwn(cliUserAgent) {
-		t.Errorf("the loader's User-Agent %q or the CLI's %q is not the audit's own: update audit.IsOwn", sites.LoaderUserAgent, cliUserAgent)
+	// internal/cli); the audit must know them.
+	if sites.LoaderUserAgent != audit.OwnLoaderUserAgent || !audit.IsOwn(cli.UserAgent) {
+		t.Errorf("the loader's User-Agent %q or the CLI's %q is not the audit's own: update audit.IsOwn", sites.LoaderUserAgent, cli.UserAgent)
 	}
 	if !audit.IsOwn(audit.OwnLoaderUserAgent) || !audit.IsOwn("caddy-robots-cli (+https://github.com/caddyrobots/caddy-robots)") || audit.IsOwn("caddy-robots-clifake/1") {
 		t.Error("audit.IsOwn")
@@ -522,7 +506,7 @@ func TestAuditUndeclared(t *testing.T) {
 	}
 
 	code, out, _, err := runCLI(t, "audit", "--config", undeclaredCaddyfile, "--site", "example.com", "--format", "json", undeclaredLog)
-	if code != exitOK || err != nil {
+	if code != cli.ExitOK || err != nil {
 		t.Fatalf("code %d err %v", code, err)
 	}
 	var r audit.Report
@@ -543,7 +527,7 @@ func TestAuditUndeclared(t *testing.T) {
 	// A robots.txt given with --robots is taken as served: it must
 	// disallow the trap itself, and the report says when it does not.
 	code, table, _, err := runCLI(t, "audit", "--robots", siteRobots, "--trap", "/no-robots/", undeclaredLog)
-	if code != exitOK || err != nil || !strings.Contains(table, `does not disallow the trap /no-robots/ for "*"`) || strings.Contains(table, "Lynx (undeclared)") {
+	if code != cli.ExitOK || err != nil || !strings.Contains(table, `does not disallow the trap /no-robots/ for "*"`) || strings.Contains(table, "Lynx (undeclared)") {
 		t.Errorf("--robots without the trap's line: code %d err %v\n%s", code, err, table)
 	}
 
@@ -620,7 +604,7 @@ func TestAuditUndeclaredFlags(t *testing.T) {
 		{[]string{"--config", undeclaredCaddyfile, "--site", "example.com", "--trap", "/t/", log}, "--trap: with --config the options are those of the site's robots handler"},
 	} {
 		code, _, _, err := runCLI(t, append([]string{"audit"}, c.args...)...)
-		if code != exitFailure || err == nil || !strings.Contains(err.Error(), c.want) {
+		if code != cli.ExitFailure || err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: code %d err %v, want %q", c.args, code, err, c.want)
 		}
 	}

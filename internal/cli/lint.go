@@ -1,4 +1,4 @@
-package caddyrobots
+package cli
 
 import (
 	"bytes"
@@ -30,25 +30,25 @@ Exit status: 1 if there is an error (with --strict, also a warning), else 0.`,
 		Example: `  $ caddy robots lint robots.txt
   $ caddy robots lint --strict https://example.com/robots.txt`,
 		Args: cobra.ExactArgs(1),
-		RunE: runE(runLint, record),
+		RunE: RunE(runLint, record),
 	}
 	c.Flags().Bool("strict", false, "fail on warnings too")
 	return c
 }
 
-func runLint(env *cliEnv) (int, error) {
-	strict, _ := env.flags.GetBool("strict")
-	src, err := loadRobots(env.ctx, env.args[0])
+func runLint(env *Env) (int, error) {
+	strict, _ := env.Flags.GetBool("strict")
+	src, err := LoadRobots(env.Ctx, env.Args[0])
 	if err != nil {
-		return exitFailure, fmt.Errorf("robots lint: %w", err)
+		return ExitFailure, fmt.Errorf("robots lint: %w", err)
 	}
-	w := env.stdout
-	if src.note != "" {
-		fmt.Fprintf(w, "%s: %s\n", src.name, src.note)
+	w := env.Stdout
+	if src.Note != "" {
+		fmt.Fprintf(w, "%s: %s\n", src.Name, src.Note)
 	}
-	fs := enforce.Lint(src.body)
-	fs = append(fs, lintTokens(src.body)...)
-	fs = append(fs, lintAIPreferences(src.body)...)
+	fs := enforce.Lint(src.Body)
+	fs = append(fs, lintTokens(src.Body)...)
+	fs = append(fs, lintAIPreferences(src.Body)...)
 	sort.SliceStable(fs, func(i, j int) bool { return fs[i].Line < fs[j].Line })
 
 	errs, warns := 0, 0
@@ -58,18 +58,18 @@ func runLint(env *cliEnv) (int, error) {
 		} else {
 			warns++
 		}
-		where := src.name
+		where := src.Name
 		if f.Line > 0 {
-			where = fmt.Sprintf("%s:%d", src.name, f.Line)
+			where = fmt.Sprintf("%s:%d", src.Name, f.Line)
 		}
 		fmt.Fprintf(w, "%s: %s: %s [%s]\n", where, f.Severity, f.Message, f.Code)
 	}
-	fmt.Fprintf(w, "%s, %s\n", plural(errs, "error", "errors"), plural(warns, "warning", "warnings"))
+	fmt.Fprintf(w, "%s, %s\n", Plural(errs, "error", "errors"), Plural(warns, "warning", "warnings"))
 	if errs > 0 || (strict && warns > 0) {
 		// (1, nil) would exit 0: the error is what makes the status 1.
-		return exitFailure, resultError{fmt.Sprintf("robots lint: %s: %s, %s", src.name, plural(errs, "error", "errors"), plural(warns, "warning", "warnings"))}
+		return ExitFailure, ResultError{fmt.Sprintf("robots lint: %s: %s, %s", src.Name, Plural(errs, "error", "errors"), Plural(warns, "warning", "warnings"))}
 	}
-	return exitOK, nil
+	return ExitOK, nil
 }
 
 // lintAIPreferences lints the AI-preference records (Content-Usage,

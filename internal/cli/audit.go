@@ -1,19 +1,15 @@
-package caddyrobots
+package cli
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 	"io"
-	"net/netip"
 	"os"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/caddyserver/caddy/v2"
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
 	"github.com/caddyrobots/caddy-robots/enforce"
@@ -24,11 +20,8 @@ import (
 // auditFormats are the values of caddy robots audit --format.
 var auditFormats = []string{"table", "json", "html", "decisions"}
 
-func newAuditCommand(record func(int)) *cobra.Command {
-	c := &cobra.Command{
-		Use:   "audit (--robots <file|url> | --config <Caddyfile> --site <host>) [--robots-new <file>] [--host <name>]... [--format table|json|html|decisions] [--out <file>] <access-log>...",
-		Short: "Replays access logs through the robots handler's decision and reports how crawlers behaved",
-		Long: `
+// auditLong is caddy robots audit --help.
+const auditLong = `
 Streams access logs (plain or gzip-compressed, of any size; "-" is the
 standard input) and judges every crawler's request with the decision the
 robots handler runs, replaying its throttle, strike and ban state in log
@@ -88,13 +81,22 @@ lines are read. A progress bar is drawn on stderr when it is a terminal.
 
 Exit status: 0 with a report, 1 on a usage or I/O error or when nothing in
 the logs could be read (the message says which formats were expected and
-shows the first unreadable line).`,
-		Example: `  $ caddy robots audit --robots /srv/www/robots.txt /var/log/caddy/access.log.1 /var/log/caddy/access.log
+shows the first unreadable line).`
+
+// auditExample is caddy robots audit's examples.
+const auditExample = `  $ caddy robots audit --robots /srv/www/robots.txt /var/log/caddy/access.log.1 /var/log/caddy/access.log
   $ caddy robots audit --config /etc/caddy/Caddyfile --site example.com --host example.com access.log.gz
   $ caddy robots audit --robots https://example.com/robots.txt --robots-new robots.new.txt --format html --out report.html access.log.gz
-  $ caddy robots audit --robots robots.txt --format decisions /var/log/nginx/access.log | jq 'select(.decision != "allow")'`,
-		Args: cobra.MinimumNArgs(1),
-		RunE: runE(runAudit, record),
+  $ caddy robots audit --robots robots.txt --format decisions /var/log/nginx/access.log | jq 'select(.decision != "allow")'`
+
+func newAuditCommand(h Hooks, record func(int)) *cobra.Command {
+	c := &cobra.Command{
+		Use:     "audit (--robots <file|url> | --config <Caddyfile> --site <host>) [--robots-new <file>] [--host <name>]... [--format table|json|html|decisions] [--out <file>] <access-log>...",
+		Short:   "Replays access logs through the robots handler's decision and reports how crawlers behaved",
+		Long:    auditLong,
+		Example: auditExample,
+		Args:    cobra.MinimumNArgs(1),
+		RunE:    RunE(func(env *Env) (int, error) { return runAudit(env, h) }, record),
 	}
 	f := c.Flags()
 	f.String("robots", "", "robots.txt the traffic is judged against: a file or an http(s) URL")
@@ -106,11 +108,11 @@ shows the first unreadable line).`,
 	f.String("format", "table", "report format: "+strings.Join(auditFormats, ", "))
 	f.String("out", "", "write the report to this file instead of stdout")
 	f.Int("max-crawlers", audit.DefaultMaxCrawlers, "crawlers reported by name; the others are counted together")
-	addOptionFlags(f)
+	h.OptionFlags(f)
 	f.Int("crawl-burst", 0, "how many requests may come back to back before Crawl-delay throttles (default 4)")
 	f.String("disguised", "", "off | log | enforce: every signal for undeclared crawlers at once (default: fetch_metadata and trap enforce, the others log)")
 	f.String("trap", "", "the handler's trap path (e.g. /no-robots/): whoever asks for it is an undeclared crawler for --trap-hold")
-	f.Duration("trap-hold", DefaultTrapHold, "with --trap: how long a client that took the trap is judged as a crawler")
+	f.Duration("trap-hold", policy.DefaultTrapHold, "with --trap: how long a client that took the trap is judged as a crawler")
 	return c
 }
 
@@ -119,38 +121,32 @@ shows the first unreadable line).`,
 var auditOptionFlags = []string{"mode", "preferences", "crawl-delay", "spoofed", "libraries", "unavailable", "grace", "strikes", "crawl-burst",
 	"disguised", "trap", "trap-hold"}
 
-func runAudit(env *cliEnv) (int, error) {
-	fl := env.flags
+func runAudit(env *Env, h Hooks) (int, error) {
+	fl := env.Flags
 	format, _ := fl.GetString("format")
 	out, _ := fl.GetString("out")
 	newSrc, _ := fl.GetString("robots-new")
 	if !slices.Contains(auditFormats, format) {
-		return exitFailure, fmt.Errorf("robots audit: --format %q: want %s", format, strings.Join(auditFormats, ", "))
+		return ExitFailure, fmt.Errorf("robots audit: --format %q: want %s", format, strings.Join(auditFormats, ", "))
 	}
-	cfg, src, err := auditConfig(env)
+	site, err := auditConfig(env, h)
 	if err != nil {
-		return exitFailure, fmt.Errorf("robots audit: %w", err)
+		return ExitFailure, fmt.Errorf("robots audit: %w", err)
 	}
+	cfg := &site.Config
 	if newSrc != "" {
-		ns, err := loadRobots(env.ctx, newSrc)
+		ns, err := LoadRobots(env.Ctx, newSrc)
 		if err != nil {
-			return exitFailure, fmt.Errorf("robots audit: --robots-new: %w", err)
+			return ExitFailure, fmt.Errorf("robots audit: --robots-new: %w", err)
 		}
-		body := ns.body
-		if src.trapRules != "" {
-			body = []byte(withTrapRules(string(body), src.trapRules)) // as the judged rules
-		}
-		if cfg.Options.CaseInsensitive {
-			body = enforce.FoldCaseBytes(body) // as the handler's own rules
-		}
-		cfg.RobotsNew = enforce.Parse(body)
+		cfg.RobotsNew = site.Parse(ns.Body)
 	}
 
-	w := env.stdout
+	w := env.Stdout
 	var file *os.File
 	if out != "" {
 		if file, err = os.Create(out); err != nil {
-			return exitFailure, fmt.Errorf("robots audit: %w", err)
+			return ExitFailure, fmt.Errorf("robots audit: %w", err)
 		}
 		defer file.Close()
 		w = file
@@ -160,35 +156,17 @@ func runAudit(env *cliEnv) (int, error) {
 		decisions = bufio.NewWriterSize(w, 64<<10)
 		cfg.Decisions = decisions
 	}
-	a, err := audit.New(cfg)
+	a, err := audit.New(*cfg)
 	if err != nil {
-		return exitFailure, fmt.Errorf("robots audit: %w", err)
+		return ExitFailure, fmt.Errorf("robots audit: %w", err)
 	}
 	if err := feedLogs(env, a); err != nil {
-		return exitFailure, fmt.Errorf("robots audit: %w", err)
+		return ExitFailure, fmt.Errorf("robots audit: %w", err)
 	}
 
 	r := a.Report()
-	r.Robots, r.Logs = src.name, env.args
-	if src.trapRules != "" {
-		r.Robots += " (with Disallow: " + src.trapRules + " in every group, as the handler serves it)"
-	}
-	if newSrc != "" {
-		r.RobotsNew = newSrc
-	}
-	if err := r.Readable(); err != nil {
-		return exitFailure, fmt.Errorf("robots audit: %w", err)
-	}
-	r.Notes = append(r.Notes,
-		"spoofed claims are judged with the embedded IP lists only (no DNS): a list proves a spoof only if it was at most 30 days old at the time of the request, and crawlers verified by reverse DNS alone are never counted as spoofed here; their claims from addresses outside the lists are judged as unverified claims (their own group and \"*\"), where the server may verify them by DNS")
-	if src.note != "" {
-		r.Notes = append(r.Notes, src.name+": "+src.note)
-	}
-	if cfg.Trap != "" && src.trapRules == "" && !cfg.Unavailable {
-		if _, ok := policy.TrapRule(cfg.Robots, cfg.Trap); !ok {
-			r.Notes = append(r.Notes, src.name+" does not disallow the trap "+cfg.Trap+" for \"*\": as the handler, the audit marks nobody who takes it. "+
-				"With source file or inline the handler adds the line: audit with --config, or give the robots.txt as the site serves it")
-		}
+	if err := site.describe(r, env.Args, newSrc); err != nil {
+		return ExitFailure, fmt.Errorf("robots audit: %w", err)
 	}
 	switch format {
 	case "decisions":
@@ -206,121 +184,100 @@ func runAudit(env *cliEnv) (int, error) {
 		}
 	}
 	if err != nil {
-		return exitFailure, fmt.Errorf("robots audit: writing the report: %w", err)
+		return ExitFailure, fmt.Errorf("robots audit: writing the report: %w", err)
 	}
 	if out != "" {
-		fmt.Fprintf(env.stderr, "report written to %s\n", out)
+		fmt.Fprintf(env.Stderr, "report written to %s\n", out)
 	}
-	return exitOK, nil
+	return ExitOK, nil
 }
 
-// auditSource is the robots.txt the audit judges with, and trapRules the
-// trap path the handler adds to it in every group ("" when it adds none).
-type auditSource struct {
-	*source
-	trapRules string
-}
-
-// auditConfig builds the audit's configuration from the flags: the
-// handler's options and robots.txt as caddy robots check reads them
-// (newCheckEnv), --crawl-burst, --disguised, --trap and --host.
-func auditConfig(env *cliEnv) (audit.Config, *auditSource, error) {
-	fl := env.flags
-	cfgPath, _ := fl.GetString("config")
-	if cfgPath != "" {
-		for _, name := range auditOptionFlags {
-			if fl.Changed(name) {
-				return audit.Config{}, nil, fmt.Errorf("--%s: with --config the options are those of the site's robots handler; drop --%s or --config", name, name)
-			}
+// describe names in r what was judged (the robots.txt, the logs, the
+// preview) and adds the notes a reader needs; it fails when nothing in the
+// logs could be read.
+func (s *AuditSite) describe(r *audit.Report, logs []string, newSrc string) error {
+	src, cfg := s.Source, &s.Config
+	r.Robots, r.Logs = src.Name, logs
+	if s.TrapRules != "" {
+		r.Robots += " (with Disallow: " + s.TrapRules + " in every group, as the handler serves it)"
+	}
+	if newSrc != "" {
+		r.RobotsNew = newSrc
+	}
+	if err := r.Readable(); err != nil {
+		return err
+	}
+	r.Notes = append(r.Notes,
+		"spoofed claims are judged with the embedded IP lists only (no DNS): a list proves a spoof only if it was at most 30 days old at the time of the request, and crawlers verified by reverse DNS alone are never counted as spoofed here; their claims from addresses outside the lists are judged as unverified claims (their own group and \"*\"), where the server may verify them by DNS")
+	if src.Note != "" {
+		r.Notes = append(r.Notes, src.Name+": "+src.Note)
+	}
+	if cfg.Trap != "" && s.TrapRules == "" && !cfg.Unavailable {
+		if _, ok := policy.TrapRule(cfg.Robots, cfg.Trap); !ok {
+			r.Notes = append(r.Notes, src.Name+" does not disallow the trap "+cfg.Trap+" for \"*\": as the handler, the audit marks nobody who takes it. "+
+				"With source file or inline the handler adds the line: audit with --config, or give the robots.txt as the site serves it")
 		}
-	}
-	ce, err := newCheckEnv(env)
-	if err != nil {
-		return audit.Config{}, nil, err
-	}
-	h := ce.h
-	if fl.Changed("crawl-burst") {
-		h.CrawlBurst, _ = fl.GetInt("crawl-burst")
-		if err := h.Validate(); err != nil {
-			return audit.Config{}, nil, fmt.Errorf("--crawl-burst: %w", err)
-		}
-	}
-	if err := disguisedFlags(fl, h); err != nil {
-		return audit.Config{}, nil, err
-	}
-	opts, strikes := h.decisionOptions(), h.strikePolicy()
-	cfg := audit.Config{
-		Robots:          ce.robots,
-		Unavailable:     ce.src.unavailable,
-		Options:         &opts,
-		Strikes:         &strikes,
-		LogMode:         h.Mode == "log",
-		IgnoreLibraries: h.Libraries == "ignore",
-	}
-	if ce.version != nil {
-		cfg.Version = ce.version.ID
-	}
-	if h.Store != nil {
-		cfg.MaxStateEntries = h.Store.MaxEntries
-	}
-	if cfg.Exempt, err = exemptPrefixes(h.Exempt); err != nil {
-		return audit.Config{}, nil, fmt.Errorf("the handler's exempt: %w", err)
-	}
-	if site, _ := fl.GetString("site"); site != "" {
-		cfg.Site = policy.HostOf(site)
-	}
-	// The handler keeps strikes and bans per site block: the lines of every
-	// host the block serves share them.
-	cfg.Block = ce.block
-	cfg.PacePerHost = h.Source == "site"
-	hosts, _ := fl.GetStringArray("host")
-	for _, h := range hosts {
-		if policy.HostOf(strings.TrimSpace(h)) == "" {
-			return audit.Config{}, nil, fmt.Errorf("--host %q: want a host name", h)
-		}
-	}
-	cfg.Hosts = hosts
-	cfg.MaxCrawlers, _ = fl.GetInt("max-crawlers")
-
-	// Undeclared crawlers, with the handler's modes and trap.
-	src := &auditSource{source: ce.src, trapRules: ce.trapRules}
-	modes := policy.NewDisguiseModes(h.Disguised, h.DisguisedSignals, h.Trap != "")
-	cfg.Disguised = &modes
-	if modes[policy.SignalTrap] != policy.SignalOff {
-		cfg.Trap, cfg.TrapHold = h.Trap, time.Duration(h.TrapHold)
-	}
-	return cfg, src, nil
-}
-
-// disguisedFlags sets the handler's disguised and trap options from
-// --disguised, --trap and --trap-hold (without --config), checked as the
-// config would check them.
-func disguisedFlags(fl *pflag.FlagSet, h *Handler) error {
-	if !fl.Changed("disguised") && !fl.Changed("trap") && !fl.Changed("trap-hold") {
-		return nil
-	}
-	h.Disguised, _ = fl.GetString("disguised")
-	h.Trap, _ = fl.GetString("trap")
-	hold, _ := fl.GetDuration("trap-hold")
-	if fl.Changed("trap-hold") && h.Trap == "" {
-		return errors.New("--trap-hold: give the trap with --trap")
-	}
-	if h.Trap != "" {
-		h.TrapHold = caddy.Duration(hold)
-	}
-	if errs := h.checkDisguised(); len(errs) > 0 {
-		return fmt.Errorf("--disguised, --trap: %w", errors.Join(errs...))
 	}
 	return nil
 }
 
+// AuditSite is what the audit judges with, as the root package reads it
+// from the robots handler's options (Hooks.AuditSite).
+type AuditSite struct {
+	// Config is the audit's configuration as far as the handler sets it:
+	// the rules, their version, the decision options, strikes, mode,
+	// exempt networks, the site block, the undeclared crawlers' modes and
+	// trap. The audit adds --site, --host, --max-crawlers and the output.
+	Config audit.Config
+	// Source is the robots.txt the rules were read from.
+	Source *Source
+	// TrapRules is the trap path the handler adds to its robots.txt in
+	// every group ("" when it adds none).
+	TrapRules string
+	// Parse reads a changed robots.txt (--robots-new) as the handler would
+	// enforce it: with the trap's line and the handler's case folding.
+	Parse func(body []byte) *enforce.Robots
+}
+
+// auditConfig builds the audit's configuration: the handler's options and
+// robots.txt as caddy robots check reads them (Hooks.AuditSite), then
+// --site, --host and --max-crawlers.
+func auditConfig(env *Env, h Hooks) (*AuditSite, error) {
+	fl := env.Flags
+	cfgPath, _ := fl.GetString("config")
+	if cfgPath != "" {
+		for _, name := range auditOptionFlags {
+			if fl.Changed(name) {
+				return nil, fmt.Errorf("--%s: with --config the options are those of the site's robots handler; drop --%s or --config", name, name)
+			}
+		}
+	}
+	site, err := h.AuditSite(env)
+	if err != nil {
+		return nil, err
+	}
+	cfg := &site.Config
+	if s, _ := fl.GetString("site"); s != "" {
+		cfg.Site = policy.HostOf(s)
+	}
+	hosts, _ := fl.GetStringArray("host")
+	for _, h := range hosts {
+		if policy.HostOf(strings.TrimSpace(h)) == "" {
+			return nil, fmt.Errorf("--host %q: want a host name", h)
+		}
+	}
+	cfg.Hosts = hosts
+	cfg.MaxCrawlers, _ = fl.GetInt("max-crawlers")
+	return site, nil
+}
+
 // feedLogs reads every log given into a, drawing progress on a terminal.
-func feedLogs(env *cliEnv, a *audit.Auditor) error {
+func feedLogs(env *Env, a *audit.Auditor) error {
 	var bar *progressBar
-	if f, ok := env.stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+	if f, ok := env.Stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		bar = &progressBar{w: f, start: time.Now()}
 	}
-	for _, name := range env.args {
+	for _, name := range env.Args {
 		lf, err := audit.Open(name)
 		if err != nil {
 			return err
@@ -339,19 +296,6 @@ func feedLogs(env *cliEnv, a *audit.Auditor) error {
 		}
 	}
 	return nil
-}
-
-// exemptPrefixes parses exempt networks as the handler does.
-func exemptPrefixes(list []string) ([]netip.Prefix, error) {
-	var out []netip.Prefix
-	for _, e := range list {
-		p, err := parsePrefix(e)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, p)
-	}
-	return out, nil
 }
 
 // progressBar draws one line of progress on a terminal.

@@ -1,4 +1,4 @@
-package caddyrobots
+package cli
 
 import (
 	"encoding/json"
@@ -6,88 +6,29 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 
-	"github.com/caddyrobots/caddy-robots/internal/policy"
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
-	"github.com/spf13/pflag"
+
+	"github.com/caddyrobots/caddy-robots/internal/policy"
 )
 
-// The handler's options for the robots subcommands: from flags, or from the
-// robots handler a config runs for a site, so that `caddy robots check`
-// and `caddy robots audit` judge as the server does.
-
-// handlerFromFlags builds a handler's options from the option flags
-// (addOptionFlags), checked as the config would check them.
-func handlerFromFlags(fl *pflag.FlagSet) (*Handler, error) {
-	h := &Handler{}
-	h.Mode, _ = fl.GetString("mode")
-	h.Preferences, _ = fl.GetString("preferences")
-	h.CrawlDelay, _ = fl.GetString("crawl-delay")
-	h.Spoofed, _ = fl.GetString("spoofed")
-	h.Libraries, _ = fl.GetString("libraries")
-	h.Unavailable, _ = fl.GetString("unavailable")
-	g, _ := fl.GetDuration("grace")
-	grace := caddy.Duration(g)
-	h.Grace = &grace
-	strikes, _ := fl.GetString("strikes")
-	s, err := parseStrikesFlag(strikes)
-	if err != nil {
-		return nil, err
-	}
-	h.Strikes = s
-	h.applyDefaults()
-	if err := h.Validate(); err != nil {
-		return nil, err
-	}
-	return h, nil
-}
-
-// parseStrikesFlag reads --strikes: "", "off" or "<count> <window> <ban>".
-func parseStrikesFlag(s string) (*StrikesConfig, error) {
-	s = strings.TrimSpace(s)
-	switch s {
-	case "":
-		return nil, nil
-	case "off":
-		return &StrikesConfig{Off: true}, nil
-	}
-	f := strings.Fields(s)
-	if len(f) != 3 {
-		return nil, fmt.Errorf("--strikes %q: want off or '<count> <window> <ban>'", s)
-	}
-	n, err := strconv.Atoi(f[0])
-	if err != nil || n < 1 {
-		return nil, fmt.Errorf("--strikes: count %q: want a positive number", f[0])
-	}
-	w, err := caddy.ParseDuration(f[1])
-	if err != nil {
-		return nil, fmt.Errorf("--strikes: window: %w", err)
-	}
-	b, err := caddy.ParseDuration(f[2])
-	if err != nil {
-		return nil, fmt.Errorf("--strikes: ban: %w", err)
-	}
-	return &StrikesConfig{Count: n, Window: caddy.Duration(w), Ban: caddy.Duration(b)}, nil
-}
-
-// handlerFromConfig reads a Caddyfile (or JSON config) and returns the
-// options of the robots handler that serves site (host, or host:port to
-// pick the server by its port), with its placeholders replaced. A relative
-// source file is read relative to the config's directory when it is not
-// found from the working directory. It also returns the host patterns of
-// the site block the handler serves (none: every host).
-func handlerFromConfig(path, adapter, site string) (*Handler, []string, error) {
+// HandlerJSON reads a Caddyfile (or JSON config, with adapter "json" or a
+// path ending in .json) and returns the JSON of the robots handler that
+// serves site (host, or host:port to pick the server by its port), a
+// description of where it sits, and the host patterns of the site block
+// the handler serves (none: every host). The root package decodes the
+// JSON into its handler (internal/cli does not know its fields).
+func HandlerJSON(path, adapter, site string) (json.RawMessage, string, []string, error) {
 	if site == "" {
-		return nil, nil, errors.New("--config needs --site <host[:port]>: which site's robots handler judges")
+		return nil, "", nil, errors.New("--config needs --site <host[:port]>: which site's robots handler judges")
 	}
 	body, err := os.ReadFile(path)
 	if err != nil {
-		return nil, nil, fmt.Errorf("reading config: %w", err)
+		return nil, "", nil, fmt.Errorf("reading config: %w", err)
 	}
 	if adapter == "" {
 		adapter = "caddyfile"
@@ -99,34 +40,18 @@ func handlerFromConfig(path, adapter, site string) (*Handler, []string, error) {
 	if adapter != "json" {
 		a := caddyconfig.GetAdapter(adapter)
 		if a == nil {
-			return nil, nil, fmt.Errorf("no config adapter %q", adapter)
+			return nil, "", nil, fmt.Errorf("no config adapter %q", adapter)
 		}
 		cfgJSON, _, err = a.Adapt(body, map[string]any{"filename": path})
 		if err != nil {
-			return nil, nil, fmt.Errorf("adapting %s: %w", path, err)
+			return nil, "", nil, fmt.Errorf("adapting %s: %w", path, err)
 		}
 	}
 	raw, where, hosts, err := findHandlerJSON(cfgJSON, site)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", path, err)
+		return nil, "", nil, fmt.Errorf("%s: %w", path, err)
 	}
-	h := &Handler{}
-	if err := json.Unmarshal(raw, h); err != nil {
-		return nil, nil, fmt.Errorf("%s: the robots handler of %s: %w", path, where, err)
-	}
-	if err := h.replacePlaceholders(); err != nil {
-		return nil, nil, err
-	}
-	h.applyDefaults()
-	if h.Source == "file" && !filepath.IsAbs(h.File) {
-		if _, err := os.Stat(h.File); err != nil {
-			h.File = filepath.Join(filepath.Dir(path), h.File)
-		}
-	}
-	if err := h.Validate(); err != nil {
-		return nil, nil, err
-	}
-	return h, hosts, nil
+	return raw, where, hosts, nil
 }
 
 // jsonRoute is a route of a JSON config, as far as finding a handler needs.

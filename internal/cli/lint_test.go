@@ -1,4 +1,4 @@
-package caddyrobots
+package cli
 
 import (
 	"slices"
@@ -7,7 +7,7 @@ import (
 
 func TestLintGolden(t *testing.T) {
 	code, out, _, err := runCLI(t, "lint", "testdata/cli/lint.robots.txt")
-	if code != exitFailure || err == nil {
+	if code != ExitFailure || err == nil {
 		t.Errorf("lint with errors: code %d err %v, want 1 and an error (so that the shell sees 1)", code, err)
 	}
 	golden(t, "lint", out)
@@ -15,7 +15,7 @@ func TestLintGolden(t *testing.T) {
 
 func TestLintCleanAndStrict(t *testing.T) {
 	code, out, _, err := runCLI(t, "lint", siteRobots)
-	if code != exitOK || err != nil || out != "0 errors, 0 warnings\n" {
+	if code != ExitOK || err != nil || out != "0 errors, 0 warnings\n" {
 		t.Errorf("clean file: code %d err %v\n%s", code, err, out)
 	}
 	// new.robots.txt names only known tokens but a warning-only file
@@ -23,10 +23,10 @@ func TestLintCleanAndStrict(t *testing.T) {
 	dir := t.TempDir()
 	path := dir + "/warn.txt"
 	writeFile(t, path, "User-agent: *\nDisallow: /a\nAllow: /a*\n")
-	if code, _, _, err := runCLI(t, "lint", path); code != exitOK || err != nil {
+	if code, _, _, err := runCLI(t, "lint", path); code != ExitOK || err != nil {
 		t.Errorf("warnings only: code %d err %v, want 0", code, err)
 	}
-	if code, _, _, err := runCLI(t, "lint", "--strict", path); code != exitFailure || err == nil {
+	if code, _, _, err := runCLI(t, "lint", "--strict", path); code != ExitFailure || err == nil {
 		t.Errorf("warnings with --strict: code %d err %v, want 1", code, err)
 	}
 }
