@@ -10,8 +10,10 @@
 #   WRK=0 bench/report.sh            # Go benchmarks only (the file says so)
 #   OUT=/tmp/b.md bench/report.sh    # write elsewhere
 #
-# The Go benchmarks take about 5 minutes, bench/wrk.sh about 7 more at 40
-# rounds, the first build of Caddy a few more. Run it on a quiet machine:
+# On a 2-core machine the Go benchmarks take 10 to 20 minutes (the handler's
+# ...Only benchmarks prepare their requests outside the timer, which costs
+# wall time), bench/wrk.sh about 7 more at 40 rounds, the first build of
+# Caddy a few more. Run it on a quiet machine:
 # every figure is a time, and other processes on the same cores change it
 # (the load average before and after the run is written into the file).
 set -euo pipefail
