@@ -60,6 +60,9 @@ wrk:
 	@./scripts/need-wrk.sh
 	./bench/wrk.sh
 
+# benchmarks-doc writes docs/benchmarks.md (key Go benchmarks and bench/wrk.sh, with the machine).
+benchmarks-doc: ; ./bench/report.sh
+
 mixed:
 	@./scripts/need-wrk.sh
 	./bench/mixed.sh
