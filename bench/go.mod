@@ -7,4 +7,9 @@ require (
 	github.com/temoto/robotstxt v1.1.2
 )
 
+require (
+	github.com/dunglas/httpsfv v1.1.1 // indirect
+	golang.org/x/text v0.42.0 // indirect
+)
+
 replace github.com/caddyrobots/caddy-robots => ../
