@@ -62,6 +62,25 @@ func newRangesConfig(v *VerifyConfig) (ranges.Config, error) {
 	return cfg, nil
 }
 
+// rangesSources is the file or URL each method's list comes from instead
+// of the operators' URLs, for the status page: the ranges lines, and the
+// files of ranges_dir (the directory is listed again; the lists
+// themselves were read when the config loaded).
+func rangesSources(v *VerifyConfig) map[string]string {
+	cfg, err := newRangesConfig(v)
+	if err != nil {
+		return v.Ranges
+	}
+	out := make(map[string]string, len(cfg.Files)+len(cfg.URLs))
+	for m, f := range cfg.Files {
+		out[m] = f
+	}
+	for m, u := range cfg.URLs {
+		out[m] = u
+	}
+	return out
+}
+
 // parseRangesRefresh reads a ranges_refresh value: empty (the default),
 // "off" (0) or a duration of at least one second.
 func parseRangesRefresh(s string) (time.Duration, error) {

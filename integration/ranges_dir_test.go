@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -66,6 +67,35 @@ func TestRangesDir(t *testing.T) {
 		if spoofed(res) != tc.spoof || (!tc.spoof && res.status != 200) {
 			t.Errorf("%s, GPTBot from %s: %d %q; want spoofed %v", tc.host, tc.from, res.status, res.body, tc.spoof)
 		}
+	}
+
+	// The status names the file each list was read from, not the
+	// operator's URL.
+	var st struct {
+		Handlers []struct {
+			IPLists []struct {
+				Method     string   `json:"method"`
+				Sources    []string `json:"sources"`
+				AgeSeconds float64  `json:"age_seconds"`
+			} `json:"ip_lists"`
+		} `json:"handlers"`
+	}
+	adminJSON(t, http.MethodGet, "/robots/status", nil, http.StatusOK, &st)
+	want := map[string]bool{filepath.Join(fresh, "openai-gptbot.json"): true, filepath.Join(stale, "openai-gptbot.json"): true}
+	for _, h := range st.Handlers {
+		for _, l := range h.IPLists {
+			if l.Method != "openai-gptbot" {
+				continue
+			}
+			if len(l.Sources) != 1 || !want[l.Sources[0]] {
+				t.Errorf("openai-gptbot sources %v, want one of %v", l.Sources, want)
+				continue
+			}
+			delete(want, l.Sources[0])
+		}
+	}
+	if len(want) != 0 {
+		t.Errorf("files not shown as sources: %v", want)
 	}
 
 	for _, tc := range []struct{ dir, want string }{
