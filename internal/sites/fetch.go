@@ -168,15 +168,22 @@ func fetchRemote(ctx context.Context, target *url.URL, hops int, seen map[string
 			target = next
 			continue
 		}
-		defer resp.Body.Close()
-		res := fetchResult{status: resp.StatusCode, finalURL: target.String()}
-		body, err := io.ReadAll(io.LimitReader(resp.Body, enforce.MaxSize+1))
-		if err != nil && resp.StatusCode >= 200 && resp.StatusCode < 300 {
-			return res, fmt.Errorf("robots.txt response from %s incomplete after %d bytes: %w", target, len(body), err)
-		}
-		res.body = body
-		return res, nil
+		return readRemote(resp, target)
 	}
+}
+
+// readRemote reads the final answer of fetchRemote, at most
+// enforce.MaxSize+1 bytes of it. A 2xx body that breaks off is an error:
+// half a robots.txt is not the site's rules.
+func readRemote(resp *http.Response, u *url.URL) (fetchResult, error) {
+	defer resp.Body.Close()
+	res := fetchResult{status: resp.StatusCode, finalURL: u.String()}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, enforce.MaxSize+1))
+	if err != nil && resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		return res, fmt.Errorf("robots.txt response from %s incomplete after %d bytes: %w", u, len(body), err)
+	}
+	res.body = body
+	return res, nil
 }
 
 // remoteClient is the client of fetchRemote: the default transport

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // redirectingSite is a site whose /robots.txt answers a redirect to
@@ -172,5 +173,53 @@ func TestSameHostOtherPort(t *testing.T) {
 	}
 	if own.Load() != 1 || hits.Load() != 1 {
 		t.Errorf("requests: site %d, other port %d; want 1 and 1", own.Load(), hits.Load())
+	}
+}
+
+// TestRedirectRemoteBounds: the other host's answer has the bounds of the
+// site's own: the 500 KiB cap (the rest is not read), a body that breaks
+// off is an error, and the fetch timeout covers the whole chain.
+func TestRedirectRemoteBounds(t *testing.T) {
+	release := make(chan struct{})
+	remote := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/huge":
+			fmt.Fprint(w, "User-agent: *\nDisallow: /early/\n")
+			line := strings.Repeat("#", 1023) + "\n"
+			for range 2048 { // 2 MiB
+				if _, err := fmt.Fprint(w, line); err != nil {
+					return
+				}
+			}
+		case "/short":
+			w.Header().Set("Content-Length", "1000")
+			fmt.Fprint(w, "User-agent: *\n")
+		case "/slow":
+			<-release
+		}
+	}))
+	t.Cleanup(func() { close(release); remote.Close() })
+
+	l := siteLoaderOf(t, redirectingSite(remote.URL+"/huge"))
+	cur := snapshot(l, "a.example").Current()
+	if cur == nil || len(cur.Robots.Groups()) != 1 {
+		t.Errorf("2 MiB answer: %+v, want the rules of its first 500 KiB", cur)
+	}
+	for _, c := range []struct{ path, why string }{
+		{"/short", "incomplete"},
+		{"/slow", "deadline exceeded"},
+	} {
+		l := newTestLoader(t, Config{FetchTimeout: 300 * time.Millisecond})
+		l.SetServer(Server{Handler: redirectingSite(remote.URL + c.path), Key: ":8080", Port: 8080})
+		start := time.Now()
+		if snap := snapshot(l, "a.example"); !snap.Unavailable {
+			t.Errorf("%s: not unavailable", c.path)
+		}
+		if st := l.Status()[0]; st.LastResult != "error" || !strings.Contains(st.LastError, c.why) {
+			t.Errorf("%s: %q %q", c.path, st.LastResult, st.LastError)
+		}
+		if took := time.Since(start); took > 2*time.Second {
+			t.Errorf("%s took %s with a 300ms fetch timeout", c.path, took)
+		}
 	}
 }
