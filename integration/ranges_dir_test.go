@@ -92,6 +92,10 @@ func TestRangesDir(t *testing.T) {
 				continue
 			}
 			delete(want, l.Sources[0])
+			days := l.AgeSeconds / 86400
+			if isStale := strings.HasPrefix(l.Sources[0], stale); (isStale && (days < 39.9 || days > 40.1)) || (!isStale && (days < 0.9 || days > 1.1)) {
+				t.Errorf("%s: the list is %.2f days old; want its creationTime's age", l.Sources[0], days)
+			}
 		}
 	}
 	if len(want) != 0 {
