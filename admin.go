@@ -129,7 +129,7 @@ func (h *Handler) adminSite() admin.Site {
 		UntrustedProxy: h.untrustedProxyPeer(),
 	}
 	if h.Verify != nil {
-		s.Ranges = h.Verify.Ranges
+		s.Ranges = rangesSources(h.Verify)
 	}
 	if h.rules != nil {
 		s.Loader = h.rules.Loader

@@ -54,6 +54,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //			signature_agent <url> [token <t>]  # a Web Bot Auth agent to verify
 //			signature_skew  <duration>         # at most 10m, default 60s
 //			ranges   <method> <file|url>     # e.g. ranges openai-gptbot /etc/caddy/gptbot.json
+//			ranges_dir <dir>                   # <method>.json lists, from caddy robots ranges fetch --out <dir>
 //			ranges_refresh   <duration> | off  # operators' IP lists re-fetched; default 12h
 //			ranges_operators on | off          # off: only the URLs given with ranges
 //		}
@@ -388,6 +389,12 @@ func (h *Handler) parseVerify(d *caddyfile.Dispenser) error {
 				return d.Errf("robots: verify: ranges for %q given twice", args[0])
 			}
 			v.Ranges[args[0]] = args[1]
+		case "ranges_dir":
+			args := d.RemainingArgs()
+			if len(args) != 1 {
+				return d.Errf("robots: verify: ranges_dir needs one directory, e.g. ranges_dir /var/lib/caddy/ranges (written by caddy robots ranges fetch --out DIR)")
+			}
+			v.RangesDir = args[0]
 		case "ranges_refresh":
 			args := d.RemainingArgs()
 			if len(args) != 1 {

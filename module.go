@@ -385,6 +385,14 @@ type VerifyConfig struct {
 	// variable CADDY_ROBOTS_RANGES_OPERATORS=off does the same for every
 	// handler of the process (for test suites).
 	RangesOperators string `json:"ranges_operators,omitempty"`
+	// RangesDir is a directory of IP lists, one per method, named
+	// <method>.json as `caddy robots ranges fetch --out DIR` writes them
+	// (an offline mirror). Each list found replaces the embedded snapshot
+	// and is not downloaded; a Ranges entry for a method wins over it. A
+	// list is as old as its creationTime (else the file's modification
+	// time): past 30 days it no longer proves a spoof. A directory that
+	// cannot be read or holds no list fails the config.
+	RangesDir string `json:"ranges_dir,omitempty"`
 }
 
 // CaddyModule returns the Caddy module information.
@@ -459,7 +467,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return fmt.Errorf("robots: verify: %w", err)
 	}
-	if vcfg.Ranges, err = rcfg.LoadFiles(); err != nil {
+	if vcfg.Ranges, vcfg.RangesAsOf, err = rcfg.LoadFiles(); err != nil {
 		return err
 	}
 	verifier, err := agents.NewVerifier(vcfg)

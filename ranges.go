@@ -1,12 +1,12 @@
 package caddyrobots
 
 // Keeping crawler IP lists current: the loop lives in internal/ranges;
-// here are its configuration (verify { ranges, ranges_refresh,
+// here are its configuration (verify { ranges, ranges_dir, ranges_refresh,
 // ranges_operators }) and its wiring to Caddy. The handler's Provision
 // calls, in this order:
 //
-//	rcfg, err := newRangesConfig(h.Verify)    // parses ranges, ranges_refresh, ranges_operators
-//	vcfg.Ranges, err = rcfg.LoadFiles()       // the `ranges <method> <file>` lists
+//	rcfg, err := newRangesConfig(h.Verify)    // parses ranges, ranges_dir, ranges_refresh, ranges_operators
+//	vcfg.Ranges, vcfg.RangesAsOf, err = rcfg.LoadFiles() // the lists given as files, with their dates
 //	verifier, err := agents.NewVerifier(vcfg)
 //	h.releaseRanges, err = startRanges(ctx, verifier, rcfg, h.logger)
 //	ranges.WarnStale(h.logger, verifier, rcfg)
@@ -52,7 +52,33 @@ func newRangesConfig(v *VerifyConfig) (ranges.Config, error) {
 	default:
 		return ranges.Config{}, fmt.Errorf("ranges_operators: unknown value %q (want on or off)", v.RangesOperators)
 	}
-	return ranges.NewConfig(refresh, operators, v.Ranges)
+	cfg, err := ranges.NewConfig(refresh, operators, v.Ranges)
+	if err != nil || v.RangesDir == "" {
+		return cfg, err
+	}
+	if err := cfg.AddDir(v.RangesDir); err != nil {
+		return ranges.Config{}, err
+	}
+	return cfg, nil
+}
+
+// rangesSources is the file or URL each method's list comes from instead
+// of the operators' URLs, for the status page: the ranges lines, and the
+// files of ranges_dir (the directory is listed again; the lists
+// themselves were read when the config loaded).
+func rangesSources(v *VerifyConfig) map[string]string {
+	cfg, err := newRangesConfig(v)
+	if err != nil {
+		return v.Ranges
+	}
+	out := make(map[string]string, len(cfg.Files)+len(cfg.URLs))
+	for m, f := range cfg.Files {
+		out[m] = f
+	}
+	for m, u := range cfg.URLs {
+		out[m] = u
+	}
+	return out
 }
 
 // parseRangesRefresh reads a ranges_refresh value: empty (the default),

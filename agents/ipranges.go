@@ -104,19 +104,43 @@ func ParseRangeList(data []byte) (RangeList, error) {
 
 // LoadRangesFile is LoadRanges on the named file; errors name the file.
 func LoadRangesFile(path string) ([]netip.Prefix, error) {
+	p, _, err := LoadRangesFileAsOf(path)
+	return p, err
+}
+
+// LoadRangesFileAsOf is LoadRangesFile, and also returns the date of the
+// list, which decides whether it may still prove a spoof
+// (VerifierConfig.MaxListAge): its JSON creationTime, else the file's
+// modification time, and never later than that modification time (a list
+// is no newer than the file that holds it). A list kept as a file is
+// otherwise as old as the day it was written: reading it again does not
+// make it current.
+func LoadRangesFileAsOf(path string) ([]netip.Prefix, time.Time, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("agents: IP ranges: %w", err)
+		return nil, time.Time{}, fmt.Errorf("agents: IP ranges: %w", err)
 	}
 	defer f.Close()
-	p, err := LoadRanges(f)
+	info, err := f.Stat()
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, time.Time{}, fmt.Errorf("agents: IP ranges: %w", err)
 	}
-	if err := CheckCoverage(p); err != nil {
-		return nil, fmt.Errorf("agents: IP ranges %s: %w", path, err)
+	data, err := io.ReadAll(io.LimitReader(f, MaxRangesSize+1))
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("%s: agents: reading IP ranges: %w", path, err)
 	}
-	return p, nil
+	l, err := ParseRangeList(data)
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("%s: %w", path, err)
+	}
+	if err := CheckCoverage(l.Prefixes); err != nil {
+		return nil, time.Time{}, fmt.Errorf("agents: IP ranges %s: %w", path, err)
+	}
+	asOf := info.ModTime().UTC()
+	if !l.CreationTime.IsZero() && l.CreationTime.Before(asOf) {
+		asOf = l.CreationTime
+	}
+	return l.Prefixes, asOf, nil
 }
 
 // detectFormat looks at the first byte that is not white space and the

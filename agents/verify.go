@@ -74,6 +74,10 @@ type VerifierConfig struct {
 	// Use SetRanges to replace a list later with its own date. An unknown
 	// key or an empty list is an error.
 	Ranges map[string][]netip.Prefix
+	// RangesAsOf dates the lists of Ranges, by method key: a list read
+	// from a file is as old as the file (LoadRangesFileAsOf), not as new
+	// as the start. A key without a date counts as published at Now().
+	RangesAsOf map[string]time.Time
 
 	// MaxListAge is how old an IP list may be and still prove a negative.
 	// For methods that can only be checked against a published list
@@ -225,7 +229,11 @@ func NewVerifier(cfg VerifierConfig) (*Verifier, error) {
 	}
 	v.methods = newVerifyMethodTable(ms)
 	for key, prefixes := range cfg.Ranges {
-		if err := v.SetRanges(key, prefixes, v.base); err != nil {
+		asOf := v.base
+		if t, ok := cfg.RangesAsOf[key]; ok && !t.IsZero() {
+			asOf = t
+		}
+		if err := v.SetRanges(key, prefixes, asOf); err != nil {
 			return nil, err
 		}
 	}

@@ -161,6 +161,9 @@ type VersionStatus struct {
 	Until        *time.Time `json:"until,omitempty"`
 	Current      bool       `json:"current,omitempty"`
 	InGrace      bool       `json:"in_grace,omitempty"`
+	// FinalURL is where the version was read when the site's robots.txt
+	// redirected, possibly to another host.
+	FinalURL string `json:"final_url,omitempty"`
 }
 
 // FetchStatus is a site's last load and when the next is due.
@@ -169,6 +172,10 @@ type FetchStatus struct {
 	Result string     `json:"result,omitempty"`
 	Error  string     `json:"error,omitempty"`
 	Next   *time.Time `json:"next,omitempty"`
+	// FinalURL is the URL the last load was answered from after following
+	// the site's redirects (RFC 9309 §2.3.1.2: up to five, to any host);
+	// absent when the site answered /robots.txt itself.
+	FinalURL string `json:"final_url,omitempty"`
 }
 
 // BanCount is how many bans a handler's store holds.
@@ -296,7 +303,7 @@ func handlerStatusOf(i int, s Site, now time.Time) HandlerStatus {
 func siteStatusOf(s Site, st sites.Status, now time.Time) SiteStatus {
 	ss := SiteStatus{Host: st.Host, Server: st.Server, State: st.State, Versions: []VersionStatus{}}
 	for _, v := range st.Versions {
-		vs := VersionStatus{ID: v.ID, From: v.From.UTC(), StartUnknown: v.StartUnknown, Current: v.Current}
+		vs := VersionStatus{ID: v.ID, From: v.From.UTC(), StartUnknown: v.StartUnknown, Current: v.Current, FinalURL: v.FinalURL}
 		if !v.Until.IsZero() {
 			u := v.Until.UTC()
 			vs.Until = &u
@@ -305,7 +312,7 @@ func siteStatusOf(s Site, st sites.Status, now time.Time) SiteStatus {
 		ss.Versions = append(ss.Versions, vs)
 	}
 	if !st.LastFetch.IsZero() || st.LastResult != "" {
-		f := &FetchStatus{Result: st.LastResult, Error: st.LastError}
+		f := &FetchStatus{Result: st.LastResult, Error: st.LastError, FinalURL: st.FinalURL}
 		if !st.LastFetch.IsZero() {
 			t := st.LastFetch.UTC()
 			f.Last = &t

@@ -1,7 +1,7 @@
-// Package cli is the `caddy robots` command line: the lint and audit
-// subcommands, the plumbing every subcommand shares (exit codes, streams,
-// reading a robots.txt from a file or a URL) and finding a site's robots
-// handler in a Caddy config.
+// Package cli is the `caddy robots` command line: the lint, audit and
+// ranges subcommands, the plumbing every subcommand shares (exit codes,
+// streams, reading a robots.txt from a file or a URL) and finding a site's
+// robots handler in a Caddy config.
 //
 // It cannot import the root package (the root registers the commands), so
 // what only the root knows (the robots handler's configuration, and the
@@ -51,7 +51,7 @@ type Hooks struct {
 func Command(h Hooks) caddycmd.Command {
 	return caddycmd.Command{
 		Name:  "robots",
-		Usage: "check|lint|audit",
+		Usage: "check|lint|audit|ranges",
 		Short: "Checks URLs, lints robots.txt files and audits access logs against them",
 		Long: `
 Tools for operators of caddy-robots. Each one reads robots.txt exactly as the
@@ -63,6 +63,8 @@ robots handler does (RFC 9309, read literally) and knows the same crawlers.
       What the parser ignores and what will surprise, with line numbers.
   caddy robots audit --robots <file|url> [--robots-new <file>] <access-log>...
       Which crawlers broke the rules in Caddy's JSON access logs.
+  caddy robots ranges fetch --out <dir>
+      Downloads every crawler IP list into <dir>, for verify { ranges_dir <dir> }.
 `,
 		CobraFunc: func(cmd *cobra.Command) { AddCommands(cmd, h, nil) },
 	}
@@ -71,7 +73,7 @@ robots handler does (RFC 9309, read literally) and knows the same crawlers.
 // AddCommands adds the robots subcommands to cmd. record, when not nil,
 // receives every exit code (for in-process tests).
 func AddCommands(cmd *cobra.Command, h Hooks, record func(int)) {
-	cmd.AddCommand(h.Check(record), newLintCommand(record), newAuditCommand(h, record))
+	cmd.AddCommand(h.Check(record), newLintCommand(record), newAuditCommand(h, record), newRangesCommand(record))
 }
 
 // Env is what a subcommand runs with: its flags, arguments and streams.

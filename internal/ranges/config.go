@@ -15,6 +15,7 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -43,6 +44,8 @@ type Config struct {
 	// from instead of the operator's; Files to a file read once instead.
 	URLs  map[string]string
 	Files map[string]string
+	// Dir is the directory lists were added from (AddDir), if any.
+	Dir string
 }
 
 // NewConfig checks the lists given per method (lists: method → file or
@@ -132,20 +135,69 @@ func CheckMethod(method string) error {
 	return fmt.Errorf("%s; write ranges <method> <file or https URL>, with one of the methods %s", msg, strings.Join(keys, ", "))
 }
 
-// LoadFiles reads the lists given as files, for the verifier.
-func (c Config) LoadFiles() (map[string][]netip.Prefix, error) {
+// LoadFiles reads the lists given as files, for the verifier: the
+// prefixes by method, and the date of each list (its creationTime, else
+// the file's modification time: agents.LoadRangesFileAsOf), so that a file
+// older than 30 days no longer proves a spoof, as a download that old
+// would not.
+func (c Config) LoadFiles() (map[string][]netip.Prefix, map[string]time.Time, error) {
 	if len(c.Files) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	out := make(map[string][]netip.Prefix, len(c.Files))
+	asOf := make(map[string]time.Time, len(c.Files))
 	for method, file := range c.Files {
-		p, err := agents.LoadRangesFile(file)
+		p, date, err := agents.LoadRangesFileAsOf(file)
 		if err != nil {
-			return nil, fmt.Errorf("robots: verify ranges for %s: %w", method, err)
+			return nil, nil, fmt.Errorf("robots: verify ranges for %s: %w", method, err)
 		}
-		out[method] = p
+		out[method], asOf[method] = p, date
 	}
-	return out, nil
+	return out, asOf, nil
+}
+
+// FileName is the name of a method's list in a ranges directory: what
+// `caddy robots ranges fetch --out DIR` writes and `verify { ranges_dir
+// DIR }` reads, such as openai-gptbot.json.
+func FileName(method string) string { return method + ".json" }
+
+// AddDir reads the lists of dir (verify { ranges_dir }): every method
+// whose FileName is in dir is read from there, unless a ranges line gave
+// it a file or URL of its own. Like any file, these lists are not
+// downloaded again. A directory that cannot be read, or holds no list,
+// is an error that says what it should hold.
+func (c *Config) AddDir(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("ranges_dir: %w", err)
+	}
+	present := map[string]bool{}
+	for _, e := range entries {
+		if !e.IsDir() {
+			present[e.Name()] = true
+		}
+	}
+	found := 0
+	for _, m := range agents.VerificationMethods() {
+		if !present[FileName(m.Key)] {
+			continue
+		}
+		found++
+		_, file := c.Files[m.Key]
+		_, url := c.URLs[m.Key]
+		if file || url {
+			continue
+		}
+		if c.Files == nil {
+			c.Files = map[string]string{}
+		}
+		c.Files[m.Key] = filepath.Join(dir, FileName(m.Key))
+	}
+	if found == 0 {
+		return fmt.Errorf("ranges_dir %s holds no IP list: it should hold files named <method>.json (such as %s), as `caddy robots ranges fetch --out %s` writes them", dir, FileName("google-common"), dir)
+	}
+	c.Dir = dir
+	return nil
 }
 
 // Sources returns the URLs to download, by method: the URL given, else

@@ -326,10 +326,21 @@ func WarnStale(logger *zap.Logger, v *agents.Verifier, cfg Config) {
 		return
 	}
 	sources := cfg.Sources()
-	var stale []string
+	var stale, staleFiles []string
 	for _, m := range v.StaleLists() {
-		if _, fetched := sources[m]; !fetched {
+		_, fetched := sources[m]
+		_, file := cfg.Files[m]
+		switch {
+		case file:
+			staleFiles = append(staleFiles, m)
+		case !fetched:
 			stale = append(stale, m)
+		}
+	}
+	if len(staleFiles) > 0 {
+		if _, warned := staleWarned.LoadOrStore("files:"+strings.Join(staleFiles, ","), true); !warned {
+			logger.Warn("IP list files older than 30 days (by their creationTime, else their modification time): requests claiming these crawlers from unlisted addresses are treated as unverified, not refused as spoofed",
+				zap.Strings("methods", staleFiles), zap.String("fix", "refresh the files, e.g. with caddy robots ranges fetch --out <dir> for verify { ranges_dir <dir> }"))
 		}
 	}
 	if len(stale) == 0 {

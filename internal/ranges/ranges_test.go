@@ -342,15 +342,15 @@ func TestRangesLoadFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := c.LoadFiles()
+	m, _, err := c.LoadFiles()
 	if err != nil || len(m["openai-gptbot"]) != 1 {
 		t.Fatalf("LoadFiles: %v %v", m, err)
 	}
 	c, _ = NewConfig(DefaultRefresh, true, map[string]string{"perplexitybot": bad})
-	if _, err := c.LoadFiles(); err == nil || !strings.Contains(err.Error(), "perplexitybot") {
+	if _, _, err := c.LoadFiles(); err == nil || !strings.Contains(err.Error(), "perplexitybot") {
 		t.Errorf("bad file: %v", err)
 	}
-	if m, err := (Config{}).LoadFiles(); m != nil || err != nil {
+	if m, _, err := (Config{}).LoadFiles(); m != nil || err != nil {
 		t.Errorf("no files: %v %v", m, err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -45,19 +46,26 @@ func IsLoaderRequest(r *http.Request) bool {
 type fetchResult struct {
 	status int
 	body   []byte
-	// offSite is set when the answer is "no rules" only because the
-	// redirects left the site or looped; why says which.
-	offSite bool
-	why     string
+	// finalURL is the URL whose answer this is when a redirect was
+	// followed; "" when the site answered /robots.txt itself.
+	finalURL string
+	// gaveUp is set when the answer is "no rules" only because the
+	// redirects ran past five, looped or led to a URL that is not http or
+	// https; why says which.
+	gaveUp bool
+	why    string
 }
 
 // fetchVirtual sends GET path through srv as if a client had asked for it
-// with the given Host and scheme, following same-site redirects (at most
-// five). A body is returned only when it arrived whole: the length the
-// response declared was reached and nothing aborted it. At most
-// enforce.MaxSize+1 bytes are kept, so the parser knows when the cap cut a
-// line.
+// with the given Host and scheme, following redirects as RFC 9309
+// §2.3.1.2 asks: at most five in all, through srv while they stay on the
+// site, and with a real HTTP client (fetchRemote) once one leads to
+// another host or port. A body is returned only when it arrived whole:
+// the length the response declared was reached and nothing aborted it. At
+// most enforce.MaxSize+1 bytes are kept, so the parser knows when the cap
+// cut a line.
 func fetchVirtual(ctx context.Context, srv http.Handler, host string, https bool, path string) (fetchResult, error) {
+	seen := map[string]bool{}
 	for hop := 0; ; hop++ {
 		req, err := http.NewRequestWithContext(context.WithValue(ctx, loaderKey{}, true), http.MethodGet, path, nil)
 		if err != nil {
@@ -86,51 +94,154 @@ func fetchVirtual(ctx context.Context, srv http.Handler, host string, https bool
 		case <-ctx.Done():
 			return fetchResult{}, fmt.Errorf("robots.txt request: %w", ctx.Err())
 		}
+		here := absoluteURL(host, https, path)
+		seen[here.String()] = true
 		status := w.statusCode()
 		if status >= 300 && status < 400 && w.header.Get("Location") != "" {
-			if hop >= maxRedirects {
-				// RFC 9309 §2.3.1.2: past five redirects a crawler may
-				// assume the file is unavailable, i.e. no rules.
-				return fetchResult{status: http.StatusNotFound, offSite: true, why: "more than 5 redirects"}, nil
+			target, res, ok := nextHop(here, w.header.Get("Location"), hop, seen)
+			if !ok {
+				return res, nil
 			}
-			next, nextHTTPS, sameSite, err := resolveRedirect(host, https, path, w.header.Get("Location"))
-			if err != nil {
-				return fetchResult{}, err
+			if !sameSite(here, target) {
+				return fetchRemote(ctx, target, hop+1, seen)
 			}
-			if !sameSite {
-				// Another site's file cannot be read from inside this
-				// server: treat it as unavailable (no rules), which never
-				// blocks a compliant crawler.
-				return fetchResult{status: http.StatusNotFound, offSite: true, why: "redirected to another site"}, nil
-			}
-			path, https = next, nextHTTPS
+			path, https = target.RequestURI(), target.Scheme == "https"
 			continue
 		}
-		if err := w.complete(aborted); err != nil && status >= 200 && status < 300 {
-			return fetchResult{status: status}, err
+		res := fetchResult{status: status, body: w.buf.Bytes()}
+		if hop > 0 {
+			res.finalURL = here.String()
 		}
-		return fetchResult{status: status, body: w.buf.Bytes()}, nil
+		if err := w.complete(aborted); err != nil && status >= 200 && status < 300 {
+			return fetchResult{status: status, finalURL: res.finalURL}, err
+		}
+		return res, nil
 	}
 }
 
-// resolveRedirect resolves a Location against the current request; it
-// reports the next path, whether it is HTTPS, and whether the target is on
-// the same host.
-func resolveRedirect(host string, https bool, path, location string) (string, bool, bool, error) {
-	scheme := "http"
-	if https {
-		scheme = "https"
+// nextHop resolves the Location of the answer from current, which was
+// redirect number hop+1. It gives up (ok false, res saying why: no rules)
+// past maxRedirects, on a URL already visited, or on a scheme other than
+// http and https: RFC 9309 §2.3.1.2 lets a crawler assume the file is
+// unavailable then.
+func nextHop(current *url.URL, location string, hop int, seen map[string]bool) (target *url.URL, res fetchResult, ok bool) {
+	giveUp := func(why string) (*url.URL, fetchResult, bool) {
+		return nil, fetchResult{status: http.StatusNotFound, gaveUp: true, why: why, finalURL: current.String()}, false
 	}
-	base := &url.URL{Scheme: scheme, Host: host, Path: path}
+	if hop >= maxRedirects {
+		return giveUp("more than 5 redirects")
+	}
 	loc, err := url.Parse(location)
 	if err != nil {
-		return "", false, false, fmt.Errorf("bad redirect location %q: %w", location, err)
+		return giveUp(fmt.Sprintf("bad redirect location %q from %s", location, current))
 	}
-	target := base.ResolveReference(loc)
-	if policy.HostOf(target.Host) != policy.HostOf(host) {
-		return "", false, false, nil
+	target = current.ResolveReference(loc)
+	target.Fragment = ""
+	if target.Scheme != "http" && target.Scheme != "https" || target.Host == "" {
+		return giveUp(fmt.Sprintf("redirected to %q, which is not an http or https URL", target.String()))
 	}
-	return target.RequestURI(), target.Scheme == "https", true, nil
+	if seen[target.String()] {
+		return giveUp("redirect loop at " + target.String())
+	}
+	return target, fetchResult{}, true
+}
+
+// fetchRemote follows a redirect that left the site with a real HTTP
+// client, as a crawler would: the same User-Agent, redirects counted
+// with those already followed (hops) up to five, the caller's deadline
+// (the fetch timeout) over all of them, and at most enforce.MaxSize+1
+// bytes of body. Any host is fetched, private addresses included: the
+// redirect is the site's own answer, which its operator controls.
+func fetchRemote(ctx context.Context, target *url.URL, hops int, seen map[string]bool) (fetchResult, error) {
+	for hop := hops; ; hop++ {
+		seen[target.String()] = true
+		resp, err := remoteGet(ctx, target)
+		if err != nil {
+			return fetchResult{finalURL: target.String()}, err
+		}
+		if resp.StatusCode >= 300 && resp.StatusCode < 400 && resp.Header.Get("Location") != "" {
+			resp.Body.Close()
+			next, res, ok := nextHop(target, resp.Header.Get("Location"), hop, seen)
+			if !ok {
+				return res, nil
+			}
+			target = next
+			continue
+		}
+		return readRemote(resp, target)
+	}
+}
+
+// readRemote reads the final answer of fetchRemote, at most
+// enforce.MaxSize+1 bytes of it. A 2xx body that breaks off is an error:
+// half a robots.txt is not the site's rules.
+func readRemote(resp *http.Response, u *url.URL) (fetchResult, error) {
+	defer resp.Body.Close()
+	res := fetchResult{status: resp.StatusCode, finalURL: u.String()}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, enforce.MaxSize+1))
+	if err != nil && resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		return res, fmt.Errorf("robots.txt response from %s incomplete after %d bytes: %w", u, len(body), err)
+	}
+	res.body = body
+	return res, nil
+}
+
+// remoteClient is the client of fetchRemote: the default transport
+// (proxy settings from the environment), redirects left to the loader.
+var remoteClient = &http.Client{
+	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+}
+
+// remoteGet sends the loader's GET for u.
+func remoteGet(ctx context.Context, u *url.URL) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, fmt.Errorf("building request for %s: %w", u, err)
+	}
+	req.Header.Set("User-Agent", LoaderUserAgent)
+	resp, err := remoteClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("robots.txt redirected to %s: %w", u, err)
+	}
+	return resp, nil
+}
+
+// absoluteURL is the URL of path on the site named by the Host header
+// host.
+func absoluteURL(host string, https bool, path string) *url.URL {
+	u := &url.URL{Scheme: "http", Host: host}
+	if https {
+		u.Scheme = "https"
+	}
+	if p, err := url.ParseRequestURI(path); err == nil {
+		u.Path, u.RawPath, u.RawQuery = p.Path, p.RawPath, p.RawQuery
+	} else {
+		u.Path = path
+	}
+	return u
+}
+
+// sameSite reports whether target can be asked through the server that
+// answered current: the same host, and the same port or none named (a
+// move between http and https on their default ports stays on the site).
+// Another port is another authority (RFC 9309 §2.3), which this server
+// may not be listening on.
+func sameSite(current, target *url.URL) bool {
+	if policy.HostOf(target.Host) != policy.HostOf(current.Host) {
+		return false
+	}
+	return target.Port() == "" || portOf(target) == portOf(current)
+}
+
+// portOf is u's port, or its scheme's default.
+func portOf(u *url.URL) string {
+	switch {
+	case u.Port() != "":
+		return u.Port()
+	case u.Scheme == "https":
+		return "443"
+	}
+	return "80"
 }
 
 // siteName is the host of a Host header as a site key keeps it:

@@ -493,8 +493,9 @@ func (l *Loader) load(st *site, r *http.Request) {
 
 // fetchSite performs the virtual GET /robots.txt through the server and
 // applies RFC 9309 §2.3 to the outcome. Whatever goes wrong (an error, a
-// 5xx, an incomplete body, a redirect loop, a redirect off the site), the
-// last good copy stays.
+// 5xx, an incomplete body, redirects that loop or run past five), the last
+// good copy stays. A redirect to another host is followed (fetchVirtual),
+// and the URL the answer came from is kept (Status.FinalURL).
 //
 // The request names the site as the site itself would: its host name as
 // the site key has it (lower case), with the server's port unless it is 80
@@ -517,11 +518,12 @@ func (l *Loader) fetchSite(st *site, https bool) {
 	start := time.Now()
 	res, err := fetchVirtual(ctx, srv.Handler, hostHeader, https, "/robots.txt")
 	status := res.status
+	l.noteFinalURL(st, res.finalURL)
 	switch {
 	case err != nil:
 		l.failed(st, fmt.Errorf("loading robots.txt for %s: %w", hostHeader, err))
 		l.m.Fetched("error")
-	case res.offSite && len(st.snap.Load().versions) > 0:
+	case res.gaveUp && len(st.snap.Load().versions) > 0:
 		l.failed(st, fmt.Errorf("loading robots.txt for %s: %s", hostHeader, res.why))
 		l.m.Fetched("error")
 	case status >= 200 && status < 300:
@@ -555,9 +557,11 @@ func (l *Loader) fetchSite(st *site, https bool) {
 			zap.Duration("took", time.Since(start)), zap.Error(err))
 	}
 	st.mu.Lock()
-	st.lastFetch, st.lastResult, st.lastErr = time.Now(), resultName(err, status, res.offSite), ""
+	st.lastFetch, st.lastResult, st.lastErr = time.Now(), resultName(err, status, res.gaveUp), ""
 	if err != nil {
 		st.lastErr = err.Error()
+	} else if res.gaveUp {
+		st.lastErr = res.why
 	}
 	st.next = time.Now().Add(l.cfg.Refresh)
 	if err != nil || status >= 500 || status == http.StatusTooManyRequests {
@@ -569,15 +573,35 @@ func (l *Loader) fetchSite(st *site, https bool) {
 	st.mu.Unlock()
 }
 
+// noteFinalURL records the URL a load of st's robots.txt was answered
+// from after redirects ("" for none), which the versions it publishes
+// keep, and logs when it changes: an operator must be able to tell that a
+// site's rules come from another host.
+func (l *Loader) noteFinalURL(st *site, u string) {
+	st.mu.Lock()
+	prev := st.finalURL
+	st.finalURL = u
+	st.mu.Unlock()
+	switch {
+	case u == prev:
+	case u != "":
+		l.cfg.Logger.Info("robots: the site's robots.txt redirects; the rules are read from the URL it leads to",
+			append(l.siteFields(st), zap.String("final_url", u), zap.String("previous_url", prev))...)
+	default:
+		l.cfg.Logger.Info("robots: the site's robots.txt no longer redirects",
+			append(l.siteFields(st), zap.String("previous_url", prev))...)
+	}
+}
+
 // resultName names the outcome of a load, as the Fetched metric does: 429
 // counts as server_error, since it is read as unavailable.
-func resultName(err error, status int, offSite bool) string {
+func resultName(err error, status int, gaveUp bool) string {
 	switch {
 	case err != nil:
 		return "error"
 	case status >= 200 && status < 300:
 		return "ok"
-	case offSite:
+	case gaveUp:
 		return "redirect"
 	case status >= 400 && status < 500 && status != http.StatusTooManyRequests:
 		return "client_error"
@@ -745,6 +769,7 @@ func (l *Loader) offer(st *site, body []byte, status int) error {
 		return ErrRuleMemory
 	}
 	nv := newVersion(p, id, from, seen)
+	nv.finalURL = st.finalURL
 	l.warnSuspicious(st, body, p.robots) // too large, or no readable line
 	vs := []*version{nv}
 	var dropped []*version

@@ -24,6 +24,9 @@ type version struct {
 	policy.Version
 	p     *parsed
 	since time.Time
+	// finalURL is where the version was read when the site's
+	// /robots.txt redirected ("" when it did not; not kept in storage).
+	finalURL string
 }
 
 // newVersion is a version of p with content id id, current since since;

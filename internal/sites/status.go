@@ -25,6 +25,11 @@ type Status struct {
 	LastFetch  time.Time
 	LastResult string
 	LastError  string
+	// FinalURL is the URL the last load was answered from after
+	// following redirects (RFC 9309 §2.3.1.2), on the site or on another
+	// host; empty when the site answered /robots.txt itself, and for a
+	// file or inline source.
+	FinalURL string
 	// NextFetch is when the next load is due (zero: not scheduled, and
 	// always for a file or inline source).
 	NextFetch time.Time
@@ -55,6 +60,10 @@ type VersionStatus struct {
 	// loader first loaded it (From): it may have been current long before,
 	// so it is never taken for a brief version.
 	StartUnknown bool
+	// FinalURL is where the version was read when the site's robots.txt
+	// redirected (empty when it did not, or the version was read back
+	// from storage).
+	FinalURL string
 }
 
 // Status describes the loader's sites, by host name: for FromSite, those
@@ -100,10 +109,10 @@ func (l *Loader) statusOf(st *site) Status {
 		s.State = "unavailable"
 	}
 	for i, v := range snap.versions {
-		s.Versions = append(s.Versions, VersionStatus{ID: v.ID, From: v.since, Until: v.Until, Current: i == 0, StartUnknown: !v.startSeen()})
+		s.Versions = append(s.Versions, VersionStatus{ID: v.ID, From: v.since, Until: v.Until, Current: i == 0, StartUnknown: !v.startSeen(), FinalURL: v.finalURL})
 	}
 	st.mu.Lock()
-	s.LastFetch, s.LastResult, s.LastError = st.lastFetch, st.lastResult, st.lastErr
+	s.LastFetch, s.LastResult, s.LastError, s.FinalURL = st.lastFetch, st.lastResult, st.lastErr, st.finalURL
 	if l.fixed == nil {
 		s.NextFetch = st.next
 	}

@@ -94,6 +94,9 @@ type site struct {
 	lastFetch  time.Time
 	lastResult string
 	lastErr    string
+	// finalURL is the URL the last load's answer came from after
+	// redirects; "" when the site answered /robots.txt itself.
+	finalURL string
 	// unconfirmed is a change to no rules seen but not confirmed yet.
 	unconfirmed *unconfirmed
 	// outage is the run of failed loads the site is in; nil once a load
