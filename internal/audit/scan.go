@@ -2,9 +2,9 @@ package audit
 
 import (
 	"bytes"
+	"encoding/json"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/caddyrobots/caddy-robots/agents"
 	"github.com/caddyrobots/caddy-robots/internal/policy"
@@ -418,8 +418,9 @@ func scanLiteral(b []byte, i int) int {
 }
 
 // readString reads the JSON string starting at b[i] == '"'. Without
-// escapes it returns a sub-slice of b; otherwise it unescapes into buf and
-// reports copied. next is the index after the closing quote.
+// escapes it returns a sub-slice of b; otherwise encoding/json decodes it
+// into buf and readString reports copied. next is the index after the
+// closing quote.
 func readString(b []byte, i int, buf []byte) (v []byte, next int, copied, ok bool) {
 	start := i + 1
 	k := bytes.IndexByte(b[start:], '"')
@@ -430,85 +431,15 @@ func readString(b []byte, i int, buf []byte) (v []byte, next int, copied, ok boo
 	if bytes.IndexByte(b[start:q], '\\') < 0 {
 		return b[start:q], q + 1, false, true
 	}
-	v, next, ok = unescape(b, start, buf)
-	return v, next, true, ok
-}
-
-// unescape decodes the string whose content starts at b[start] into buf.
-func unescape(b []byte, start int, buf []byte) ([]byte, int, bool) {
-	i := start
-	for i < len(b) {
-		c := b[i]
-		switch {
-		case c == '"':
-			return buf, i + 1, true
-		case c < 0x20:
-			return nil, 0, false
-		case c != '\\':
-			buf = append(buf, c)
-			i++
-			continue
-		}
-		if i+1 >= len(b) {
-			return nil, 0, false
-		}
-		switch b[i+1] {
-		case '"', '\\', '/':
-			buf = append(buf, b[i+1])
-		case 'b':
-			buf = append(buf, '\b')
-		case 'f':
-			buf = append(buf, '\f')
-		case 'n':
-			buf = append(buf, '\n')
-		case 'r':
-			buf = append(buf, '\r')
-		case 't':
-			buf = append(buf, '\t')
-		case 'u':
-			r, n := hex4(b, i+2)
-			if n < 0 {
-				return nil, 0, false
-			}
-			i += 6
-			if 0xD800 <= r && r < 0xDC00 {
-				// A high surrogate: take the low one if it follows.
-				if i+1 < len(b) && b[i] == '\\' && b[i+1] == 'u' {
-					if r2, n2 := hex4(b, i+2); n2 >= 0 && 0xDC00 <= r2 && r2 < 0xE000 {
-						r = 0x10000 + (r-0xD800)<<10 + (r2 - 0xDC00)
-						i += 6
-					} else {
-						r = utf8.RuneError
-					}
-				} else {
-					r = utf8.RuneError
-				}
-			} else if 0xDC00 <= r && r < 0xE000 {
-				r = utf8.RuneError
-			}
-			buf = utf8.AppendRune(buf, r)
-			continue
-		default:
-			return nil, 0, false
-		}
-		i += 2
+	next, ok = skipString(b, i)
+	if !ok {
+		return nil, 0, false, false
 	}
-	return nil, 0, false
-}
-
-func hex4(b []byte, i int) (rune, int) {
-	if i+4 > len(b) {
-		return 0, -1
+	var str string // escapes are rare in access logs: this allocation too
+	if json.Unmarshal(b[i:next], &str) != nil {
+		return nil, 0, false, false
 	}
-	var r rune
-	for _, c := range b[i : i+4] {
-		v, ok := unhex(c)
-		if !ok {
-			return 0, -1
-		}
-		r = r<<4 | rune(v)
-	}
-	return r, 4
+	return append(buf, str...), next, true, true
 }
 
 // skipString returns the index after the string starting at b[i] == '"'.
