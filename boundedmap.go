@@ -1,53 +1,30 @@
 package caddyrobots
 
 import (
-	"hash/maphash"
-	"sync"
+	"fmt"
+
+	lru "github.com/hashicorp/golang-lru/v2"
 )
 
-// boundedMap is a concurrent map with a hard cap on entries: when a shard is
-// full, an arbitrary entry of that shard is dropped. It keeps memory bounded
+// boundedMap is a concurrent map with a hard cap on entries: when it is
+// full, the least recently used entry is dropped. It keeps memory bounded
 // under a flood of distinct keys; losing an entry only costs a little grace.
+// It is golang-lru's Cache under the two names its callers use.
 type boundedMap[K comparable, V any] struct {
-	seed   maphash.Seed
-	shards [16]struct {
-		sync.Mutex
-		m map[K]V
-	}
-	perShard int
+	c *lru.Cache[K, V]
 }
 
+// newBoundedMap returns a boundedMap of at most max entries (max > 0).
 func newBoundedMap[K comparable, V any](max int) *boundedMap[K, V] {
-	b := &boundedMap[K, V]{seed: maphash.MakeSeed(), perShard: max/16 + 1}
-	for i := range b.shards {
-		b.shards[i].m = make(map[K]V)
+	c, err := lru.New[K, V](max)
+	if err != nil {
+		panic(fmt.Sprintf("caddyrobots: boundedMap(%d): %v", max, err)) // max is a constant of this package
 	}
-	return b
-}
-
-func (b *boundedMap[K, V]) shard(k K) int {
-	return int(maphash.Comparable(b.seed, k) % uint64(len(b.shards)))
+	return &boundedMap[K, V]{c: c}
 }
 
 // Get returns the value for k.
-func (b *boundedMap[K, V]) Get(k K) (V, bool) {
-	s := &b.shards[b.shard(k)]
-	s.Lock()
-	v, ok := s.m[k]
-	s.Unlock()
-	return v, ok
-}
+func (b *boundedMap[K, V]) Get(k K) (V, bool) { return b.c.Get(k) }
 
-// Put stores v for k, evicting an arbitrary entry when the shard is full.
-func (b *boundedMap[K, V]) Put(k K, v V) {
-	s := &b.shards[b.shard(k)]
-	s.Lock()
-	defer s.Unlock()
-	if _, ok := s.m[k]; !ok && len(s.m) >= b.perShard {
-		for old := range s.m {
-			delete(s.m, old)
-			break
-		}
-	}
-	s.m[k] = v
-}
+// Put stores v for k, evicting the least recently used entry when full.
+func (b *boundedMap[K, V]) Put(k K, v V) { b.c.Add(k, v) }

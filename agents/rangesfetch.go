@@ -291,9 +291,7 @@ func (f *RangesFetcher) FetchAll(ctx context.Context) []RangesFetchReport {
 func (f *RangesFetcher) Fetch(ctx context.Context, method string) []RangesFetchReport {
 	f.fetching.Lock()
 	defer f.fetching.Unlock()
-	f.mu.Lock()
-	srcs := slices.Clone(f.sources[method])
-	f.mu.Unlock()
+	srcs := f.sourcesOf(method)
 	out := make([]RangesFetchReport, 0, len(srcs))
 	for _, s := range srcs {
 		rep := f.fetchOne(ctx, s)
@@ -301,6 +299,37 @@ func (f *RangesFetcher) Fetch(ctx context.Context, method string) []RangesFetchR
 		out = append(out, rep)
 	}
 	return out
+}
+
+// sourcesOf returns a copy of the sources of method.
+func (f *RangesFetcher) sourcesOf(method string) []*rangesSource {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.sources[method])
+}
+
+// conditional makes req conditional on s's last list, if s has one, and
+// reports whether it does.
+func (f *RangesFetcher) conditional(req *http.Request, s *rangesSource) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if s.body == nil {
+		return false
+	}
+	if s.etag != "" {
+		req.Header.Set("If-None-Match", s.etag)
+	}
+	if s.lastModified != "" {
+		req.Header.Set("If-Modified-Since", s.lastModified)
+	}
+	return true
+}
+
+// confirm records that s's list was confirmed current now.
+func (f *RangesFetcher) confirm(s *rangesSource) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s.confirmed = f.now()
 }
 
 // fetchOne downloads one URL and, if the list is good, keeps it.
@@ -319,17 +348,7 @@ func (f *RangesFetcher) fetchOne(ctx context.Context, s *rangesSource) RangesFet
 	}
 	req.Header.Set("User-Agent", f.userAgent)
 	req.Header.Set("Accept", "application/jafar+json, application/json;q=0.9, text/plain;q=0.5, */*;q=0.1")
-	f.mu.Lock()
-	haveList := s.body != nil
-	if haveList {
-		if s.etag != "" {
-			req.Header.Set("If-None-Match", s.etag)
-		}
-		if s.lastModified != "" {
-			req.Header.Set("If-Modified-Since", s.lastModified)
-		}
-	}
-	f.mu.Unlock()
+	haveList := f.conditional(req, s)
 
 	resp, err := f.client.Do(req)
 	if err != nil {
@@ -341,9 +360,7 @@ func (f *RangesFetcher) fetchOne(ctx context.Context, s *rangesSource) RangesFet
 		if !haveList {
 			return fail(RangesError, errors.New("304 Not Modified, but no list is known"))
 		}
-		f.mu.Lock()
-		s.confirmed = f.now()
-		f.mu.Unlock()
+		f.confirm(s)
 		rep.Result = RangesNotModified
 		return rep
 	case http.StatusOK:

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
-	"math/rand/v2"
 	"net"
 	"net/netip"
 	"path"
@@ -15,6 +14,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/sync/singleflight"
 )
 
 // Verification data: data/verification.json maps each method key (the
@@ -154,9 +155,8 @@ type Verifier struct {
 	pos     *resultCache // Verified results
 	neg     *resultCache // Spoofed results and, briefly, failures
 
-	mu       sync.Mutex
-	inflight map[cacheKey]*lookupCall
-	slots    chan struct{} // one token per lookup in flight
+	inflight singleflight.Group // reverse DNS lookups in flight, by method and address
+	slots    chan struct{}      // one token per lookup in flight
 }
 
 // verifyMethod is one verification method of a Verifier.
@@ -172,12 +172,6 @@ type verifyMethod struct {
 type rangeList struct {
 	set  *PrefixSet
 	asOf time.Time
-}
-
-// lookupCall is one reverse DNS verification in flight.
-type lookupCall struct {
-	done    chan struct{}
-	verdict Verdict // set before done is closed
 }
 
 // NewVerifier returns a Verifier using the embedded verification data and
@@ -196,7 +190,6 @@ func NewVerifier(cfg VerifierConfig) (*Verifier, error) {
 		maxListAge:    verifyDurationOr(cfg.MaxListAge, DefaultMaxListAge),
 		now:           cfg.Now,
 		injectedClock: cfg.Now != nil,
-		inflight:      make(map[cacheKey]*lookupCall),
 	}
 	if v.resolver == nil {
 		v.resolver = net.DefaultResolver
@@ -213,8 +206,7 @@ func NewVerifier(cfg VerifierConfig) (*Verifier, error) {
 	if size == 0 {
 		size = DefaultCacheSize
 	}
-	seed := rand.Uint64()
-	v.pos, v.neg = newResultCacheSeed(size, seed), newResultCacheSeed(size, seed) // one hash serves both
+	v.pos, v.neg = newResultCache(size), newResultCache(size)
 	lookups := cfg.MaxLookups
 	if lookups == 0 {
 		lookups = DefaultMaxLookups
@@ -412,16 +404,15 @@ func (v *Verifier) VerifyMethod(ctx context.Context, key string, ip netip.Addr) 
 		}
 		return Unverified
 	}
-	k := newCacheKey(m.idx, ip)
+	k := cacheKey{method: m.idx, ip: ip}
 	now := v.clock()
-	bi := v.pos.bucket(k)
-	if vd, ok := v.pos.getAt(bi, k, now); ok {
+	if vd, ok := v.pos.get(k, now); ok {
 		return vd
 	}
-	if vd, ok := v.neg.getAt(bi, k, now); ok {
+	if vd, ok := v.neg.get(k, now); ok {
 		return vd
 	}
-	return v.lookup(ctx, m, k, ip)
+	return v.lookup(ctx, m, k)
 }
 
 // fresh reports whether a list published at asOf may prove a negative.
@@ -431,59 +422,50 @@ func (v *Verifier) fresh(asOf time.Time) bool {
 
 // lookup joins or starts the reverse DNS verification of k and waits for
 // it or for ctx.
-func (v *Verifier) lookup(ctx context.Context, m *verifyMethod, k cacheKey, ip netip.Addr) Verdict {
+func (v *Verifier) lookup(ctx context.Context, m *verifyMethod, k cacheKey) Verdict {
 	if ctx.Err() != nil {
 		return Unverified
 	}
-	v.mu.Lock()
-	c := v.inflight[k]
-	if c == nil {
-		select {
-		case v.slots <- struct{}{}:
-		default:
-			v.mu.Unlock()
-			return Unverified // too many lookups in flight
-		}
-		c = &lookupCall{done: make(chan struct{})}
-		v.inflight[k] = c
-		go v.run(m, k, ip, c)
-	}
-	v.mu.Unlock()
+	done := v.inflight.DoChan(m.key+" "+k.ip.String(), func() (any, error) {
+		return v.run(m, k), nil
+	})
 	select {
-	case <-c.done:
-		return c.verdict
+	case r := <-done:
+		return r.Val.(Verdict)
 	case <-ctx.Done():
 		return Unverified
 	}
 }
 
 // run does one reverse DNS verification, detached from any caller's
-// context so that a caller giving up does not fail the others, caches the
-// result and wakes the waiters.
-func (v *Verifier) run(m *verifyMethod, k cacheKey, ip netip.Addr, c *lookupCall) {
+// context so that a caller giving up does not fail the others, and caches
+// the result. Beyond MaxLookups in flight it is Unverified at once, and
+// that is not cached.
+func (v *Verifier) run(m *verifyMethod, k cacheKey) Verdict {
+	select {
+	case v.slots <- struct{}{}:
+		defer func() { <-v.slots }()
+	default:
+		return Unverified
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), v.timeout)
-	res := forwardConfirm(ctx, v.resolver, m.suffixes, ip)
-	cancel()
+	defer cancel()
+	res := forwardConfirm(ctx, v.resolver, m.suffixes, k.ip)
 
 	now := v.clock()
 	switch res {
 	case rdnsConfirmed:
-		c.verdict = Verified
-		v.pos.put(k, Verified, now+int64(v.posTTL), now)
+		v.pos.put(k, Verified, now+int64(v.posTTL))
+		return Verified
 	case rdnsRejected:
-		c.verdict = Spoofed
-		v.neg.put(k, Spoofed, now+int64(v.negTTL), now)
+		v.neg.put(k, Spoofed, now+int64(v.negTTL))
+		return Spoofed
 	default:
-		c.verdict = Unverified
 		if v.errTTL > 0 {
-			v.neg.put(k, Unverified, now+int64(v.errTTL), now)
+			v.neg.put(k, Unverified, now+int64(v.errTTL))
 		}
+		return Unverified
 	}
-	v.mu.Lock()
-	delete(v.inflight, k)
-	v.mu.Unlock()
-	<-v.slots
-	close(c.done)
 }
 
 // VerificationMethod describes one verification method of the embedded

@@ -199,11 +199,33 @@ func nextUnit(s string, i int) (sym, next int) {
 }
 
 // buildAC builds the automaton of the wildcard rules wr, whose segments
-// after the prefix are rests.
+// after the prefix are rests: the distinct segments get one trie with
+// failure links (Aho-Corasick), laid out for the scan.
 func buildAC(wr []wrule, rests [][]string) *acm {
 	a := &acm{rseg: make([]uint32, len(wr)), fin: make([]uint16, len(wr)), suf: make([]uint32, len(wr))}
+	segs, distinct := a.internSegments(wr, rests)
+	nc := a.assignClasses(distinct)
+	items := a.sortedKeys(distinct)
+	out, remap := a.buildTrie(items, distinct)
+	bit := a.layout()
+	a.setOuts(out, bit)
+	a.buildRows(nc)
+	a.slots = make([]uint64, len(segs))
+	for i, sg := range segs {
+		if sg >= 0 {
+			b := bit[remap[sg]]
+			a.slots[i] = uint64(b)<<32 | uint64(a.slen[b])
+		}
+	}
+	return a
+}
+
+// internSegments records each rule's first segment (rseg), the first and
+// last octets of its last middle segment (fin) and, for an anchored rule,
+// the key of its suffix (suf); it returns the segments of all rules as
+// indexes into the distinct segments, each rule's ended by -1.
+func (a *acm) internSegments(wr []wrule, rests [][]string) (segs []int32, distinct []string) {
 	ids := map[string]int32{}
-	var distinct []string
 	var nsegs int
 	for i := range wr {
 		mid := rests[i]
@@ -212,7 +234,7 @@ func buildAC(wr []wrule, rests [][]string) *acm {
 		}
 		nsegs += len(mid) + 1
 	}
-	segs := make([]int32, 0, nsegs)
+	segs = make([]int32, 0, nsegs)
 	for i := range wr {
 		mid := rests[i]
 		if wr[i].anchored {
@@ -238,9 +260,13 @@ func buildAC(wr []wrule, rests [][]string) *acm {
 		}
 		segs = append(segs, -1)
 	}
-	ids = nil
-	// Classes, in symbol order, so that children sorted by class are sorted
-	// by symbol.
+	return segs, distinct
+}
+
+// assignClasses numbers the symbols the segments use (a.cls), in symbol
+// order, so that children sorted by class are sorted by symbol; it sets the
+// bitmap width a.w and returns the number of classes.
+func (a *acm) assignClasses(distinct []string) int {
 	var used [384]bool
 	for _, s := range distinct {
 		units(s, func(sym int) { used[sym] = true })
@@ -253,37 +279,55 @@ func buildAC(wr []wrule, rests [][]string) *acm {
 		}
 	}
 	a.w = uint32(nc+1+63) / 64
-	// Keys: two octets per unit (its class, big-endian), sorted.
-	type item struct {
-		key string
-		seg int32 // index in distinct
-	}
-	items := make([]item, len(distinct))
+	return nc
+}
+
+// acItem is a distinct segment spelt as its key: two octets per unit (its
+// class, big-endian).
+type acItem struct {
+	key string
+	seg int32 // index in distinct
+}
+
+// sortedKeys returns the keys of the distinct segments, sorted.
+func (a *acm) sortedKeys(distinct []string) []acItem {
+	items := make([]acItem, len(distinct))
 	var kb []byte
 	for i, s := range distinct {
 		kb = kb[:0]
 		units(s, func(sym int) { c := a.cls[sym]; kb = append(kb, byte(c>>8), byte(c)) })
-		items[i] = item{string(kb), int32(i)}
+		items[i] = acItem{string(kb), int32(i)}
 	}
-	slices.SortFunc(items, func(x, y item) int { return strings.Compare(x.key, y.key) })
-	// The trie, breadth first: the children of a node are contiguous.
+	slices.SortFunc(items, func(x, y acItem) int { return strings.Compare(x.key, y.key) })
+	return items
+}
+
+// acRange is a trie node to build: the items lo..hi that go through it, at
+// depth d in units.
+type acRange struct {
+	node   uint32
+	lo, hi int32
+	d      int
+}
+
+// buildTrie builds the trie of the sorted items, breadth first (the
+// children of a node are contiguous), with failure links (a.bm, a.base,
+// a.fail) and the segments (a.slen, a.par). It returns the segment each
+// node reports (out, -1 for none) and the segment id of each distinct
+// segment (remap).
+func (a *acm) buildTrie(items []acItem, distinct []string) (out, remap []int32) {
 	w := int(a.w)
-	type rng struct {
-		node   uint32
-		lo, hi int32
-		d      int // depth in units
-	}
-	remap := make([]int32, len(distinct)) // index in distinct -> segment id
+	remap = make([]int32, len(distinct)) // index in distinct -> segment id
 	a.bm = make([]uint64, w, w*(len(distinct)+1))
 	a.base = make([]uint32, w, w*(len(distinct)+1))
 	a.fail = []uint32{0}
-	out := []int32{-1}
+	out = []int32{-1}
 	units := 1
 	for _, it := range items {
 		units += len(it.key) / 2
 	}
-	q := make([]rng, 1, units) // at most one node per unit
-	q[0] = rng{0, 0, int32(len(items)), 0}
+	q := make([]acRange, 1, units) // at most one node per unit
+	q[0] = acRange{0, 0, int32(len(items)), 0}
 	for qi := 0; qi < len(q); qi++ {
 		r := q[qi]
 		v := r.node
@@ -301,44 +345,56 @@ func buildAC(wr []wrule, rests [][]string) *acm {
 			lo++
 		}
 		out[v] = o
-		// Children, grouped by the class at depth d.
 		first := uint32(len(a.fail))
-		for i := lo; i < r.hi; {
-			c := uint16(items[i].key[2*r.d])<<8 | uint16(items[i].key[2*r.d+1])
-			j := i + 1
-			for j < r.hi && items[j].key[2*r.d] == items[i].key[2*r.d] && items[j].key[2*r.d+1] == items[i].key[2*r.d+1] {
-				j++
-			}
-			child := uint32(len(a.fail))
-			a.bm[int(v)*w+int(c>>6)] |= 1 << (c & 63)
-			a.bm = append(a.bm, make([]uint64, w)...)
-			a.base = append(a.base, make([]uint32, w)...)
-			// The failure link: the longest proper suffix that is a node.
-			f := uint32(0)
-			if v != 0 {
-				for g := a.fail[v]; ; g = a.fail[g] {
-					if k, ok := a.child(g, c); ok {
-						f = k
-						break
-					}
-					if g == 0 {
-						break
-					}
-				}
-			}
-			a.fail = append(a.fail, f)
-			out = append(out, -1)
-			q = append(q, rng{child, i, j, r.d + 1})
-			i = j
-		}
+		q, out = a.addChildren(q, items, r, lo, v, out)
 		n := first
 		for k := 0; k < w; k++ {
 			a.base[int(v)*w+k] = n
 			n += uint32(bits.OnesCount64(a.bm[int(v)*w+k]))
 		}
 	}
-	q, items = nil, nil
-	bit := a.layout()
+	return out, remap
+}
+
+// addChildren adds the children of node v, the items lo..r.hi grouped by
+// their class at depth r.d, each with its failure link: the longest proper
+// suffix that is a node. It returns q with the children to build appended,
+// and out grown by one entry per child.
+func (a *acm) addChildren(q []acRange, items []acItem, r acRange, lo int32, v uint32, out []int32) ([]acRange, []int32) {
+	w := int(a.w)
+	for i := lo; i < r.hi; {
+		c := uint16(items[i].key[2*r.d])<<8 | uint16(items[i].key[2*r.d+1])
+		j := i + 1
+		for j < r.hi && items[j].key[2*r.d] == items[i].key[2*r.d] && items[j].key[2*r.d+1] == items[i].key[2*r.d+1] {
+			j++
+		}
+		child := uint32(len(a.fail))
+		a.bm[int(v)*w+int(c>>6)] |= 1 << (c & 63)
+		a.bm = append(a.bm, make([]uint64, w)...)
+		a.base = append(a.base, make([]uint32, w)...)
+		f := uint32(0)
+		if v != 0 {
+			for g := a.fail[v]; ; g = a.fail[g] {
+				if k, ok := a.child(g, c); ok {
+					f = k
+					break
+				}
+				if g == 0 {
+					break
+				}
+			}
+		}
+		a.fail = append(a.fail, f)
+		out = append(out, -1)
+		q = append(q, acRange{child, i, j, r.d + 1})
+		i = j
+	}
+	return q, out
+}
+
+// setOuts sets a.out: for each node, the head and bit of the segment it
+// reports (bit maps segment ids to their bits), or -1.
+func (a *acm) setOuts(out []int32, bit []uint32) {
 	a.out = make([]int64, len(out))
 	for v, o := range out {
 		a.out[v] = -1
@@ -347,41 +403,50 @@ func buildAC(wr []wrule, rests [][]string) *acm {
 			a.out[v] = int64(a.head[b])<<32 | int64(b)
 		}
 	}
-	// Rows: for the nodes that are not leaves, the shallowest first, the
-	// step on each class in one cell (see acSlow): the row of the next
-	// state and the segment the step reports, so that a step is one load
-	// that depends on the previous step, and the reported segments are
-	// looked up beside that chain of loads. A step into a leaf goes to the
-	// nearest node on its failure chain that is not a leaf (the same
-	// transitions follow), and reports the leaf's out: leaves need no row.
+}
+
+// isLeaf reports whether node x has no children; the root always has a
+// row, so it is never a leaf.
+func (a *acm) isLeaf(x uint32) bool {
+	w := int(a.w)
+	for k := 0; k < w; k++ {
+		if a.bm[int(x)*w+k] != 0 {
+			return false
+		}
+	}
+	return x != 0
+}
+
+// nonLeaf returns x, or the nearest node on its failure chain that is not
+// a leaf when x is one.
+func (a *acm) nonLeaf(x uint32) uint32 {
+	for a.isLeaf(x) {
+		x = a.fail[x]
+	}
+	return x
+}
+
+// buildRows builds the rows of the scan (a.rowOf, a.dfa, a.so) over nc
+// classes: for the nodes that are not leaves, the shallowest first, the
+// step on each class in one cell (see acSlow): the row of the next state
+// and the segment the step reports, so that a step is one load that depends
+// on the previous step, and the reported segments are looked up beside that
+// chain of loads. A step into a leaf goes to the nearest node on its
+// failure chain that is not a leaf (the same transitions follow), and
+// reports the leaf's out: leaves need no row.
+func (a *acm) buildRows(nc int) {
 	a.stride = uint32(nc + 1)
 	st := int(a.stride)
 	nn := len(a.fail)
-	isLeaf := func(x uint32) bool {
-		for k := 0; k < w; k++ {
-			if a.bm[int(x)*w+k] != 0 {
-				return false
-			}
-		}
-		return x != 0 // the root always has a row
-	}
 	a.rowOf = make([]int32, nn)
 	maxRows := max(1, min(acDFACells/st, acRowMax)) // the root has a row
 	var rows []uint32                               // the node of each row
 	for x := range nn {
 		a.rowOf[x] = -1
-		if !isLeaf(uint32(x)) && len(rows) < maxRows {
+		if !a.isLeaf(uint32(x)) && len(rows) < maxRows {
 			a.rowOf[x] = int32(len(rows))
 			rows = append(rows, uint32(x))
 		}
-	}
-	// nl returns x, or the nearest node on its failure chain that is not a
-	// leaf when x is one.
-	nl := func(x uint32) uint32 {
-		for isLeaf(x) {
-			x = a.fail[x]
-		}
-		return x
 	}
 	// The target node of each step, for the rows in order: the failure
 	// node of a node with a row, made not a leaf, is shallower and has a
@@ -392,7 +457,7 @@ func buildAC(wr []wrule, rests [][]string) *acm {
 			if y, ok := a.child(x, uint16(c)); ok {
 				targ[r*st+c] = y
 			} else if x != 0 {
-				targ[r*st+c] = targ[int(a.rowOf[nl(a.fail[x])])*st+c]
+				targ[r*st+c] = targ[int(a.rowOf[a.nonLeaf(a.fail[x])])*st+c]
 			}
 		}
 	}
@@ -403,7 +468,7 @@ func buildAC(wr []wrule, rests [][]string) *acm {
 	}
 	a.dfa = make([]uint32, len(targ))
 	for i, y := range targ {
-		next := nl(y)
+		next := a.nonLeaf(y)
 		o := a.out[y]
 		sg := uint32(0)
 		if o >= 0 {
@@ -415,15 +480,6 @@ func buildAC(wr []wrule, rests [][]string) *acm {
 			a.dfa[i] = acSlow | y
 		}
 	}
-	targ, rows = nil, nil
-	a.slots = make([]uint64, len(segs))
-	for i, sg := range segs {
-		if sg >= 0 {
-			b := bit[remap[sg]]
-			a.slots[i] = uint64(b)<<32 | uint64(a.slen[b])
-		}
-	}
-	return a
 }
 
 // child returns the child of node v for class c.
@@ -831,13 +887,11 @@ func (st *acState) expand(recs []acRec, e int) {
 // the entries, until none is left. The groups of gs are marked when the
 // scan reaches gp, the offset where the prefix of their set ends.
 func (st *acState) scan(start int, gs *acGroups, gp int, sc *acScratch) {
-	a, t, wr := st.a, st.t, st.m.wr
+	a, t := st.a, st.t
 	ent, arm, wait, dyn, bs, stat := st.ent, st.arm, sc.wait, sc.dyn, sc.bits, sc.stat
-	slots, slen, fin, last := a.slots, a.slen, a.fin, st.last
-	fail, out := a.fail, a.out
-	upo := a.upo
+	slen, out, upo := a.slen, a.out, a.upo
 	cls := &a.cls
-	dfa, stride, rowOf, so := a.dfa, a.stride, a.rowOf, a.so
+	dfa, stride, so := a.dfa, a.stride, a.so
 	r := uint32(0) // the row of the state, when slow is false
 	slow := false
 	v := uint32(0)
@@ -848,40 +902,7 @@ func (st *acState) scan(start int, gs *acGroups, gp int, sc *acScratch) {
 	done := start // the arm lists of offsets up to done are processed
 	for i := start; i < len(t); {
 		if i == gp {
-			// Mark the first segments of the grouped set: those of the
-			// groups with a rule whose last middle segment can still occur,
-			// when some cannot.
-			var occ [4]uint64 // the octets of t[gp:]
-			for c, l := range last {
-				if int(l) >= gp {
-					occ[c>>6] |= 1 << (c & 63)
-				}
-			}
-			if gs.fins[0]&^occ[0]|gs.fins[1]&^occ[1]|gs.fins[2]&^occ[2]|gs.fins[3]&^occ[3] != 0 {
-				pending = 0
-				for g, b := range gs.seg {
-					for _, f := range gs.fin[gs.start[g]:gs.start[g+1]] {
-						if f == 0 || int(last[f&0xFF]) >= gp && int(last[f>>8]) >= gp {
-							bs[b>>6] |= 1 << (b & 63)
-							stat[b>>6] |= 1 << (b & 63)
-							pending++
-							break
-						}
-					}
-				}
-			} else if gs.bits != nil {
-				for j, x := range gs.bits {
-					bs[j] |= x
-					stat[j] = x
-				}
-				pending = len(gs.seg)
-			} else {
-				for _, b := range gs.seg {
-					bs[b>>6] |= 1 << (b & 63)
-					stat[b>>6] |= 1 << (b & 63)
-				}
-				pending = len(gs.seg)
-			}
+			pending = st.markGroups(gs, gp, sc)
 		}
 		if st.live == 0 && pending == 0 && i >= gp {
 			break
@@ -918,25 +939,7 @@ func (st *acState) scan(start int, gs *acGroups, gp int, sc *acScratch) {
 				o = out[v]
 			}
 		} else {
-			for {
-				if rw := rowOf[v]; rw >= 0 {
-					x := dfa[uint32(rw)*stride+c]
-					if x < acSlow {
-						r, slow = x&acRowMax, false
-						o = so[x>>16]
-					} else {
-						v = x - acSlow
-						o = out[v]
-					}
-					break
-				}
-				if k, ok := a.child(v, uint16(c)); ok {
-					v = k
-					o = out[v]
-					break
-				}
-				v = fail[v] // not the root, which has a row
-			}
+			r, v, slow, o = a.slowStep(v, c)
 		}
 		// The marked segments that end here, deepest first.
 		for o >= 0 {
@@ -954,42 +957,15 @@ func (st *acState) scan(start int, gs *acGroups, gp int, sc *acScratch) {
 				o = upo[lo]
 				continue
 			}
-			var x int32
 			if dyn[b>>6]&(1<<(b&63)) != 0 {
 				dyn[b>>6] &^= 1 << (b & 63)
-				x = wait[b]
-			}
-			for x != 0 {
-				en := &ent[x]
-				nx := en.next
-				st.live--
-				if st.best == st.best0 || wr[en.rule].rank > st.best {
-					if i > int(en.lim) {
-						// too late
-					} else if sl := slots[en.k+1]; sl == 0 {
-						st.best = max(st.best, wr[en.rule].rank)
-					} else if f := i + int(uint32(sl)); f <= int(en.lim) && int(last[fin[en.rule]&0xFF]) >= i && int(last[fin[en.rule]>>8]) >= i {
-						en.k++
-						en.b = uint32(sl >> 32)
-						en.next = arm[f]
-						arm[f] = x
-						st.live++
-					}
-				}
-				x = nx
+				st.advance(wait[b], i)
 			}
 			keep := false
 			if stat[b>>6]&(1<<(b&63)) != 0 {
 				if i-int(slen[b]) >= gp {
-					stat[b>>6] &^= 1 << (b & 63)
+					st.expandGroup(gs, b, i, sc)
 					pending--
-					var g int
-					if gs.bits != nil {
-						g = int(gs.rank[b>>6]) + bits.OnesCount64(gs.bits[b>>6]&(1<<(b&63)-1))
-					} else {
-						g, _ = slices.BinarySearch(gs.seg, int32(b))
-					}
-					st.expand(gs.recs[gs.start[g]:gs.start[g+1]], i)
 				} else {
 					keep = true // an occurrence that starts before the prefix ends
 				}
@@ -1000,4 +976,104 @@ func (st *acState) scan(start int, gs *acGroups, gp int, sc *acScratch) {
 			o = upo[b]
 		}
 	}
+}
+
+// markGroups marks the first segments of the grouped set gs when the scan
+// reaches gp, the offset where the prefix of their set ends: those of the
+// groups with a rule whose last middle segment can still occur, when some
+// cannot. It returns the number of groups marked.
+func (st *acState) markGroups(gs *acGroups, gp int, sc *acScratch) int {
+	last, bs, stat := st.last, sc.bits, sc.stat
+	var occ [4]uint64 // the octets of t[gp:]
+	for c, l := range last {
+		if int(l) >= gp {
+			occ[c>>6] |= 1 << (c & 63)
+		}
+	}
+	if gs.fins[0]&^occ[0]|gs.fins[1]&^occ[1]|gs.fins[2]&^occ[2]|gs.fins[3]&^occ[3] != 0 {
+		pending := 0
+		for g, b := range gs.seg {
+			for _, f := range gs.fin[gs.start[g]:gs.start[g+1]] {
+				if f == 0 || int(last[f&0xFF]) >= gp && int(last[f>>8]) >= gp {
+					bs[b>>6] |= 1 << (b & 63)
+					stat[b>>6] |= 1 << (b & 63)
+					pending++
+					break
+				}
+			}
+		}
+		return pending
+	}
+	if gs.bits != nil {
+		for j, x := range gs.bits {
+			bs[j] |= x
+			stat[j] = x
+		}
+		return len(gs.seg)
+	}
+	for _, b := range gs.seg {
+		bs[b>>6] |= 1 << (b & 63)
+		stat[b>>6] |= 1 << (b & 63)
+	}
+	return len(gs.seg)
+}
+
+// slowStep is the step on class c from node v, which the rows may not
+// cover: along the failure links to a node with a row or with a child on c.
+// It returns the new state (row r when slow is false, else node next) and
+// the segments the step reports.
+func (a *acm) slowStep(v, c uint32) (r, next uint32, slow bool, o int64) {
+	for {
+		if rw := a.rowOf[v]; rw >= 0 {
+			x := a.dfa[uint32(rw)*a.stride+c]
+			if x < acSlow {
+				return x & acRowMax, v, false, a.so[x>>16]
+			}
+			return 0, x - acSlow, true, a.out[x-acSlow]
+		}
+		if k, ok := a.child(v, uint16(c)); ok {
+			return 0, k, true, a.out[k]
+		}
+		v = a.fail[v] // not the root, which has a row
+	}
+}
+
+// advance moves on the entries of the wait list x, whose segment ends at
+// i: an entry in time either completes its rule or is armed for its next
+// segment, if that can still occur.
+func (st *acState) advance(x int32, i int) {
+	ent, arm, wr := st.ent, st.arm, st.m.wr
+	slots, fin, last := st.a.slots, st.a.fin, st.last
+	for x != 0 {
+		en := &ent[x]
+		nx := en.next
+		st.live--
+		if st.best == st.best0 || wr[en.rule].rank > st.best {
+			if i > int(en.lim) {
+				// too late
+			} else if sl := slots[en.k+1]; sl == 0 {
+				st.best = max(st.best, wr[en.rule].rank)
+			} else if f := i + int(uint32(sl)); f <= int(en.lim) && int(last[fin[en.rule]&0xFF]) >= i && int(last[fin[en.rule]>>8]) >= i {
+				en.k++
+				en.b = uint32(sl >> 32)
+				en.next = arm[f]
+				arm[f] = x
+				st.live++
+			}
+		}
+		x = nx
+	}
+}
+
+// expandGroup expands the group of gs whose first segment b occurs at i,
+// after the prefix of its set.
+func (st *acState) expandGroup(gs *acGroups, b uint32, i int, sc *acScratch) {
+	sc.stat[b>>6] &^= 1 << (b & 63)
+	var g int
+	if gs.bits != nil {
+		g = int(gs.rank[b>>6]) + bits.OnesCount64(gs.bits[b>>6]&(1<<(b&63)-1))
+	} else {
+		g, _ = slices.BinarySearch(gs.seg, int32(b))
+	}
+	st.expand(gs.recs[gs.start[g]:gs.start[g+1]], i)
 }

@@ -69,19 +69,14 @@ func appendNormal(dst []byte, s string) []byte {
 		case clKeep:
 			dst = append(dst, c)
 		case clPercent:
-			if i+2 < len(s) {
-				h, ok1 := unhex(s[i+1])
-				l, ok2 := unhex(s[i+2])
-				if ok1 && ok2 {
-					v := h<<4 | l
-					if isUnreserved(v) {
-						dst = append(dst, v)
-					} else {
-						dst = append(dst, '%', hexUpper[v>>4], hexUpper[v&15])
-					}
-					i += 2
-					continue
+			if v, n := octetAt(s, i); n == 3 {
+				if isUnreserved(v) {
+					dst = append(dst, v)
+				} else {
+					dst = append(dst, '%', hexUpper[v>>4], hexUpper[v&15])
 				}
+				i += 2
+				continue
 			}
 			dst = append(dst, '%', '2', '5')
 		default:

@@ -111,7 +111,19 @@ func (r *Robots) LintPreferences() []PrefWarning {
 		}
 	}
 
-	// Groups: preferences that never apply, and conflicts.
+	lintGroups(r, add)
+	slices.SortStableFunc(ws, func(a, b PrefWarning) int {
+		if a.Line != b.Line {
+			return a.Line - b.Line
+		}
+		return strings.Compare(a.Code, b.Code)
+	})
+	return ws
+}
+
+// lintGroups warns of the preferences of groups that disallow everything
+// (they never apply) and of conflicts within a group.
+func lintGroups(r *Robots, add func(line int, code, format string, args ...any)) {
 	allBlocked := map[int]bool{} // line -> every group holding it disallows everything
 	blockedBy := map[int]*Group{}
 	for _, g := range r.Groups() {
@@ -142,13 +154,6 @@ func (r *Robots) LintPreferences() []PrefWarning {
 			add(line, "pref-disallowed-group", "a preference in a group that disallows everything (%s): nothing can be crawled, so it never applies (draft-ietf-aipref-attach-05 §3.1)", blockedBy[line])
 		}
 	}
-	slices.SortStableFunc(ws, func(a, b PrefWarning) int {
-		if a.Line != b.Line {
-			return a.Line - b.Line
-		}
-		return strings.Compare(a.Code, b.Code)
-	})
-	return ws
 }
 
 // disallowsAll reports whether no target but /robots.txt can be crawled

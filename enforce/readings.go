@@ -489,39 +489,15 @@ func (a *alternatives) buildGoogle(src string) {
 	}
 	forEachLine(src, func(n int, raw string) {
 		newLine(n)
-		long := false
-		if len(raw) > googleMaxLine {
-			long = googleContent(raw[:googleMaxLine]) != googleContent(raw)
-			raw = raw[:googleMaxLine]
-		}
-		ln := googleContent(raw)
-		if ln == "" {
-			if long {
-				a.addFix(n, gfix{kind: fixLong})
+		fix, ok := googleLine(raw)
+		if !ok {
+			if fix.kind == fixLong {
+				a.addFix(n, fix)
 				changed = true
 			}
 			return
 		}
-		key, val, colon := strings.Cut(ln, ":")
-		if !colon {
-			f := strings.Fields(ln)
-			if len(f) != 2 {
-				if long {
-					a.addFix(n, gfix{kind: fixLong})
-					changed = true
-				}
-				return
-			}
-			key, val = f[0], f[1]
-		}
-		key, val = trim(key), trim(val)
-		fix := gfix{key: key, value: val}
-		switch {
-		case long:
-			fix.kind = fixLong
-		case !colon:
-			fix.kind = fixColon
-		}
+		key, val := fix.key, fix.value
 		var index string
 		switch {
 		case hasPrefixFold(key, googleUA):
@@ -576,6 +552,38 @@ func (a *alternatives) buildGoogle(src string) {
 		a.google = Parse([]byte(out.String()))
 		a.srcOf = srcOf
 	}
+}
+
+// googleLine reads a line as Google's parser does: its key and value, with
+// the fix that reading implies so far (fixLong for a line cut at
+// googleMaxLine, fixColon for a key and value without a colon). ok is false
+// for a line without a key and value; its fix is then fixLong or none.
+func googleLine(raw string) (fix gfix, ok bool) {
+	long := false
+	if len(raw) > googleMaxLine {
+		long = googleContent(raw[:googleMaxLine]) != googleContent(raw)
+		raw = raw[:googleMaxLine]
+	}
+	if long {
+		fix.kind = fixLong
+	}
+	ln := googleContent(raw)
+	if ln == "" {
+		return fix, false
+	}
+	key, val, colon := strings.Cut(ln, ":")
+	if !colon {
+		f := strings.Fields(ln)
+		if len(f) != 2 {
+			return fix, false
+		}
+		key, val = f[0], f[1]
+	}
+	fix.key, fix.value = trim(key), trim(val)
+	if !long && !colon {
+		fix.kind = fixColon
+	}
+	return fix, true
 }
 
 // googleContent is a line as Google's parser reads it: without its

@@ -1,6 +1,6 @@
 // Package scripts holds the tests of the shell scripts beside them, which
-// make test runs: apt.sh (waiting for the package system's lock) and
-// heartbeat.sh (no silent step).
+// make test runs: apt.sh (waiting for the package system's lock),
+// heartbeat.sh (no silent step) and unit.sh (the tests through gotestsum).
 package scripts
 
 import (

@@ -135,12 +135,17 @@ func newDirectory(cfg Config) *Directory {
 // Close stops background fetches and waits for them to end. Look-ups after
 // Close report directories that are not cached as pending, and start nothing.
 func (d *Directory) Close() {
-	d.mu.Lock()
-	d.closed = true
-	d.mu.Unlock()
+	d.markClosed()
 	d.cancel()
 	d.wg.Wait()
 	d.client.CloseIdleConnections()
+}
+
+// markClosed makes look-ups start no fetch any more.
+func (d *Directory) markClosed() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.closed = true
 }
 
 // Len reports how many directories are cached (including failed fetches
@@ -151,17 +156,23 @@ func (d *Directory) Len() int {
 	return len(d.entries)
 }
 
+// entryFetching returns the entry of the directory at dirURL, after
+// starting a fetch of it if one is due: the fetch's done channel (nil when
+// none runs), and whether the entry's keys are usable at now.
+func (d *Directory) entryFetching(dirURL string, allowPrivate bool, now time.Time) (e *dirEntry, fetching chan struct{}, usable bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	e = d.entryLocked(dirURL, allowPrivate)
+	d.maybeFetchLocked(e, now)
+	return e, e.fetching, e.keys != nil && now.Before(e.staleUntil)
+}
+
 // lookup finds the key with thumbprint keyID in the directory at dirURL.
 // When the directory is not usable yet it starts a fetch (unless one runs or
 // the negative cache forbids it) and waits for it at most wait, or until ctx
 // ends.
 func (d *Directory) lookup(ctx context.Context, dirURL, keyID string, now time.Time, allowPrivate bool, wait time.Duration) (ed25519.PublicKey, keyStatus, string) {
-	d.mu.Lock()
-	e := d.entryLocked(dirURL, allowPrivate)
-	d.maybeFetchLocked(e, now)
-	ch := e.fetching
-	usable := e.keys != nil && now.Before(e.staleUntil)
-	d.mu.Unlock()
+	e, ch, usable := d.entryFetching(dirURL, allowPrivate, now)
 
 	if !usable && ch != nil && wait > 0 {
 		t := time.NewTimer(wait)

@@ -378,82 +378,22 @@ func (v *Verifier) verifyOne(ctx context.Context, r *http.Request, now time.Time
 		return invalid("keyid parameter missing")
 	}
 	res.KeyID = keyID
-	if alg, ok := p.Get("alg"); ok && alg != "ed25519" {
-		return invalid("alg %v is not ed25519", alg)
-	}
-	created, okC := paramInt(p, "created")
-	expires, okE := paramInt(p, "expires")
-	switch {
-	case !okC:
-		return invalid("created parameter missing")
-	case !okE:
-		return invalid("expires parameter missing")
-	case expires <= created:
-		return invalid("expires (%d) is not after created (%d)", expires, created)
-	case expires-created > int64(v.cfg.MaxLifetime/time.Second):
-		return invalid("validity window %ds exceeds %s", expires-created, v.cfg.MaxLifetime)
-	}
-	skew := int64(v.cfg.Skew / time.Second)
-	if now.Unix()+skew < created {
-		return invalid("not yet valid: created %d is in the future", created)
-	}
-	if now.Unix()-skew > expires {
-		return invalid("expired at %d", expires)
-	}
-	if !covers(il.Items, "@authority") && !covers(il.Items, "@target-uri") {
-		return invalid("signature covers neither @authority nor @target-uri")
-	}
-
-	agentHdr := parseSignatureAgent(r.Header.Values("Signature-Agent"))
-	if !agentHdr.present {
-		res.Outcome, res.Reason = Unknown, "no Signature-Agent header: no key directory to resolve"
-		return res
-	}
-	if agentHdr.err != nil {
-		return invalid("%v", agentHdr.err)
-	}
-	value, params, ok, err := agentHdr.memberFor(il.Items)
-	if err != nil {
+	if err := v.checkParams(il, now); err != nil {
 		return invalid("%v", err)
 	}
-	if !ok {
-		return invalid("signature does not cover the Signature-Agent header")
-	}
-	ref, err := resolveAgent(value, params, v.isAllowed)
+	ref, err := v.signatureAgent(r, il)
 	if err != nil {
-		if errors.Is(err, errUnsupportedAgent) {
+		var u unknownAgent
+		if errors.As(err, &u) {
 			res.Outcome, res.Reason = Unknown, err.Error()
 			return res
 		}
 		return invalid("%v", err)
 	}
-	// The requester does not choose what this server fetches: a known or
-	// configured agent's keys come from its one directory, and an unknown
-	// agent's only from its origin's well-known path. The identity is the
-	// agent (its origin), whatever URL the request named.
-	if fixed, ok := v.dirs[ref.origin]; ok {
-		if ref.fetchURL != fixed {
-			return invalid("Signature-Agent names %s, but the key directory of %s is %s", ref.fetchURL, ref.origin, fixed)
-		}
-	} else if ref.fetchURL != ref.origin+WellKnownPath {
-		res.Outcome, res.Reason = Unknown, "an unknown agent's keys are only read from "+ref.origin+WellKnownPath+", not "+ref.fetchURL
-		return res
-	}
-	ref.id = ref.origin
 	res.Agent = ref.id
-
-	sigs, err := httpsfv.UnmarshalDictionary(r.Header.Values("Signature"))
+	sig, err := signatureValue(r, label)
 	if err != nil {
-		return invalid("malformed Signature header: %v", err)
-	}
-	m, ok := sigs.Get(label)
-	if !ok {
-		return invalid("no Signature member %q", label)
-	}
-	item, _ := m.(httpsfv.Item)
-	sig, _ := item.Value.([]byte)
-	if len(sig) != ed25519.SignatureSize {
-		return invalid("signature %q is not a %d-byte byte sequence", label, ed25519.SignatureSize)
+		return invalid("%v", err)
 	}
 	base, err := signatureBase(r, il)
 	if err != nil {
@@ -487,6 +427,104 @@ func (v *Verifier) verifyOne(ctx context.Context, r *http.Request, now time.Time
 		res.Token, res.Operator = a.Token, a.Operator
 	}
 	return res
+}
+
+// checkParams checks the signature's parameters other than keyid: the
+// algorithm, a validity window that holds at now and is not too long, and
+// what it covers.
+func (v *Verifier) checkParams(il httpsfv.InnerList, now time.Time) error {
+	p := il.Params
+	if alg, ok := p.Get("alg"); ok && alg != "ed25519" {
+		return fmt.Errorf("alg %v is not ed25519", alg)
+	}
+	created, okC := paramInt(p, "created")
+	expires, okE := paramInt(p, "expires")
+	switch {
+	case !okC:
+		return errors.New("created parameter missing")
+	case !okE:
+		return errors.New("expires parameter missing")
+	case expires <= created:
+		return fmt.Errorf("expires (%d) is not after created (%d)", expires, created)
+	case expires-created > int64(v.cfg.MaxLifetime/time.Second):
+		return fmt.Errorf("validity window %ds exceeds %s", expires-created, v.cfg.MaxLifetime)
+	}
+	skew := int64(v.cfg.Skew / time.Second)
+	if now.Unix()+skew < created {
+		return fmt.Errorf("not yet valid: created %d is in the future", created)
+	}
+	if now.Unix()-skew > expires {
+		return fmt.Errorf("expired at %d", expires)
+	}
+	if !covers(il.Items, "@authority") && !covers(il.Items, "@target-uri") {
+		return errors.New("signature covers neither @authority nor @target-uri")
+	}
+	return nil
+}
+
+// unknownAgent is why a signature's agent cannot be resolved that leaves
+// its outcome Unknown rather than Invalid: nothing says the signer lied.
+type unknownAgent struct{ reason string }
+
+func (u unknownAgent) Error() string { return u.reason }
+
+// signatureAgent resolves the Signature-Agent member the signature covers
+// to the agent whose directory holds the key. An unknownAgent error leaves
+// the outcome Unknown; any other makes it Invalid.
+func (v *Verifier) signatureAgent(r *http.Request, il httpsfv.InnerList) (agentRef, error) {
+	agentHdr := parseSignatureAgent(r.Header.Values("Signature-Agent"))
+	if !agentHdr.present {
+		return agentRef{}, unknownAgent{"no Signature-Agent header: no key directory to resolve"}
+	}
+	if agentHdr.err != nil {
+		return agentRef{}, agentHdr.err
+	}
+	value, params, ok, err := agentHdr.memberFor(il.Items)
+	if err != nil {
+		return agentRef{}, err
+	}
+	if !ok {
+		return agentRef{}, errors.New("signature does not cover the Signature-Agent header")
+	}
+	ref, err := resolveAgent(value, params, v.isAllowed)
+	if err != nil {
+		if errors.Is(err, errUnsupportedAgent) {
+			return agentRef{}, unknownAgent{err.Error()}
+		}
+		return agentRef{}, err
+	}
+	// The requester does not choose what this server fetches: a known or
+	// configured agent's keys come from its one directory, and an unknown
+	// agent's only from its origin's well-known path. The identity is the
+	// agent (its origin), whatever URL the request named.
+	if fixed, ok := v.dirs[ref.origin]; ok {
+		if ref.fetchURL != fixed {
+			return agentRef{}, fmt.Errorf("Signature-Agent names %s, but the key directory of %s is %s", ref.fetchURL, ref.origin, fixed)
+		}
+	} else if ref.fetchURL != ref.origin+WellKnownPath {
+		return agentRef{}, unknownAgent{"an unknown agent's keys are only read from " + ref.origin + WellKnownPath + ", not " + ref.fetchURL}
+	}
+	ref.id = ref.origin
+	return ref, nil
+}
+
+// signatureValue returns the signature labelled label in the Signature
+// header.
+func signatureValue(r *http.Request, label string) ([]byte, error) {
+	sigs, err := httpsfv.UnmarshalDictionary(r.Header.Values("Signature"))
+	if err != nil {
+		return nil, fmt.Errorf("malformed Signature header: %v", err)
+	}
+	m, ok := sigs.Get(label)
+	if !ok {
+		return nil, fmt.Errorf("no Signature member %q", label)
+	}
+	item, _ := m.(httpsfv.Item)
+	sig, _ := item.Value.([]byte)
+	if len(sig) != ed25519.SignatureSize {
+		return nil, fmt.Errorf("signature %q is not a %d-byte byte sequence", label, ed25519.SignatureSize)
+	}
+	return sig, nil
 }
 
 func covers(items []httpsfv.Item, name string) bool {

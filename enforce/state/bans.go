@@ -134,17 +134,7 @@ func (m *Memory) bansInForce(now time.Time, limit int, keep func(*entry) bool) [
 	t := now.UnixNano()
 	var out []earnedBan
 	for i := range m.shards {
-		s := &m.shards[i]
-		s.mu.Lock()
-		for _, slot := range s.idx {
-			if limit > 0 && len(out) >= limit {
-				break
-			}
-			if e := &s.entries[slot]; e.banUntil > t && keep(e) {
-				out = append(out, earnedBan{Ban{Identity: e.id, Until: now.Add(time.Duration(e.banUntil - t)), Info: e.banInfo()}, e.banUntil})
-			}
-		}
-		s.mu.Unlock()
+		out = m.shards[i].appendBans(out, now, t, limit, keep)
 		if limit > 0 && len(out) >= limit {
 			break
 		}
@@ -188,24 +178,11 @@ func (m *Memory) UnbanWhere(_ context.Context, match func(Ban) bool, now time.Ti
 		return nil, nil
 	}
 	t := now.UnixNano()
-	type seen struct {
-		ban   Ban
-		hash  uint64
-		until int64
-	}
 	var lifted []Ban
-	var found, hits []seen
+	var found, hits []shardBan
 	for i := range m.shards {
 		s := &m.shards[i]
-		found = found[:0]
-		s.mu.Lock()
-		for _, slot := range s.idx {
-			e := &s.entries[slot]
-			if e.banUntil > t {
-				found = append(found, seen{Ban{Identity: e.id, Until: now.Add(time.Duration(e.banUntil - t)), Info: e.banInfo()}, e.hash, e.banUntil})
-			}
-		}
-		s.mu.Unlock()
+		found = s.shardBans(found[:0], now, t)
 		hits = hits[:0]
 		for _, f := range found {
 			f.ban.Key = f.ban.Identity.String()
@@ -213,22 +190,66 @@ func (m *Memory) UnbanWhere(_ context.Context, match func(Ban) bool, now time.Ti
 				hits = append(hits, f)
 			}
 		}
-		if len(hits) == 0 {
-			continue
+		if len(hits) > 0 {
+			lifted = s.liftBans(lifted, hits)
 		}
-		s.mu.Lock()
-		for _, f := range hits {
-			if slot, ok := s.idx[f.hash]; ok {
-				if e := &s.entries[slot]; e.id == f.ban.Identity && e.banUntil == f.until {
-					e.lift()
-					lifted = append(lifted, f.ban)
-				}
-			}
-		}
-		s.mu.Unlock()
 	}
 	sortBans(lifted)
 	return lifted, nil
+}
+
+// appendBans appends to out the bans in force at now (t in nanoseconds)
+// whose entries keep accepts, each with its entry's end, until out holds
+// limit (<= 0: no limit).
+func (s *memShard) appendBans(out []earnedBan, now time.Time, t int64, limit int, keep func(*entry) bool) []earnedBan {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, slot := range s.idx {
+		if limit > 0 && len(out) >= limit {
+			break
+		}
+		if e := &s.entries[slot]; e.banUntil > t && keep(e) {
+			out = append(out, earnedBan{Ban{Identity: e.id, Until: now.Add(time.Duration(e.banUntil - t)), Info: e.banInfo()}, e.banUntil})
+		}
+	}
+	return out
+}
+
+// shardBan is a ban in force as a shard holds it: its entry's hash and end
+// tell UnbanWhere whether the entry still holds that very ban.
+type shardBan struct {
+	ban   Ban
+	hash  uint64
+	until int64
+}
+
+// shardBans appends to found the bans in force at now (t in nanoseconds).
+func (s *memShard) shardBans(found []shardBan, now time.Time, t int64) []shardBan {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, slot := range s.idx {
+		e := &s.entries[slot]
+		if e.banUntil > t {
+			found = append(found, shardBan{Ban{Identity: e.id, Until: now.Add(time.Duration(e.banUntil - t)), Info: e.banInfo()}, e.hash, e.banUntil})
+		}
+	}
+	return found
+}
+
+// liftBans lifts each of bans whose entry still holds it, and appends those
+// it lifted to lifted.
+func (s *memShard) liftBans(lifted []Ban, bans []shardBan) []Ban {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, f := range bans {
+		if slot, ok := s.idx[f.hash]; ok {
+			if e := &s.entries[slot]; e.id == f.ban.Identity && e.banUntil == f.until {
+				e.lift()
+				lifted = append(lifted, f.ban)
+			}
+		}
+	}
+	return lifted
 }
 
 // lift ends e's ban and forgets its strikes and their records.

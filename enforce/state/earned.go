@@ -125,15 +125,20 @@ func (m *Memory) dropCopies(keep map[string]bool, now time.Time) {
 	}
 	t := now.UnixNano()
 	for i := range m.shards {
-		s := &m.shards[i]
-		s.mu.Lock()
-		for _, slot := range s.idx {
-			e := &s.entries[slot]
-			if e.banUntil > t && e.flags&entryEarned == 0 && !keep[e.id.String()] {
-				e.dropBan()
-			}
+		m.shards[i].dropCopies(keep, t)
+	}
+}
+
+// dropCopies drops the bans the shard holds in force at t (nanoseconds)
+// that it did not earn itself and keep does not name.
+func (s *memShard) dropCopies(keep map[string]bool, t int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, slot := range s.idx {
+		e := &s.entries[slot]
+		if e.banUntil > t && e.flags&entryEarned == 0 && !keep[e.id.String()] {
+			e.dropBan()
 		}
-		s.mu.Unlock()
 	}
 }
 

@@ -134,10 +134,7 @@ func (f *Failover) ok() {
 	if f.retryAt.Load() == 0 {
 		return
 	}
-	f.mu.Lock()
-	f.backoff, f.downErr = 0, nil
-	f.retryAt.Store(0)
-	f.mu.Unlock()
+	f.recovered()
 	// Bans earned meanwhile can be written now.
 	select {
 	case f.wake <- struct{}{}:
@@ -158,17 +155,30 @@ func (f *Failover) failed(ctx context.Context, op string, err error) {
 		return
 	}
 	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.backoff = min(max(2*f.backoff, failoverMinBackoff), failoverMaxBackoff)
 	f.downErr = fmt.Errorf("%w: deciding locally (last error: %w)", ErrUnavailable, errors.Unwrap(err))
 	f.retryAt.Store(time.Now().Add(f.backoff).UnixNano())
-	f.mu.Unlock()
+}
+
+// recovered forgets the primary's last error and backoff.
+func (f *Failover) recovered() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.backoff, f.downErr = 0, nil
+	f.retryAt.Store(0)
+}
+
+// lastError returns the primary's last error, or nil.
+func (f *Failover) lastError() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.downErr
 }
 
 // skipped reports a call decided locally without asking primary.
 func (f *Failover) skipped() {
-	f.mu.Lock()
-	err := f.downErr
-	f.mu.Unlock()
+	err := f.lastError()
 	if err == nil {
 		err = ErrUnavailable
 	}
@@ -303,9 +313,7 @@ func (f *Failover) Banned(ctx context.Context, id Identity, now time.Time) (BanR
 // closes primary and local.
 func (f *Failover) Close() error {
 	f.once.Do(func() {
-		f.stopMu.Lock()
-		f.cancel()
-		f.stopMu.Unlock()
+		f.stop()
 		f.writers.Wait()
 		f.closeErr = errors.Join(f.primary.Close(), f.local.Close())
 	})

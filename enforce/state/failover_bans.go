@@ -29,6 +29,13 @@ func (f *Failover) startWriter() {
 	go f.writeLoop()
 }
 
+// stop ends f's life: no writer starts after it (see startWriter).
+func (f *Failover) stop() {
+	f.stopMu.Lock()
+	defer f.stopMu.Unlock()
+	f.cancel()
+}
+
 // writeLoop writes the bans earned locally to the primary until none is
 // left or f is closed: at once, then after a backoff of 250ms doubling to
 // 4s while the primary fails, and at once again when a call finds the

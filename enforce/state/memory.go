@@ -248,24 +248,22 @@ func (m *Memory) ThrottlePace(_ context.Context, id Identity, p Pace, now time.T
 	h := m.hash(id)
 	s := m.shard(h)
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	e := s.lookup(id, h, t, true)
 	retry := e.isRetry(p.Fetch.Key, t)
 	if p.Fetch.Key != 0 && !p.Fetch.Head && e.headKey == p.Fetch.Key && e.pairEnd >= t {
 		e.headKey, e.pairEnd = 0, 0
-		s.mu.Unlock()
 		return ThrottleResult{Allowed: true, Retry: retry, Paired: true}, nil
 	}
 	tat := max(e.tat, t)
 	if tat-t > int64(tau) {
 		e.retryEnd, e.retryKey = tat-int64(tau), p.Fetch.Key
-		s.mu.Unlock()
 		return ThrottleResult{RetryAfter: time.Duration(tat - int64(tau) - t), Retry: retry}, nil
 	}
 	e.tat = tat + int64(em)
 	if p.Fetch.Key != 0 && p.Fetch.Head {
 		e.headKey, e.pairEnd = p.Fetch.Key, t+int64(FetchPairWindow)
 	}
-	s.mu.Unlock()
 	return ThrottleResult{Allowed: true, Retry: retry}, nil
 }
 
@@ -395,12 +393,16 @@ func (m *Memory) Close() error { return nil }
 func (m *Memory) Len() int {
 	n := 0
 	for i := range m.shards {
-		s := &m.shards[i]
-		s.mu.Lock()
-		n += len(s.idx)
-		s.mu.Unlock()
+		n += m.shards[i].len()
 	}
 	return n
+}
+
+// len returns the number of identities the shard holds.
+func (s *memShard) len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.idx)
 }
 
 // Cap returns MaxEntries: the identities held in the LRU lists.
@@ -420,10 +422,10 @@ func (m *Memory) observeRetry(id Identity, p Pace, retryAfter time.Duration, now
 	h := m.hash(id)
 	s := m.shard(h)
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	e := s.lookup(id, h, t, true)
 	e.tat = max(e.tat, t+int64(retryAfter+tau))
 	e.retryEnd, e.retryKey = t+int64(retryAfter), p.Fetch.Key
-	s.mu.Unlock()
 }
 
 // observeBan records a ban of id until until, for the reason info;

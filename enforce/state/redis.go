@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -109,33 +108,6 @@ func NewRedis(cfg RedisConfig) (*Redis, error) {
 // keys returns id's key stem "{prefix}:{site}:{<id>}".
 func (r *Redis) key(id Identity) string {
 	return r.prefix + "{" + id.String() + "}"
-}
-
-// rateLimit expresses GCRA with emission interval t and tolerance τ =
-// Tolerance(t) as a redis_rate limit and cost. The store no longer calls
-// redis_rate (its script cannot pair a HEAD with a GET nor mark retries),
-// but the tests keep checking that paceScript makes redis_rate's decisions.
-//
-// redis_rate's script, with e = Period/Rate, allows a request of cost c when
-// TAT - now <= e*(Burst - c), then sets TAT = max(TAT, now) + e*c; a refusal
-// waits TAT + e*(c - Burst) - now. So with e*c = t and e*(Burst - c) = τ it is
-// exactly the memory store's GCRA. Both are taken in microseconds (the
-// resolution of Redis TIME) and divided by their greatest common divisor g:
-// Rate = c = t/g, Burst = (t+τ)/g, Period = t, so e = g. For t = 3s,
-// τ = 1s that is Rate 3, Burst 4, cost 3.
-func rateLimit(t time.Duration) (redis_rate.Limit, int) {
-	us := max(int64(t/time.Microsecond), 1)
-	tau := int64(Tolerance(time.Duration(us)*time.Microsecond) / time.Microsecond)
-	g := gcd(us, tau)
-	c := int(us / g)
-	return redis_rate.Limit{Rate: c, Burst: int((us + tau) / g), Period: time.Duration(us) * time.Microsecond}, c
-}
-
-func gcd(a, b int64) int64 {
-	for b != 0 {
-		a, b = b, a%b
-	}
-	return a
 }
 
 // paceScript is GCRA in integer microseconds on the Redis server's clock,

@@ -12,9 +12,42 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
 )
+
+// redisRateLimit is go-redis/redis_rate's Limit: the tests check that the
+// store's GCRA makes the decisions of redis_rate's script (transcribed in
+// luaGCRA) without importing it. The store never called the library at run
+// time: its script cannot pair a HEAD with a GET nor mark retries.
+type redisRateLimit struct {
+	Rate, Burst int
+	Period      time.Duration
+}
+
+// rateLimit expresses GCRA with emission interval t and tolerance τ =
+// Tolerance(t) as a redis_rate limit and cost.
+//
+// redis_rate's script, with e = Period/Rate, allows a request of cost c when
+// TAT - now <= e*(Burst - c), then sets TAT = max(TAT, now) + e*c; a refusal
+// waits TAT + e*(c - Burst) - now. So with e*c = t and e*(Burst - c) = τ it is
+// exactly the memory store's GCRA. Both are taken in microseconds (the
+// resolution of Redis TIME) and divided by their greatest common divisor g:
+// Rate = c = t/g, Burst = (t+τ)/g, Period = t, so e = g. For t = 3s,
+// τ = 1s that is Rate 3, Burst 4, cost 3.
+func rateLimit(t time.Duration) (redisRateLimit, int) {
+	us := max(int64(t/time.Microsecond), 1)
+	tau := int64(Tolerance(time.Duration(us)*time.Microsecond) / time.Microsecond)
+	g := gcd(us, tau)
+	c := int(us / g)
+	return redisRateLimit{Rate: c, Burst: int((us + tau) / g), Period: time.Duration(us) * time.Microsecond}, c
+}
+
+func gcd(a, b int64) int64 {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
 
 func TestRateLimitParams(t *testing.T) {
 	for _, T := range []time.Duration{time.Microsecond, time.Millisecond, 300 * time.Millisecond, time.Second,
@@ -34,7 +67,7 @@ func TestRateLimitParams(t *testing.T) {
 // with now given (the script reads Redis TIME).
 type luaGCRA struct{ tat float64 }
 
-func (g *luaGCRA) allow(l redis_rate.Limit, cost int, now float64) (bool, float64) {
+func (g *luaGCRA) allow(l redisRateLimit, cost int, now float64) (bool, float64) {
 	e := l.Period.Seconds() / float64(l.Rate)
 	increment := e * float64(cost)
 	burstOffset := e * float64(l.Burst)

@@ -2,9 +2,9 @@ package audit
 
 import (
 	"bytes"
+	"encoding/json"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/caddyrobots/caddy-robots/agents"
 	"github.com/caddyrobots/caddy-robots/internal/policy"
@@ -218,171 +218,21 @@ func (s *Scanner) object(line []byte, i int, e *Entry, lvl int) (int, bool) {
 		if i >= len(line) {
 			return 0, false
 		}
-		field := -1
+		field, done := -1, false
 		switch lvl {
 		case 0:
-			switch string(key) {
-			case "ts":
-				if line[i] == '"' {
-					field = fTS
-				} else {
-					end := scanLiteral(line, i)
-					e.Time = sane(parseEpoch(line[i:end]))
-					i = end
-					goto next
-				}
-			case "status":
-				end := scanLiteral(line, i)
-				e.Status = atoi(line[i:end])
-				i = end
-				goto next
-			case "request":
-				if line[i] == '{' {
-					if i, ok = s.object(line, i, e, 1); !ok {
-						return 0, false
-					}
-					goto next
-				}
-			}
+			i, field, done, ok = s.topValue(line, i, key, e)
 		case 1:
-			switch string(key) {
-			case "method":
-				field = fMethod
-			case "host":
-				field = fHost
-			case "uri":
-				field = fURI
-			case "remote_ip":
-				field = fRemote
-			case "client_ip":
-				field = fClient
-			case "headers":
-				if line[i] == '{' {
-					e.HasHeaders = true
-					if i, ok = s.object(line, i, e, 2); !ok {
-						return 0, false
-					}
-					goto next
-				}
-			case "tls":
-				// Caddy writes it for a request over TLS only.
-				e.TLS = line[i] == '{'
-			}
+			i, field, done, ok = s.requestValue(line, i, key, e)
 		case 2:
-			if line[i] != '[' || len(key) == 0 {
-				break
-			}
-			buf, dst := -1, (*[]byte)(nil)
-			switch key[0] | 0x20 {
-			case 'u':
-				if len(key) == len(userAgentHeader) && bytes.EqualFold(key, userAgentHeader) {
-					buf, dst = fUA, &e.UserAgent
-				} else if bytes.EqualFold(key, []byte("Upgrade")) {
-					buf, dst = fUpgrade, &e.Upgrade
-				}
-			case 'a':
-				if bytes.EqualFold(key, []byte("Accept")) {
-					buf, dst = fAccept, &e.Accept
-				}
-			case 'p':
-				e.Purpose = e.Purpose || bytes.EqualFold(key, []byte("Purpose"))
-			case 's':
-				e.Signals |= secSignal(key)
-				switch {
-				case bytes.EqualFold(key, []byte("Sec-Fetch-Site")):
-					buf, dst = fFetchSite, &e.FetchSite
-				case bytes.EqualFold(key, []byte("Sec-Fetch-Mode")):
-					buf, dst = fFetchMode, &e.FetchMode
-				case bytes.EqualFold(key, []byte("Sec-Fetch-Dest")):
-					buf, dst = fFetchDest, &e.FetchDest
-				case bytes.EqualFold(key, []byte("Sec-Purpose")):
-					e.Purpose = true
-				}
-			case 'f':
-				if len(key) == len(forwardedHeader) && bytes.EqualFold(key, forwardedHeader) {
-					e.Forwarded = true // presence only: skipped below
-				}
-			case 'x':
-				if len(key) == len(forwardedForHeader) && bytes.EqualFold(key, forwardedForHeader) {
-					e.Forwarded = true // presence only: skipped below
-					break
-				}
-				if bytes.EqualFold(key, []byte("X-Moz")) {
-					j := skipWS(line, i+1)
-					if j < len(line) && line[j] == '"' {
-						v, _, _, ok := readString(line, j, nil)
-						e.Purpose = e.Purpose || ok && bytes.EqualFold(v, []byte("prefetch"))
-					}
-					break
-				}
-				if len(key) < len("X-Rewrite-Url") {
-					break
-				}
-				if len(key) == len(forwardedProtoHeader) && bytes.EqualFold(key, forwardedProtoHeader) {
-					buf, dst = fForwardedProto, &e.ForwardedProto
-					break
-				}
-				for k, name := range rewriteHeaders {
-					if bytes.EqualFold(key, name) {
-						buf, dst = fRewrite+k, &e.Rewrites[k]
-					}
-				}
-			}
-			if dst == nil {
-				break
-			}
-			j := skipWS(line, i+1)
-			if j < len(line) && line[j] == '"' {
-				v, after, copied, ok := readString(line, j, s.bufs[buf][:0])
-				if !ok {
-					return 0, false
-				}
-				if copied {
-					s.bufs[buf] = v[:0]
-				}
-				*dst = v
-				// skip the rest of the array
-				start := i
-				if i, ok = skipValueFrom(line, i, after); !ok {
-					return 0, false
-				}
-				if buf == fUA {
-					if k := skipWS(line, after); k < len(line) && line[k] == ',' {
-						e.UserAgents = line[start:i]
-					}
-				}
-				goto next
-			}
+			i, done, ok = s.headerValue(line, i, key, e)
 		}
-		if field >= 0 && line[i] == '"' {
-			v, after, copied, ok := readString(line, i, s.bufs[field][:0])
-			if !ok {
-				return 0, false
-			}
-			if copied {
-				s.bufs[field] = v[:0]
-			}
-			switch field {
-			case fMethod:
-				e.Method = v
-			case fHost:
-				e.Host = v
-			case fURI:
-				e.URI, e.HasURI = v, true
-			case fRemote:
-				e.RemoteIP = v
-			case fClient:
-				e.ClientIP = v
-			case fTS:
-				e.Time = sane(parseTimeString(v))
-			}
-			i = after
-		} else {
-			if i, ok = skipValue(line, i); !ok {
-				return 0, false
-			}
+		if ok && !done {
+			i, ok = s.plainValue(line, i, field, e)
 		}
-	next:
+		if !ok {
+			return 0, false
+		}
 		i = skipWS(line, i)
 		if i >= len(line) {
 			return 0, false
@@ -396,6 +246,191 @@ func (s *Scanner) object(line []byte, i int, e *Entry, lvl int) (int, bool) {
 			return 0, false
 		}
 	}
+}
+
+// topValue reads the top-level value at line[i] of key, if the scanner
+// knows it: ts, status, the request object. done reports that it read the
+// value and next is the index after it; otherwise field is the string
+// field the value fills (-1: none) and next is i.
+func (s *Scanner) topValue(line []byte, i int, key []byte, e *Entry) (next, field int, done, ok bool) {
+	switch string(key) {
+	case "ts":
+		if line[i] == '"' {
+			return i, fTS, false, true
+		}
+		end := scanLiteral(line, i)
+		e.Time = sane(parseEpoch(line[i:end]))
+		return end, -1, true, true
+	case "status":
+		end := scanLiteral(line, i)
+		e.Status = atoi(line[i:end])
+		return end, -1, true, true
+	case "request":
+		if line[i] == '{' {
+			next, ok = s.object(line, i, e, 1)
+			return next, -1, true, ok
+		}
+	}
+	return i, -1, false, true
+}
+
+// requestValue is topValue for the keys of the request object.
+func (s *Scanner) requestValue(line []byte, i int, key []byte, e *Entry) (next, field int, done, ok bool) {
+	switch string(key) {
+	case "method":
+		return i, fMethod, false, true
+	case "host":
+		return i, fHost, false, true
+	case "uri":
+		return i, fURI, false, true
+	case "remote_ip":
+		return i, fRemote, false, true
+	case "client_ip":
+		return i, fClient, false, true
+	case "headers":
+		if line[i] == '{' {
+			e.HasHeaders = true
+			next, ok = s.object(line, i, e, 2)
+			return next, -1, true, ok
+		}
+	case "tls":
+		// Caddy writes it for a request over TLS only.
+		e.TLS = line[i] == '{'
+	}
+	return i, -1, false, true
+}
+
+// headerValue reads the first value of the header key, whose array starts
+// at line[i], when e keeps it, and notes in e the headers whose presence
+// matters. done reports that it read the array and next is the index
+// after it.
+func (s *Scanner) headerValue(line []byte, i int, key []byte, e *Entry) (next int, done, ok bool) {
+	if line[i] != '[' || len(key) == 0 {
+		return i, false, true
+	}
+	buf, dst := headerField(line, i, key, e)
+	if dst == nil {
+		return i, false, true
+	}
+	j := skipWS(line, i+1)
+	if j >= len(line) || line[j] != '"' {
+		return i, false, true
+	}
+	v, after, copied, ok := readString(line, j, s.bufs[buf][:0])
+	if !ok {
+		return 0, false, false
+	}
+	if copied {
+		s.bufs[buf] = v[:0]
+	}
+	*dst = v
+	// skip the rest of the array
+	if next, ok = skipValueFrom(line, i, after); !ok {
+		return 0, false, false
+	}
+	if buf == fUA {
+		if k := skipWS(line, after); k < len(line) && line[k] == ',' {
+			e.UserAgents = line[i:next]
+		}
+	}
+	return next, true, true
+}
+
+// headerField returns the buffer and the field of e that the header key
+// fills (nil: none), and notes in e the headers whose presence matters.
+func headerField(line []byte, i int, key []byte, e *Entry) (buf int, dst *[]byte) {
+	switch key[0] | 0x20 {
+	case 'u':
+		if len(key) == len(userAgentHeader) && bytes.EqualFold(key, userAgentHeader) {
+			return fUA, &e.UserAgent
+		} else if bytes.EqualFold(key, []byte("Upgrade")) {
+			return fUpgrade, &e.Upgrade
+		}
+	case 'a':
+		if bytes.EqualFold(key, []byte("Accept")) {
+			return fAccept, &e.Accept
+		}
+	case 'p':
+		e.Purpose = e.Purpose || bytes.EqualFold(key, []byte("Purpose"))
+	case 's':
+		e.Signals |= secSignal(key)
+		switch {
+		case bytes.EqualFold(key, []byte("Sec-Fetch-Site")):
+			return fFetchSite, &e.FetchSite
+		case bytes.EqualFold(key, []byte("Sec-Fetch-Mode")):
+			return fFetchMode, &e.FetchMode
+		case bytes.EqualFold(key, []byte("Sec-Fetch-Dest")):
+			return fFetchDest, &e.FetchDest
+		case bytes.EqualFold(key, []byte("Sec-Purpose")):
+			e.Purpose = true
+		}
+	case 'f':
+		if len(key) == len(forwardedHeader) && bytes.EqualFold(key, forwardedHeader) {
+			e.Forwarded = true // presence only: skipped
+		}
+	case 'x':
+		return xHeaderField(line, i, key, e)
+	}
+	return -1, nil
+}
+
+// xHeaderField is headerField for a header whose name starts with X.
+func xHeaderField(line []byte, i int, key []byte, e *Entry) (buf int, dst *[]byte) {
+	if len(key) == len(forwardedForHeader) && bytes.EqualFold(key, forwardedForHeader) {
+		e.Forwarded = true // presence only: skipped
+		return -1, nil
+	}
+	if bytes.EqualFold(key, []byte("X-Moz")) {
+		j := skipWS(line, i+1)
+		if j < len(line) && line[j] == '"' {
+			v, _, _, ok := readString(line, j, nil)
+			e.Purpose = e.Purpose || ok && bytes.EqualFold(v, []byte("prefetch"))
+		}
+		return -1, nil
+	}
+	if len(key) < len("X-Rewrite-Url") {
+		return -1, nil
+	}
+	if len(key) == len(forwardedProtoHeader) && bytes.EqualFold(key, forwardedProtoHeader) {
+		return fForwardedProto, &e.ForwardedProto
+	}
+	buf = -1
+	for k, name := range rewriteHeaders {
+		if bytes.EqualFold(key, name) {
+			buf, dst = fRewrite+k, &e.Rewrites[k]
+		}
+	}
+	return buf, dst
+}
+
+// plainValue reads the value at line[i]: into field of e when it is a
+// string and field >= 0, else skipping it. It returns the index after it.
+func (s *Scanner) plainValue(line []byte, i, field int, e *Entry) (int, bool) {
+	if field < 0 || line[i] != '"' {
+		return skipValue(line, i)
+	}
+	v, after, copied, ok := readString(line, i, s.bufs[field][:0])
+	if !ok {
+		return 0, false
+	}
+	if copied {
+		s.bufs[field] = v[:0]
+	}
+	switch field {
+	case fMethod:
+		e.Method = v
+	case fHost:
+		e.Host = v
+	case fURI:
+		e.URI, e.HasURI = v, true
+	case fRemote:
+		e.RemoteIP = v
+	case fClient:
+		e.ClientIP = v
+	case fTS:
+		e.Time = sane(parseTimeString(v))
+	}
+	return after, true
 }
 
 func skipWS(b []byte, i int) int {
@@ -418,8 +453,9 @@ func scanLiteral(b []byte, i int) int {
 }
 
 // readString reads the JSON string starting at b[i] == '"'. Without
-// escapes it returns a sub-slice of b; otherwise it unescapes into buf and
-// reports copied. next is the index after the closing quote.
+// escapes it returns a sub-slice of b; otherwise encoding/json decodes it
+// into buf and readString reports copied. next is the index after the
+// closing quote.
 func readString(b []byte, i int, buf []byte) (v []byte, next int, copied, ok bool) {
 	start := i + 1
 	k := bytes.IndexByte(b[start:], '"')
@@ -430,85 +466,15 @@ func readString(b []byte, i int, buf []byte) (v []byte, next int, copied, ok boo
 	if bytes.IndexByte(b[start:q], '\\') < 0 {
 		return b[start:q], q + 1, false, true
 	}
-	v, next, ok = unescape(b, start, buf)
-	return v, next, true, ok
-}
-
-// unescape decodes the string whose content starts at b[start] into buf.
-func unescape(b []byte, start int, buf []byte) ([]byte, int, bool) {
-	i := start
-	for i < len(b) {
-		c := b[i]
-		switch {
-		case c == '"':
-			return buf, i + 1, true
-		case c < 0x20:
-			return nil, 0, false
-		case c != '\\':
-			buf = append(buf, c)
-			i++
-			continue
-		}
-		if i+1 >= len(b) {
-			return nil, 0, false
-		}
-		switch b[i+1] {
-		case '"', '\\', '/':
-			buf = append(buf, b[i+1])
-		case 'b':
-			buf = append(buf, '\b')
-		case 'f':
-			buf = append(buf, '\f')
-		case 'n':
-			buf = append(buf, '\n')
-		case 'r':
-			buf = append(buf, '\r')
-		case 't':
-			buf = append(buf, '\t')
-		case 'u':
-			r, n := hex4(b, i+2)
-			if n < 0 {
-				return nil, 0, false
-			}
-			i += 6
-			if 0xD800 <= r && r < 0xDC00 {
-				// A high surrogate: take the low one if it follows.
-				if i+1 < len(b) && b[i] == '\\' && b[i+1] == 'u' {
-					if r2, n2 := hex4(b, i+2); n2 >= 0 && 0xDC00 <= r2 && r2 < 0xE000 {
-						r = 0x10000 + (r-0xD800)<<10 + (r2 - 0xDC00)
-						i += 6
-					} else {
-						r = utf8.RuneError
-					}
-				} else {
-					r = utf8.RuneError
-				}
-			} else if 0xDC00 <= r && r < 0xE000 {
-				r = utf8.RuneError
-			}
-			buf = utf8.AppendRune(buf, r)
-			continue
-		default:
-			return nil, 0, false
-		}
-		i += 2
+	next, ok = skipString(b, i)
+	if !ok {
+		return nil, 0, false, false
 	}
-	return nil, 0, false
-}
-
-func hex4(b []byte, i int) (rune, int) {
-	if i+4 > len(b) {
-		return 0, -1
+	var str string // escapes are rare in access logs: this allocation too
+	if json.Unmarshal(b[i:next], &str) != nil {
+		return nil, 0, false, false
 	}
-	var r rune
-	for _, c := range b[i : i+4] {
-		v, ok := unhex(c)
-		if !ok {
-			return 0, -1
-		}
-		r = r<<4 | rune(v)
-	}
-	return r, 4
+	return append(buf, str...), next, true, true
 }
 
 // skipString returns the index after the string starting at b[i] == '"'.

@@ -187,9 +187,7 @@ func (l *Loader) restore(st *site) {
 	ctx, cancel := context.WithTimeout(context.Background(), storageTTL)
 	defer cancel()
 	vs, ids, err := l.readHistory(ctx, st.key)
-	st.saveMu.Lock()
-	st.savedIDs = ids
-	st.saveMu.Unlock()
+	st.setSavedIDs(ids)
 	if err != nil {
 		l.warnf("robots: cannot read robots.txt history from storage", zap.String("host", st.key.host), zap.Error(err))
 		return
@@ -312,15 +310,11 @@ func requestSweep(storage certmagic.Storage, logger *zap.Logger) {
 
 func runJanitor() {
 	for {
-		janitor.Lock()
-		if !janitor.due {
-			janitor.running = false
-			janitor.Unlock()
+		job, wait, ok := nextSweep()
+		if !ok {
 			return
 		}
-		wait := time.Until(janitor.last.Add(janitor.every))
 		if wait > 0 {
-			janitor.Unlock()
 			timer := time.NewTimer(wait)
 			select {
 			case <-timer.C:
@@ -329,15 +323,40 @@ func runJanitor() {
 			}
 			continue
 		}
-		storage, logger, minAge := janitor.storage, janitor.logger, janitor.minAge
-		janitor.due, janitor.last = false, time.Now()
-		janitor.Unlock()
-		if more := sweep(storage, logger, minAge); more {
-			janitor.Lock()
-			janitor.due = true
-			janitor.Unlock()
+		if more := sweep(job.storage, job.logger, job.minAge); more {
+			sweepAgain()
 		}
 	}
+}
+
+// sweepJob is what one sweep reads.
+type sweepJob struct {
+	storage certmagic.Storage
+	logger  *zap.Logger
+	minAge  time.Duration
+}
+
+// nextSweep returns the sweep to run now, or how long to wait before it;
+// ok is false, and the janitor stops, when none is due.
+func nextSweep() (job sweepJob, wait time.Duration, ok bool) {
+	janitor.Lock()
+	defer janitor.Unlock()
+	if !janitor.due {
+		janitor.running = false
+		return sweepJob{}, 0, false
+	}
+	if wait := time.Until(janitor.last.Add(janitor.every)); wait > 0 {
+		return sweepJob{}, wait, true
+	}
+	janitor.due, janitor.last = false, time.Now()
+	return sweepJob{janitor.storage, janitor.logger, janitor.minAge}, 0, true
+}
+
+// sweepAgain marks a sweep due: the last one left work.
+func sweepAgain() {
+	janitor.Lock()
+	defer janitor.Unlock()
+	janitor.due = true
 }
 
 // sweep deletes the bodies of storage that nothing holds and that were

@@ -256,9 +256,9 @@ func NewLoader(ctx context.Context, t *Table, cfg Config) (*Loader, error) {
 		go l.watchFile(l.fixed)
 	default:
 		for _, st := range t.all() {
-			st.mu.Lock()
-			st.next = time.Now()
-			st.mu.Unlock()
+			st.locked(func() {
+				st.next = time.Now()
+			})
 		}
 		go l.refreshLoop()
 	}
@@ -376,12 +376,12 @@ func (l *Loader) Peek(r *http.Request, host string) *Snapshot {
 	}
 	start := false
 	if snap.Pending {
-		st.mu.Lock()
-		start = st.loading == nil
-		if start && !st.https {
-			st.https = l.isHTTPS(r)
-		}
-		st.mu.Unlock()
+		st.locked(func() {
+			start = st.loading == nil
+			if start && !st.https {
+				st.https = l.isHTTPS(r)
+			}
+		})
 	}
 	if added || start {
 		go func() {
@@ -460,26 +460,18 @@ func (l *Loader) warnf(msg string, fields ...zap.Field) {
 // r, when given, is the request that needs the rules: a site reached over
 // HTTPS is asked over HTTPS from then on.
 func (l *Loader) load(st *site, r *http.Request) {
-	st.mu.Lock()
-	if r != nil && !st.https {
-		st.https = l.isHTTPS(r)
-	}
-	if ch := st.loading; ch != nil {
-		st.mu.Unlock()
+	ch, mine, https := l.claimLoad(st, r)
+	if !mine {
 		select {
 		case <-ch:
 		case <-l.ctx.Done():
 		}
 		return
 	}
-	ch := make(chan struct{})
-	st.loading = ch
-	https := st.https
-	st.mu.Unlock()
 	defer func() {
-		st.mu.Lock()
-		st.loading = nil
-		st.mu.Unlock()
+		st.locked(func() {
+			st.loading = nil
+		})
 		close(ch)
 	}()
 	l.fetchSite(st, https)
@@ -489,6 +481,22 @@ func (l *Loader) load(st *site, r *http.Request) {
 	if st.loadedBy.Load() < l.gen {
 		st.loadedBy.Store(l.gen)
 	}
+}
+
+// claimLoad notes whether r reached st over HTTPS, and returns the load
+// of st in progress (mine false), or starts one (mine true) whose done
+// channel the caller closes, with the scheme to ask in.
+func (l *Loader) claimLoad(st *site, r *http.Request) (ch chan struct{}, mine, https bool) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if r != nil && !st.https {
+		st.https = l.isHTTPS(r)
+	}
+	if st.loading != nil {
+		return st.loading, false, false
+	}
+	st.loading = make(chan struct{})
+	return st.loading, true, st.https
 }
 
 // fetchSite performs the virtual GET /robots.txt through the server and
@@ -556,21 +564,21 @@ func (l *Loader) fetchSite(st *site, https bool) {
 		c.Write(zap.String("host", hostHeader), zap.Bool("https", https), zap.Int("status", status), zap.Int("bytes", len(res.body)),
 			zap.Duration("took", time.Since(start)), zap.Error(err))
 	}
-	st.mu.Lock()
-	st.lastFetch, st.lastResult, st.lastErr = time.Now(), resultName(err, status, res.gaveUp), ""
-	if err != nil {
-		st.lastErr = err.Error()
-	} else if res.gaveUp {
-		st.lastErr = res.why
-	}
-	st.next = time.Now().Add(l.cfg.Refresh)
-	if err != nil || status >= 500 || status == http.StatusTooManyRequests {
-		st.next = time.Now().Add(min(RetryAfterError, l.cfg.Refresh))
-	}
-	if at, ok := st.confirming(); ok && at.Before(st.next) {
-		st.next = at // the fetch that may confirm the change to no rules
-	}
-	st.mu.Unlock()
+	st.locked(func() {
+		st.lastFetch, st.lastResult, st.lastErr = time.Now(), resultName(err, status, res.gaveUp), ""
+		if err != nil {
+			st.lastErr = err.Error()
+		} else if res.gaveUp {
+			st.lastErr = res.why
+		}
+		st.next = time.Now().Add(l.cfg.Refresh)
+		if err != nil || status >= 500 || status == http.StatusTooManyRequests {
+			st.next = time.Now().Add(min(RetryAfterError, l.cfg.Refresh))
+		}
+		if at, ok := st.confirming(); ok && at.Before(st.next) {
+			st.next = at // the fetch that may confirm the change to no rules
+		}
+	})
 }
 
 // noteFinalURL records the URL a load of st's robots.txt was answered
@@ -578,10 +586,8 @@ func (l *Loader) fetchSite(st *site, https bool) {
 // keep, and logs when it changes: an operator must be able to tell that a
 // site's rules come from another host.
 func (l *Loader) noteFinalURL(st *site, u string) {
-	st.mu.Lock()
-	prev := st.finalURL
-	st.finalURL = u
-	st.mu.Unlock()
+	var prev string
+	st.locked(func() { prev, st.finalURL = st.finalURL, u })
 	switch {
 	case u == prev:
 	case u != "":
@@ -687,9 +693,7 @@ func (c *candidate) keep(t *Table, limit int64) *parsed {
 // drop gives back what candidate took.
 func (c *candidate) drop(t *Table) {
 	if c.p != nil {
-		t.contentMu.Lock()
-		t.releaseLocked(c.id)
-		t.contentMu.Unlock()
+		t.releaseContent(c.id)
 	}
 }
 
@@ -847,25 +851,27 @@ func (st *site) confirming() (time.Time, bool) {
 // first failure of an outage and then at most every FailedRepeat.
 func (l *Loader) failed(st *site, err error) {
 	now := l.cfg.Now()
-	st.mu.Lock()
-	old := st.snap.Load()
-	if len(old.versions) == 0 {
-		st.snap.Store(unavailableSnap)
-	} else if old.Pending {
-		st.snap.Store(newSnapshot(old.versions))
-	}
-	o := st.outage
-	if o == nil {
-		o = &outage{Outage: Outage{Since: now}}
-		st.outage = o
-	}
-	o.Failures++
-	tell := o.Failures == 1 || now.Sub(o.told) >= FailedRepeat
-	if tell {
-		o.told = now
-	}
-	run := o.Outage
-	st.mu.Unlock()
+	var tell bool
+	var run Outage
+	st.locked(func() {
+		old := st.snap.Load()
+		if len(old.versions) == 0 {
+			st.snap.Store(unavailableSnap)
+		} else if old.Pending {
+			st.snap.Store(newSnapshot(old.versions))
+		}
+		o := st.outage
+		if o == nil {
+			o = &outage{Outage: Outage{Since: now}}
+			st.outage = o
+		}
+		o.Failures++
+		tell = o.Failures == 1 || now.Sub(o.told) >= FailedRepeat
+		if tell {
+			o.told = now
+		}
+		run = o.Outage
+	})
 	l.warnf("robots: keeping the last good robots.txt", zap.String("host", st.key.host), zap.Error(err))
 	if tell && l.cfg.Failed != nil {
 		l.cfg.Failed(st.key.host, err, run)
@@ -876,10 +882,10 @@ func (l *Loader) failed(st *site, err error) {
 // may still wait for confirmation): an outage in progress ends, and
 // Config.Recovered is told of it.
 func (l *Loader) succeeded(st *site) {
-	st.mu.Lock()
-	o := st.outage
-	st.outage = nil
-	st.mu.Unlock()
+	var o *outage
+	st.locked(func() {
+		o, st.outage = st.outage, nil
+	})
 	if o == nil {
 		return
 	}
@@ -915,11 +921,11 @@ func (l *Loader) refreshLoop() {
 			if st.key.server != srv.Key {
 				continue // another server's site: its own loader loads it
 			}
-			st.mu.Lock()
-			if !st.next.IsZero() && now.After(st.next) && st.loading == nil {
-				due = append(due, st)
-			}
-			st.mu.Unlock()
+			st.locked(func() {
+				if !st.next.IsZero() && now.After(st.next) && st.loading == nil {
+					due = append(due, st)
+				}
+			})
 			l.persistDue(st)
 		}
 		for _, st := range due {
@@ -966,9 +972,8 @@ func (l *Loader) loadFile(st *site) error {
 		return fmt.Errorf("reading robots.txt file: %w", err)
 	}
 	l.succeeded(st)
-	st.mu.Lock()
-	_, confirming := st.confirming()
-	st.mu.Unlock()
+	var confirming bool
+	st.locked(func() { _, confirming = st.confirming() })
 	if !confirming {
 		// A change to no rules is read again on the next poll, until it
 		// is confirmed.

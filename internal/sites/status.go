@@ -111,13 +111,13 @@ func (l *Loader) statusOf(st *site) Status {
 	for i, v := range snap.versions {
 		s.Versions = append(s.Versions, VersionStatus{ID: v.ID, From: v.since, Until: v.Until, Current: i == 0, StartUnknown: !v.startSeen(), FinalURL: v.finalURL})
 	}
-	st.mu.Lock()
-	s.LastFetch, s.LastResult, s.LastError, s.FinalURL = st.lastFetch, st.lastResult, st.lastErr, st.finalURL
-	if l.fixed == nil {
-		s.NextFetch = st.next
-	}
-	s.Unconfirmed = st.unconfirmedStatus()
-	st.mu.Unlock()
+	st.locked(func() {
+		s.LastFetch, s.LastResult, s.LastError, s.FinalURL = st.lastFetch, st.lastResult, st.lastErr, st.finalURL
+		if l.fixed == nil {
+			s.NextFetch = st.next
+		}
+		s.Unconfirmed = st.unconfirmedStatus()
+	})
 	return s
 }
 
@@ -247,9 +247,9 @@ func (l *Loader) reload(st *site, res *ReloadResult) {
 	switch l.cfg.Kind {
 	case FromSite:
 		l.load(st, nil)
-		st.mu.Lock()
-		res.Result, res.Error = st.lastResult, st.lastErr
-		st.mu.Unlock()
+		st.locked(func() {
+			res.Result, res.Error = st.lastResult, st.lastErr
+		})
 		if res.Result == "" {
 			res.Result = "skipped"
 			res.Error = "the site's server is not known yet"
@@ -264,9 +264,9 @@ func (l *Loader) reload(st *site, res *ReloadResult) {
 		res.Result = "unchanged"
 	}
 	res.Version = currentID(st)
-	st.mu.Lock()
-	res.Unconfirmed = st.unconfirmedStatus()
-	st.mu.Unlock()
+	st.locked(func() {
+		res.Unconfirmed = st.unconfirmedStatus()
+	})
 }
 
 // withdrawAfterReload withdraws st's replaced versions once its reload
@@ -309,12 +309,12 @@ func (l *Loader) reloadFile(st *site) error {
 	} else {
 		l.succeeded(st)
 	}
-	st.mu.Lock()
-	st.lastFetch, st.lastResult, st.lastErr = now, "ok", ""
-	if err != nil {
-		st.lastResult, st.lastErr = "error", err.Error()
-	}
-	st.mu.Unlock()
+	st.locked(func() {
+		st.lastFetch, st.lastResult, st.lastErr = now, "ok", ""
+		if err != nil {
+			st.lastResult, st.lastErr = "error", err.Error()
+		}
+	})
 	return err
 }
 

@@ -132,6 +132,20 @@ type site struct {
 	loadedBy atomic.Uint64
 }
 
+// setSavedIDs records the version ids of st's history in storage.
+func (st *site) setSavedIDs(ids []string) {
+	st.saveMu.Lock()
+	defer st.saveMu.Unlock()
+	st.savedIDs = ids
+}
+
+// locked runs f with st.mu held.
+func (st *site) locked(f func()) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	f()
+}
+
 // Table holds the sites of one source (every source site handler of the
 // process shares one; a file or an inline text has its own) and the parsed
 // versions they share by content. Keep it across config reloads, so that
@@ -198,8 +212,8 @@ func NewTable(name string) *Table {
 		content: map[string]*parsed{},
 	}
 	tables.Lock()
+	defer tables.Unlock()
 	tables.m[t] = struct{}{}
-	tables.Unlock()
 	return t
 }
 
@@ -215,8 +229,8 @@ var tables = struct {
 // holding the table is unloaded.
 func (t *Table) Destruct() error {
 	tables.Lock()
+	defer tables.Unlock()
 	delete(tables.m, t)
-	tables.Unlock()
 	return nil
 }
 
@@ -226,14 +240,19 @@ func heldAnywhere(id string) bool {
 	tables.Lock()
 	defer tables.Unlock()
 	for t := range tables.m {
-		t.contentMu.Lock()
-		_, ok := t.content[id]
-		t.contentMu.Unlock()
-		if ok {
+		if t.holds(id) {
 			return true
 		}
 	}
 	return false
+}
+
+// holds reports whether t holds the content id.
+func (t *Table) holds(id string) bool {
+	t.contentMu.Lock()
+	defer t.contentMu.Unlock()
+	_, ok := t.content[id]
+	return ok
 }
 
 // HasPreferences reports whether any version the table ever held states AI
@@ -456,6 +475,13 @@ func (t *Table) release(vs []*version) {
 	}
 }
 
+// releaseContent gives back one reference to the content id.
+func (t *Table) releaseContent(id string) {
+	t.contentMu.Lock()
+	defer t.contentMu.Unlock()
+	t.releaseLocked(id)
+}
+
 func (t *Table) releaseLocked(id string) {
 	p, ok := t.content[id]
 	if !ok {
@@ -472,17 +498,26 @@ func (t *Table) releaseLocked(id string) {
 func (t *Table) makeRoom(bodyLen int, limit int64) bool {
 	size := int64(bodyLen)*parsedFactor + parsedBase
 	for {
-		t.contentMu.Lock()
-		fits := limit <= 0 || t.ruleBytes+size <= limit
-		t.contentMu.Unlock()
-		if fits {
+		if t.fits(size, limit) {
 			return true
 		}
-		t.mu.Lock()
-		ok := t.evictLocked(1, true)
-		t.mu.Unlock()
-		if !ok {
+		if !t.evictOne() {
 			return false
 		}
 	}
+}
+
+// fits reports whether size more bytes of rules fit under limit (<= 0: no
+// limit).
+func (t *Table) fits(size, limit int64) bool {
+	t.contentMu.Lock()
+	defer t.contentMu.Unlock()
+	return limit <= 0 || t.ruleBytes+size <= limit
+}
+
+// evictOne evicts one inactive site; false when there is none.
+func (t *Table) evictOne() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.evictLocked(1, true)
 }

@@ -82,27 +82,65 @@ func Withdraw(ctx context.Context, ls []*Loader, id, who string) ([]Withdrawal, 
 	}
 	withdrawMu.Lock()
 	defer withdrawMu.Unlock()
-	// The tables and storages of the loaders, each once.
-	var tables []*Table
-	var first []int // a loader of each table
-	var storages []certmagic.Storage
-	var storer []int // a loader of each storage
+	p := newWithdrawPlan(ls)
+	live, err := p.loadedHolders(id)
+	if err != nil {
+		return nil, err
+	}
+	stored, err := p.storedHolders(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if len(live) == 0 && len(stored) == 0 {
+		return nil, ErrUnknownVersion
+	}
+	// Storage first: a site loaded meanwhile read the history before this
+	// rewrites it, and the pass over loaded sites below finds it.
+	out, err := p.withdrawStored(ctx, stored, id, who)
+	if err != nil {
+		return out, err
+	}
+	out = append(out, p.withdrawLoaded(live, id, who)...)
+	if len(out) == 0 {
+		return nil, ErrUnknownVersion
+	}
+	return out, nil
+}
+
+// withdrawPlan is the tables and storages of the loaders of a withdrawal,
+// each once.
+type withdrawPlan struct {
+	ls       []*Loader
+	tables   []*Table
+	first    []int // a loader of each table
+	storages []certmagic.Storage
+	storer   []int // a loader of each storage
+}
+
+func newWithdrawPlan(ls []*Loader) *withdrawPlan {
+	p := &withdrawPlan{ls: ls}
 	for i, l := range ls {
-		if !slices.Contains(tables, l.t) {
-			tables, first = append(tables, l.t), append(first, i)
+		if !slices.Contains(p.tables, l.t) {
+			p.tables, p.first = append(p.tables, l.t), append(p.first, i)
 		}
-		if s := l.cfg.Storage; s != nil && !slices.ContainsFunc(storages, func(o certmagic.Storage) bool { return sameStorage(o, s) }) {
-			storages, storer = append(storages, s), append(storer, i)
+		if s := l.cfg.Storage; s != nil && !slices.ContainsFunc(p.storages, func(o certmagic.Storage) bool { return sameStorage(o, s) }) {
+			p.storages, p.storer = append(p.storages, s), append(p.storer, i)
 		}
 	}
-	// Where the version is held: loaded sites, then stored histories of
-	// sites not loaded.
-	type held struct {
-		ti int
-		st *site
-	}
-	var live []held
-	for ti, t := range tables {
+	return p
+}
+
+// loadedHolder is a loaded site that holds a version, in table ti.
+type loadedHolder struct {
+	ti int
+	st *site
+}
+
+// loadedHolders returns the loaded sites that hold id as a replaced
+// version; a *CurrentError when one holds it as its current version.
+func (p *withdrawPlan) loadedHolders(id string) ([]loadedHolder, error) {
+	var live []loadedHolder
+	for ti, t := range p.tables {
 		for _, st := range t.all() {
 			vs := st.snap.Load().versions
 			for i, v := range vs {
@@ -112,18 +150,28 @@ func Withdraw(ctx context.Context, ls []*Loader, id, who string) ([]Withdrawal, 
 				if i == 0 {
 					return nil, &CurrentError{ID: id, Host: st.key.host, Server: st.key.server}
 				}
-				live = append(live, held{ti, st})
+				live = append(live, loadedHolder{ti, st})
 				break
 			}
 		}
 	}
-	type offline struct {
-		si  int
-		key string
-		h   storedHistory
-	}
-	var stored []offline
-	for si, s := range storages {
+	return live, nil
+}
+
+// storedHolder is the stored history, under key in storage si, of a site
+// not loaded that holds a version.
+type storedHolder struct {
+	si  int
+	key string
+	h   storedHistory
+}
+
+// storedHolders returns the stored histories of sites not loaded that
+// hold id as a replaced version; a *CurrentError when one holds it as its
+// current version.
+func (p *withdrawPlan) storedHolders(ctx context.Context, id string) ([]storedHolder, error) {
+	var stored []storedHolder
+	for si, s := range p.storages {
 		keys, err := s.List(ctx, strings.TrimSuffix(historyPrefix, "/"), false)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("listing the histories in storage: %w", err)
@@ -141,20 +189,21 @@ func Withdraw(ctx context.Context, ls []*Loader, id, who string) ([]Withdrawal, 
 				continue
 			}
 			i := slices.IndexFunc(h.Versions, func(v storedVersion) bool { return v.ID == id })
-			if i < 0 || loaded(tables, h) {
+			if i < 0 || loaded(p.tables, h) {
 				continue
 			}
 			if i == 0 {
 				return nil, &CurrentError{ID: id, Host: h.Host, Server: h.Server, Stored: true}
 			}
-			stored = append(stored, offline{si, key, h})
+			stored = append(stored, storedHolder{si, key, h})
 		}
 	}
-	if len(live) == 0 && len(stored) == 0 {
-		return nil, ErrUnknownVersion
-	}
-	// Storage first: a site loaded meanwhile read the history before this
-	// rewrites it, and the pass over loaded sites below finds it.
+	return stored, nil
+}
+
+// withdrawStored rewrites the stored histories without id, and returns
+// what it withdrew (so far, on an error).
+func (p *withdrawPlan) withdrawStored(ctx context.Context, stored []storedHolder, id, who string) ([]Withdrawal, error) {
 	var out []Withdrawal
 	for _, o := range stored {
 		v := o.h.Versions[slices.IndexFunc(o.h.Versions, func(v storedVersion) bool { return v.ID == id })]
@@ -168,22 +217,30 @@ func Withdraw(ctx context.Context, ls []*Loader, id, who string) ([]Withdrawal, 
 		}
 		data, err := json.Marshal(o.h)
 		if err == nil {
-			err = storages[o.si].Store(ctx, o.key, data)
+			err = p.storages[o.si].Store(ctx, o.key, data)
 		}
 		if err != nil {
 			return out, fmt.Errorf("rewriting the history of %s: %w", o.h.Host, err)
 		}
-		l := ls[storer[o.si]]
+		l := p.ls[p.storer[o.si]]
 		w := Withdrawal{Loader: -1, Host: o.h.Host, Server: o.h.Server, Version: id, From: v.From, Until: v.Until}
 		l.logWithdrawal(id, w, o.h.Source, who, true)
 		out = append(out, w)
-		requestSweep(storages[o.si], l.cfg.Logger)
+		requestSweep(p.storages[o.si], l.cfg.Logger)
 	}
+	return out, nil
+}
+
+// withdrawLoaded takes id out of the loaded sites that hold it, each
+// logged by the loader of the site's own server, and returns what it
+// withdrew.
+func (p *withdrawPlan) withdrawLoaded(live []loadedHolder, id, who string) []Withdrawal {
+	var out []Withdrawal
 	for _, h := range live {
-		l := ls[first[h.ti]]
-		for i, x := range ls {
-			if x.t == tables[h.ti] && x.Server() == h.st.key.server {
-				l = ls[i] // the loader of the site's own server logs it
+		l := p.ls[p.first[h.ti]]
+		for i, x := range p.ls {
+			if x.t == p.tables[h.ti] && x.Server() == h.st.key.server {
+				l = p.ls[i] // the loader of the site's own server logs it
 				break
 			}
 		}
@@ -191,14 +248,11 @@ func Withdraw(ctx context.Context, ls []*Loader, id, who string) ([]Withdrawal, 
 		if !ok {
 			continue
 		}
-		w.Loader = slices.Index(ls, l)
+		w.Loader = slices.Index(p.ls, l)
 		l.logWithdrawal(id, w, l.t.name, who, false)
 		out = append(out, w)
 	}
-	if len(out) == 0 {
-		return nil, ErrUnknownVersion
-	}
-	return out, nil
+	return out
 }
 
 // withdraw takes the version id out of st's replaced versions (every time
@@ -232,17 +286,13 @@ func (l *Loader) withdraw(st *site, id string) (Withdrawal, bool) {
 	return Withdrawal{Host: st.key.host, Server: st.key.server, Version: id, From: v.since, Until: v.Until}, true
 }
 
-// withdrawReplaced takes every replaced version out of st's versions and
-// writes st's history, so that its current version alone decides for
-// every crawler at once (no grace); it returns what it withdrew, each time
-// a version was served, newest first. who asked is logged with each.
-func (l *Loader) withdrawReplaced(st *site, who string) []Withdrawal {
-	withdrawMu.Lock()
-	defer withdrawMu.Unlock()
+// dropReplaced takes every replaced version out of st's versions, writes
+// st's history, and returns the versions it took out.
+func (l *Loader) dropReplaced(st *site) []*version {
 	st.mu.Lock()
+	defer st.mu.Unlock()
 	old := st.snap.Load()
 	if len(old.versions) < 2 {
-		st.mu.Unlock()
 		return nil
 	}
 	gone := old.versions[1:]
@@ -251,7 +301,20 @@ func (l *Loader) withdrawReplaced(st *site, who string) []Withdrawal {
 	st.snap.Store(snap)
 	l.t.release(gone)
 	l.persistOrDefer(st)
-	st.mu.Unlock()
+	return gone
+}
+
+// withdrawReplaced takes every replaced version out of st's versions and
+// writes st's history, so that its current version alone decides for
+// every crawler at once (no grace); it returns what it withdrew, each time
+// a version was served, newest first. who asked is logged with each.
+func (l *Loader) withdrawReplaced(st *site, who string) []Withdrawal {
+	withdrawMu.Lock()
+	defer withdrawMu.Unlock()
+	gone := l.dropReplaced(st)
+	if len(gone) == 0 {
+		return nil
+	}
 	out := make([]Withdrawal, 0, len(gone))
 	for _, v := range gone {
 		w := Withdrawal{Loader: -1, Host: st.key.host, Server: st.key.server, Version: v.ID, From: v.since, Until: v.Until}

@@ -15,6 +15,12 @@ const Every = 30 * time.Second
 
 // Limiter lets a warning through at most once every Every. The zero value
 // is ready; it is safe for concurrent use.
+//
+// It is not golang.org/x/time/rate: a warning says how many were held back
+// (the suppressed_since_last_warning field), limiters live as zero values
+// in structs and package variables, and Allow takes the caller's clock;
+// rate.Sometimes has none of the three and rate.Limiter neither of the
+// first two, so a wrapper would be longer than this.
 type Limiter struct {
 	mu         sync.Mutex
 	last       time.Time

@@ -26,10 +26,13 @@ type curatedFile struct {
 	Entries []curatedEntry `json:"entries"`
 	// Exclude lists upstream patterns left out of the catalogue, each
 	// with the reason.
-	Exclude []struct {
-		Pattern string `json:"pattern"`
-		Reason  string `json:"reason"`
-	} `json:"exclude"`
+	Exclude []curatedExclude `json:"exclude"`
+}
+
+// curatedExclude is an upstream pattern left out of the catalogue.
+type curatedExclude struct {
+	Pattern string `json:"pattern"`
+	Reason  string `json:"reason"`
 }
 
 type curatedEntry struct {
@@ -135,26 +138,55 @@ outer:
 
 // Build reads the inputs from dataDir and returns the catalogue file's bytes.
 func Build(dataDir string) ([]byte, error) {
-	var cur curatedFile
-	if err := readJSON(filepath.Join(dataDir, "curated.json"), &cur); err != nil {
+	cur, ai, up, err := readInputs(dataDir)
+	if err != nil {
 		return nil, err
+	}
+	b := &builder{byKey: map[string]*Entry{}}
+	explicit, err := b.addCurated(cur.Entries)
+	if err != nil {
+		return nil, err
+	}
+	b.addAIRobots(ai)
+	if err := b.addCrawlerUserAgents(up, cur.Exclude, explicit); err != nil {
+		return nil, err
+	}
+	names := map[string]bool{}
+	for _, e := range b.entries {
+		if e.RobotsCacheTTL == "" {
+			e.RobotsCacheTTL = "24h"
+		}
+		if names[strings.ToLower(e.Name)] {
+			return nil, fmt.Errorf("catalogue: two entries are named %q", e.Name)
+		}
+		names[strings.ToLower(e.Name)] = true
+	}
+	return b.encode()
+}
+
+// readInputs reads the curated file and the two upstream lists.
+func readInputs(dataDir string) (cur curatedFile, ai map[string]aiAgent, up []upstreamEntry, err error) {
+	if err := readJSON(filepath.Join(dataDir, "curated.json"), &cur); err != nil {
+		return cur, nil, nil, err
 	}
 	aiRaw, err := os.ReadFile(filepath.Join(dataDir, "upstream/ai-robots-txt-robots.json"))
 	if err != nil {
-		return nil, fmt.Errorf("catalogue: %w", err)
+		return cur, nil, nil, fmt.Errorf("catalogue: %w", err)
 	}
-	var ai map[string]aiAgent
 	if err := json.Unmarshal(aiRaw, &ai); err != nil {
-		return nil, fmt.Errorf("catalogue: parsing ai-robots-txt-robots.json: %w", err)
+		return cur, nil, nil, fmt.Errorf("catalogue: parsing ai-robots-txt-robots.json: %w", err)
 	}
-	var up []upstreamEntry
 	if err := readJSON(filepath.Join(dataDir, "upstream/crawler-user-agents.json"), &up); err != nil {
-		return nil, err
+		return cur, nil, nil, err
 	}
+	return cur, ai, up, nil
+}
 
-	b := &builder{byKey: map[string]*Entry{}}
-	explicit := map[string]*Entry{} // upstream pattern -> curated entry
-	for _, c := range cur.Entries {
+// addCurated adds the curated entries, and returns the curated entry each
+// upstream pattern a curated entry claims belongs to.
+func (b *builder) addCurated(entries []curatedEntry) (explicit map[string]*Entry, err error) {
+	explicit = map[string]*Entry{} // upstream pattern -> curated entry
+	for _, c := range entries {
 		if err := checkCurated(c); err != nil {
 			return nil, err
 		}
@@ -186,8 +218,12 @@ func Build(dataDir string) ([]byte, error) {
 		}
 		b.add(e)
 	}
+	return explicit, nil
+}
 
-	// ai.robots.txt, in case-insensitive key order.
+// addAIRobots adds ai.robots.txt's agents, in case-insensitive key order:
+// to the entry that already has the name, or as entries of their own.
+func (b *builder) addAIRobots(ai map[string]aiAgent) {
 	keys := make([]string, 0, len(ai))
 	for k := range ai {
 		keys = append(keys, k)
@@ -239,13 +275,18 @@ func Build(dataDir string) ([]byte, error) {
 		}
 		b.add(e)
 	}
+}
 
-	// crawler-user-agents.
+// addCrawlerUserAgents adds crawler-user-agents' patterns, but those
+// excluded: to the curated entry that claims the pattern, to the entry
+// that has the name derived from it, or as entries of their own; then the
+// dependencies between them.
+func (b *builder) addCrawlerUserAgents(up []upstreamEntry, exclude []curatedExclude, explicit map[string]*Entry) error {
 	byPattern := map[string]*Entry{}
 	excluded := map[string]bool{}
-	for _, x := range cur.Exclude {
+	for _, x := range exclude {
 		if x.Reason == "" {
-			return nil, fmt.Errorf("catalogue: excluded pattern %q needs a reason", x.Pattern)
+			return fmt.Errorf("catalogue: excluded pattern %q needs a reason", x.Pattern)
 		}
 		excluded[x.Pattern] = true
 	}
@@ -255,33 +296,11 @@ func Build(dataDir string) ([]byte, error) {
 		}
 		p, err := compilePattern(u.Pattern)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		e := explicit[u.Pattern]
-		name := ""
 		if e == nil {
-			name = deriveName(u)
-			e = b.find(name)
-		}
-		if e == nil {
-			e = &Entry{Name: name, Category: tagCategory(u.Tags), URL: u.URL,
-				Purpose: tagPurpose(u.Tags), PurposeSource: fmt.Sprintf("crawler-user-agents tags %q", u.Tags)}
-			// Only a name that is the whole name of a product of the
-			// User-Agent (uatext.ProductNames) is a token: the first word
-			// of "(compatible; Twingly Recon)" names nothing, nor does a
-			// version ("Teoma" of "Ask Jeeves/Teoma"), a host name taken
-			// from a URL ("+https://sitebulb.com") or an e-mail address.
-			samples := u.Instances
-			if len(samples) == 0 {
-				samples = []string{unescape(u.Pattern)}
-			}
-			if t := uatext.LeadingToken(name); t == name && len(t) >= 2 && productIn(samples, t) {
-				e.Tokens = []string{t}
-			}
-			if e.Category == "http-library" {
-				e.Generic = true
-			}
-			b.add(e)
+			e = b.upstreamEntry(u)
 		}
 		if e.URL == "" {
 			e.URL = u.URL
@@ -298,18 +317,39 @@ func Build(dataDir string) ([]byte, error) {
 			}
 		}
 	}
+	return nil
+}
 
-	names := map[string]bool{}
-	for _, e := range b.entries {
-		if e.RobotsCacheTTL == "" {
-			e.RobotsCacheTTL = "24h"
-		}
-		if names[strings.ToLower(e.Name)] {
-			return nil, fmt.Errorf("catalogue: two entries are named %q", e.Name)
-		}
-		names[strings.ToLower(e.Name)] = true
+// upstreamEntry returns the entry named as the name derived from u, adding
+// it when there is none.
+func (b *builder) upstreamEntry(u upstreamEntry) *Entry {
+	name := deriveName(u)
+	if e := b.find(name); e != nil {
+		return e
 	}
+	e := &Entry{Name: name, Category: tagCategory(u.Tags), URL: u.URL,
+		Purpose: tagPurpose(u.Tags), PurposeSource: fmt.Sprintf("crawler-user-agents tags %q", u.Tags)}
+	// Only a name that is the whole name of a product of the
+	// User-Agent (uatext.ProductNames) is a token: the first word
+	// of "(compatible; Twingly Recon)" names nothing, nor does a
+	// version ("Teoma" of "Ask Jeeves/Teoma"), a host name taken
+	// from a URL ("+https://sitebulb.com") or an e-mail address.
+	samples := u.Instances
+	if len(samples) == 0 {
+		samples = []string{unescape(u.Pattern)}
+	}
+	if t := uatext.LeadingToken(name); t == name && len(t) >= 2 && productIn(samples, t) {
+		e.Tokens = []string{t}
+	}
+	if e.Category == "http-library" {
+		e.Generic = true
+	}
+	b.add(e)
+	return e
+}
 
+// encode returns the catalogue file of the entries, as JSON.
+func (b *builder) encode() ([]byte, error) {
 	f := File{
 		Comment: "GENERATED by `go generate` (agents/internal/gen) from the files named in sources; DO NOT EDIT. Edit curated.json or replace the upstream files, then regenerate.",
 		Sources: upstreamSources,
