@@ -279,6 +279,9 @@ func (ce *checkEnv) judge(ctx context.Context, ua string, ip netip.Addr, method,
 	}
 	j.facts = policy.Facts{Target: &j.target, Client: &j.client, Who: &j.who, Site: &j.site, Now: time.Now()}
 	opts := ce.h.decisionOptions()
+	if opts.CaseInsensitive {
+		j.target.FoldCase()
+	}
 	j.outcome = policy.Assess(&j.facts, &opts)
 	return j
 }

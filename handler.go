@@ -251,8 +251,11 @@ func (h *Handler) decide(r *http.Request, o *outcome, addr *clientAddr, signer s
 	if policy.NeedsTime(len(snap.Judged), o.ban.Banned) {
 		now = clock.get()
 	}
+	if h.policy.CaseInsensitive {
+		o.target.FoldCase()
+	}
 	f := o.facts(now)
-	o.assessment.Assess(&f, &h.policy)
+	o.assessment = policy.Assess(&f, &h.policy)
 	h.writeState(r.Context(), o, &sc, addr, &clock, dry)
 	if o.assessment.Refused() || h.debug {
 		o.client.Addr = addr.get() // for the explanation and the log line

@@ -733,6 +733,9 @@ func (a *Auditor) judge(ue *uaEntry, he *hostEntry, e *Entry, t time.Time, j jud
 	if stateful && a.strikes.Enabled() && a.store.MayHaveBans() {
 		ban, _ = a.store.Banned(a.ctx, policy.StrikeIdentity(j.scope, &who, ip), t)
 	}
+	if a.opts.CaseInsensitive {
+		target.FoldCase()
+	}
 	f := policy.Facts{Target: &target, Client: &client, Who: &who, Site: &a.site, Ban: &ban, Now: t}
 	as := policy.Assess(&f, &a.opts)
 	if as.Strike && stateful && a.strikes.Enabled() {
