@@ -161,12 +161,14 @@ func checkRequestNow(ctx context.Context, hs []*Handler, app *caddyhttp.App, req
 		return res, nil
 	}
 	o := outcome{published: published{agent: a}}
-	if !o.read(r, originalRequest(r)) {
+	cv := caddyValuesOf(r)
+	if !h.read(r, &cv, &o, h.mode()) {
 		res.Decision, res.Reason = policy.Allow.String(), "/robots.txt is always served"
 		return res, nil
 	}
-	addr := clientAddr{r: r}
-	h.decide(r, &o, &addr, "", true)
+	o.DryRun = true
+	h.pipe.Judge(r.Context(), &o.Judgement)
+	h.publishJudged(r, &o)
 	o.publish()
 	fillCheckResponse(&res, &o)
 	return res, nil
@@ -268,7 +270,7 @@ func checkHandler(hs []*Handler, app *caddyhttp.App, index *int, u *url.URL, r *
 
 // fillCheckResponse renders an outcome as the check's JSON.
 func fillCheckResponse(res *checkResponse, o *outcome) {
-	as := &o.assessment
+	as := &o.Assessment
 	res.Decision = o.action.String()
 	res.Verdict = o.verdict.String()
 	res.Token = o.tokenName()
@@ -283,8 +285,8 @@ func fillCheckResponse(res *checkResponse, o *outcome) {
 	if o.version != nil {
 		res.Version = o.version.ID
 	}
-	for i, f := range o.target.Forms() {
-		res.Forms = append(res.Forms, checkForm{Form: f, Source: o.target.Source(i).String()})
+	for i, f := range o.Target.Forms() {
+		res.Forms = append(res.Forms, checkForm{Form: f, Source: o.Target.Source(i).String()})
 	}
 	res.JudgedAs = o.form()
 	res.Strike, res.NoStrike = as.Strike, as.NoStrike

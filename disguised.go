@@ -37,6 +37,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/caddyrobots/caddy-robots/agents"
+	"github.com/caddyrobots/caddy-robots/internal/pipeline"
 	"github.com/caddyrobots/caddy-robots/internal/policy"
 	"github.com/caddyrobots/caddy-robots/internal/warnlimit"
 )
@@ -56,10 +57,6 @@ type disguise struct {
 	// (then X-Forwarded-Proto from a trusted proxy says the client used
 	// HTTPS).
 	proxied atomic.Int32
-	// twin is the handler in mode log that judges what a signal in log
-	// mode catches (made on first use: it copies the provisioned handler).
-	twinOnce sync.Once
-	twin     *Handler
 }
 
 // provisionDisguised reads the disguised, disguised_signals, trap and
@@ -186,35 +183,25 @@ func (d *disguise) secure(r *http.Request) bool {
 // User-Agent claims), caught by signal s: like any unnamed bot, by the "*"
 // group, with strikes and Crawl-delay, under state of its own
 // (e.StateName); with rulesOnly, by robots.txt's rules alone. In log mode
-// (the signal's or the handler's), the handler's log twin judges it:
-// counted and logged as mode log, with its own state, never refused.
+// (the signal's or the handler's), it is judged in mode log: counted and
+// logged, with log mode's own state, never refused.
 func (h *Handler) judgeUndeclared(r *http.Request, e *agents.ClaimEntry, s policy.Signal, mode policy.SignalMode, rulesOnly bool) *outcome {
-	hh := h
-	if mode != policy.SignalEnforce && h.enforce {
-		hh = h.disguise.logTwin(h)
+	m := h.mode()
+	if mode != policy.SignalEnforce {
+		m = pipeline.Log
 	}
 	o := outcome{published: published{agent: e.Undeclared}}
-	o.client.Undeclared, o.client.RulesOnly = e.StateName, rulesOnly
-	refused, judged := hh.judgeInto(r, &o, "")
+	o.Client.Undeclared, o.Client.RulesOnly = e.StateName, rulesOnly
+	refused, judged := h.judgeBot(r, &o, m)
 	if !judged {
 		return refused
 	}
-	countDisguised(s, o.action, !hh.enforce)
-	h.logUndeclared(r, s, &o, hh.Mode)
+	countDisguised(s, o.action, m == pipeline.Log)
+	h.logUndeclared(r, s, &o, m.String())
 	if refused != nil {
 		refused.text = undeclaredWhy(r, s, rulesOnly) + "\n\n" + refused.message()
 	}
 	return refused
-}
-
-// logTwin returns h in mode log, made once.
-func (d *disguise) logTwin(h *Handler) *Handler {
-	d.twinOnce.Do(func() {
-		t := *h
-		t.Mode, t.enforce = "log", false
-		d.twin = &t
-	})
-	return d.twin
 }
 
 // undeclaredWhy is the first paragraph of the refusal of an undeclared
@@ -240,7 +227,7 @@ func (h *Handler) logUndeclared(r *http.Request, s policy.Signal, o *outcome, mo
 	if h.logger == nil || !h.logger.Core().Enabled(zapcore.InfoLevel) {
 		return
 	}
-	ip := o.client.Addr
+	ip := o.Client.Addr
 	if !ip.IsValid() {
 		ip = clientIP(nil, r)
 	}
@@ -248,9 +235,9 @@ func (h *Handler) logUndeclared(r *http.Request, s policy.Signal, o *outcome, mo
 	if ok, suppressed, _ := refusals.allow(key, h.now(), 10*time.Minute); ok {
 		if c := h.logger.Check(zapcore.InfoLevel, "robots: undeclared crawler"); c != nil {
 			c.Write(zap.String("signal", s.String()), zap.String("crawler", o.agent.Name),
-				zap.String("remote_ip", ip.String()), zap.String("host", o.host),
+				zap.String("remote_ip", ip.String()), zap.String("host", o.Host),
 				zap.String("user_agent", warnlimit.Shorten(userAgent(r), maxLoggedUA)),
-				zap.String("target", warnlimit.Shorten(o.target.Raw, maxLoggedTarget)),
+				zap.String("target", warnlimit.Shorten(o.Target.Raw, maxLoggedTarget)),
 				zap.String("decision", o.action.String()), zap.String("mode", mode),
 				zap.Int("suppressed", suppressed))
 		}

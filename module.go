@@ -27,6 +27,7 @@ import (
 	"github.com/caddyrobots/caddy-robots/agents"
 	"github.com/caddyrobots/caddy-robots/agents/webbotauth"
 	"github.com/caddyrobots/caddy-robots/enforce/state"
+	"github.com/caddyrobots/caddy-robots/internal/pipeline"
 	"github.com/caddyrobots/caddy-robots/internal/policy"
 )
 
@@ -260,6 +261,7 @@ type Handler struct {
 	now      func() time.Time
 	// policy is the decision's options, from the config above.
 	policy          policy.Options
+	pipe            *pipeline.Pipeline // the I/O around the decision
 	grace           time.Duration // *Grace
 	burst           int           // CrawlBurst with its default
 	enforce         bool
@@ -493,6 +495,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		return err
 	}
 	h.rules = src
+	h.pipe = h.newPipeline()
 	registerHandler(h)
 	return nil
 }

@@ -9,7 +9,7 @@ import (
 
 	"github.com/caddyrobots/caddy-robots/agents"
 	"github.com/caddyrobots/caddy-robots/enforce"
-	"github.com/caddyrobots/caddy-robots/enforce/state"
+	"github.com/caddyrobots/caddy-robots/internal/pipeline"
 	"github.com/caddyrobots/caddy-robots/internal/policy"
 )
 
@@ -19,15 +19,9 @@ import (
 // the decision.
 type outcome struct {
 	published
-	assessment policy.Assessment
-	target     policy.Target
-	client     policy.Client
-	who        policy.Who
-	site       policy.Site
-	host       string
-	// ban is the ban state read for the request (Banned false when none
-	// or not read).
-	ban state.BanResult
+	// Judgement is the request as read, the facts the decision read, the
+	// assessment and what judging did (pipeline.Pipeline.Judge).
+	pipeline.Judgement
 	// text, when set, is the refusal text itself (an invalid signature,
 	// which is refused before any decision).
 	text string
@@ -49,27 +43,9 @@ type published struct {
 	retryAfter time.Duration
 }
 
-// facts returns the facts the decision read, for Assess and Explain.
-func (o *outcome) facts(now time.Time) policy.Facts {
-	return policy.Facts{Target: &o.target, Client: &o.client, Who: &o.who, Site: &o.site, Ban: &o.ban, Now: now}
-}
-
-// strikeInfo describes the strike this outcome counts, for the ban it may
-// start: who, by which rule of which version, in which site block.
-func (o *outcome) strikeInfo(scope string) state.StrikeInfo {
-	si := state.StrikeInfo{Crawler: o.agent.Name, Token: o.assessment.TokenName(o.who.Tokens), Scope: scope}
-	if r := o.assessment.Decision.Rule; r != nil {
-		si.Line = r.Line
-	}
-	if v := o.assessment.Version; v != nil {
-		si.Version = v.ID
-	}
-	return si
-}
-
 // publish copies the assessment's placeholder facts into published.
 func (o *outcome) publish() {
-	as := &o.assessment
+	as := &o.Assessment
 	o.action, o.reason, o.verdict, o.token = as.Action, as.Reason, as.Verdict, as.Token
 	o.decision, o.version, o.retryAfter = as.Decision, as.Version, as.RetryAfter
 }
@@ -79,8 +55,8 @@ func (o *outcome) message() string {
 	if o.text != "" {
 		return o.text
 	}
-	f := o.facts(time.Time{})
-	return policy.Explain(&o.assessment, &f, o.host)
+	f := o.Facts()
+	return policy.Explain(&o.Assessment, &f, o.Host)
 }
 
 // status is the HTTP status of a refusal.
@@ -98,7 +74,7 @@ func (o *outcome) status() int {
 
 // form is the form of the target a rule or preference refused, when it
 // differs from the target as sent.
-func (o *outcome) form() string { return o.assessment.RefusedFormText(&o.target) }
+func (o *outcome) form() string { return o.Assessment.RefusedFormText(&o.Target) }
 
 // actionValues holds the action names as interface values, boxed once, so
 // publishing a decision as a var does not allocate.
@@ -152,14 +128,14 @@ func (h *Handler) publishOutcome(r *http.Request, cv *caddyValues, o *outcome) *
 		vars["robots_token"] = o.tokenValue()
 	}
 
-	countDecision(o.action, o.reason, a.Category, a.Purpose, !h.enforce)
+	countDecision(o.action, o.reason, a.Category, a.Purpose, o.Mode == pipeline.Log)
 	if o.action != policy.Allow {
 		h.logRefusal(r, o)
 	}
 	if h.debug {
 		h.logDecision(o)
 	}
-	if o.action == policy.Allow || !h.enforce {
+	if o.action == policy.Allow || o.Mode == pipeline.Log {
 		return nil
 	}
 	refused := *o
@@ -173,8 +149,8 @@ func (h *Handler) logDecision(o *outcome) {
 		fields := []zap.Field{
 			zap.String("action", o.action.String()), zap.String("reason", o.reason.String()), zap.String("agent", a.Name),
 			zap.String("purpose", string(a.Purpose)),
-			zap.String("verdict", o.verdict.String()), zap.String("token", o.tokenName()), zap.String("target", o.target.Raw),
-			zap.String("mode", h.Mode),
+			zap.String("verdict", o.verdict.String()), zap.String("token", o.tokenName()), zap.String("target", o.Target.Raw),
+			zap.String("mode", o.Mode.String()),
 		}
 		if o.decision.Rule != nil {
 			fields = append(fields, zap.String("rule", o.decision.Rule.String()))
@@ -182,8 +158,8 @@ func (h *Handler) logDecision(o *outcome) {
 		if form := o.form(); form != "" {
 			fields = append(fields, zap.String("normalised_target", form))
 		}
-		if o.assessment.NoStrike != "" {
-			fields = append(fields, zap.String("no_strike", o.assessment.NoStrike))
+		if o.Assessment.NoStrike != "" {
+			fields = append(fields, zap.String("no_strike", o.Assessment.NoStrike))
 		}
 		if o.version != nil {
 			fields = append(fields, zap.String("version", o.version.ID))

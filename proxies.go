@@ -9,7 +9,6 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
 
-	"github.com/caddyrobots/caddy-robots/internal/policy"
 )
 
 // serverTrustsProxies reports whether srv trusts any proxy (the servers
@@ -53,31 +52,22 @@ func serverTrustsProxies(srv *caddyhttp.Server) bool {
 // trust.
 const untrustedProxyWarning = "robots: requests arrive from %s with X-Forwarded-For or Forwarded, but the server does not trust it as a proxy: every client behind it has its address. Set trusted_proxies (and trusted_proxies_strict) in the servers options; until then, rotation (a pooled budget for an address's unproven names) is not applied to clients from that address"
 
-// behindUntrustedProxy reports whether r comes from a peer on a private or
-// loopback address that forwards for others (X-Forwarded-For or Forwarded)
-// while Caddy did not trust it as a proxy (its trusted_proxy variable is
-// unset or false). With report set (a real request, not the admin API's
-// check), the first such peer is reported to the operator
-// (noteUntrustedProxy).
-func (h *Handler) behindUntrustedProxy(r *http.Request, addr *clientAddr, report bool) bool {
+// forwarding reports whether r is forwarded for others (it carries
+// X-Forwarded-For or Forwarded) and, if it is, whether Caddy trusted its
+// peer as a proxy (the trusted_proxy var; vars nil: look them up). The
+// pipeline reads both (pipeline.Request): behind a proxy the server does
+// not trust, rotation does not apply.
+func forwarding(r *http.Request, vars map[string]any) (forwarded, trusted bool) {
 	_, xff := r.Header["X-Forwarded-For"]
 	_, fwd := r.Header["Forwarded"]
 	if !xff && !fwd {
-		return false
+		return false, false
 	}
-	vars := addr.vars
 	if vars == nil {
 		vars, _ = r.Context().Value(caddyhttp.VarsCtxKey).(map[string]any)
 	}
-	trusted, _ := vars[caddyhttp.TrustedProxyVarKey].(bool)
-	peer := addr.get()
-	if !policy.UntrustedProxy(peer, true, trusted) {
-		return false
-	}
-	if report {
-		h.noteUntrustedProxy(peer)
-	}
-	return true
+	trusted, _ = vars[caddyhttp.TrustedProxyVarKey].(bool)
+	return true, trusted
 }
 
 // noteUntrustedProxy records peer as the handler's first untrusted proxy
@@ -114,23 +104,13 @@ const exemptProxyWarning = "robots: exempt covers %s, which forwards requests fo
 // behind that proxy. Which address a proxy has is only known from the
 // requests it forwards, so this is a run-time config warning (log,
 // config_warnings and the status page), not a load error.
-func (h *Handler) checkExemptProxy(r *http.Request, addr *clientAddr) {
+func (h *Handler) checkExemptProxy(r *http.Request, vars map[string]any, peer netip.Addr) {
 	if h.exemptProxy == nil || h.exemptProxy.Load() != nil {
 		return
 	}
-	_, xff := r.Header["X-Forwarded-For"]
-	_, fwd := r.Header["Forwarded"]
-	if !xff && !fwd {
+	if forwarded, trusted := forwarding(r, vars); !forwarded || trusted {
 		return
 	}
-	vars := addr.vars
-	if vars == nil {
-		vars, _ = r.Context().Value(caddyhttp.VarsCtxKey).(map[string]any)
-	}
-	if trusted, _ := vars[caddyhttp.TrustedProxyVarKey].(bool); trusted {
-		return
-	}
-	peer := addr.get()
 	if h.exemptProxy.CompareAndSwap(nil, &peer) {
 		h.warnConfig(fmt.Sprintf(exemptProxyWarning, peer), zap.String("peer", peer.String()))
 	}

@@ -165,7 +165,7 @@ func (h *Handler) invalidSignature(r *http.Request, res *webbotauth.Result) *out
 	a := agents.NewShared(agents.Agent{Bot: true, Name: res.Agent, Category: agents.CategoryOther, Purpose: agents.PurposeOther})
 	o := outcome{published: published{agent: a, action: policy.Block, reason: policy.Spoofed, verdict: agents.Spoofed, token: policy.TokenNone}}
 	cv := caddyValuesOf(r)
-	o.read(r, cv.orig) // its target and host, for the log line and placeholders
+	o.readSent(r, cv.orig) // its target and host, for the log line and placeholders
 	o.text = fmt.Sprintf("Refused: this request carries a Web Bot Auth signature for %s that does not verify (%s).\n", res.Agent, res.Reason)
 	return h.publishOutcome(r, &cv, &o)
 }
