@@ -261,13 +261,15 @@ type Handler struct {
 	now      func() time.Time
 	// policy is the decision's options, from the config above.
 	policy          policy.Options
-	pipe            *pipeline.Pipeline // the I/O around the decision
 	grace           time.Duration // *Grace
 	burst           int           // CrawlBurst with its default
 	enforce         bool
 	debug           bool // logger has debug enabled: one decision line per bot request
 	prefsHeader     bool // Preferences is "header" or "enforce"
 	ignoreLibraries bool // Libraries == "ignore"
+
+	// pipe judges bot requests: the I/O around the decision.
+	pipe *pipeline.Pipeline
 
 	// disguise: undeclared crawlers (disguised.go); nil when every
 	// signal is off.

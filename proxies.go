@@ -8,7 +8,6 @@ import (
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
-
 )
 
 // serverTrustsProxies reports whether srv trusts any proxy (the servers
