@@ -22,14 +22,14 @@ import (
 // untouched; bots are checked against the robots.txt versions they may hold,
 // their ban state and their crawl rate.
 //
-// The judging happens in classify, so that the frame under next (and under
+// The judging happens in judgeRequest, so that the frame under next (and under
 // every handler after this one) stays small.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	// {http.robots.tls_fingerprint} on every request over a connection
 	// that robots_fingerprint wrapped (fingerprint.go); a field test over
 	// plain HTTP.
 	offerTLSFingerprint(r)
-	o := h.classify(r)
+	o := h.judgeRequest(r)
 	if h.rules.hasPrefs.Load() && o != robotsTxtOutcome {
 		w = h.withPreferences(w, r)
 	}
@@ -42,13 +42,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	return h.refuse(w, o)
 }
 
-// robotsTxtOutcome is what classify returns for a client's /robots.txt.
+// robotsTxtOutcome is what judgeRequest returns for a client's /robots.txt.
 var robotsTxtOutcome = &outcome{}
 
-// classify returns nil for requests that pass (browsers, exempt clients,
+// judgeRequest returns nil for requests that pass (browsers, exempt clients,
 // allowed bots, and every request in log mode), robotsTxtOutcome for
 // /robots.txt, and otherwise the outcome of a bot's request to refuse.
-func (h *Handler) classify(r *http.Request) *outcome {
+func (h *Handler) judgeRequest(r *http.Request) *outcome {
 	if isRobotsTxtRequest(r) {
 		if isSubrequest(r) {
 			return nil
@@ -70,7 +70,7 @@ func (h *Handler) classify(r *http.Request) *outcome {
 	if a == nil {
 		// A browser's claim is checked against its own signals, and the
 		// trap catches whoever follows it (disguised.go, trap.go).
-		return h.undeclared(r)
+		return h.undeclaredCrawler(r)
 	}
 	// Our own loader only asks for /robots.txt and the targets of its
 	// redirects; checked here, after the cheap tests, so browsers never pay

@@ -271,9 +271,9 @@ type Handler struct {
 	// pipe judges bot requests: the I/O around the decision.
 	pipe *pipeline.Pipeline
 
-	// disguise: undeclared crawlers (disguised.go); nil when every
+	// undeclared: undeclared crawlers (undeclared.go); nil when every
 	// signal is off.
-	disguise *disguise
+	undeclared *undeclaredSignals
 
 	logger        *zap.Logger
 	storeKey      string

@@ -153,7 +153,7 @@ func (t *trapConfig) live() bool {
 
 // trapMode returns the trap signal's mode and the scope key of its marks.
 func (h *Handler) trapMode(r *http.Request) (policy.SignalMode, string) {
-	mode := h.disguise.modes[policy.SignalTrap]
+	mode := h.undeclared.modes[policy.SignalTrap]
 	sc := h.scopeFor(r)
 	if mode.Enforced(h.enforce) {
 		return mode, sc.key
@@ -270,7 +270,7 @@ func (h *Handler) trapDisallowed(r *http.Request, t *trapConfig) (string, bool) 
 // version, and in the handler's config warnings (GET /robots/status, the
 // status page) for as long as the host's current version lacks the line.
 func (h *Handler) checkTrapVersion(host string, id string, rb *enforce.Robots) {
-	d := h.disguise
+	d := h.undeclared
 	if d == nil || d.trap == nil || rb == nil {
 		return
 	}
@@ -339,7 +339,7 @@ func userAgentLine(l string) (key, val string, ok bool) {
 // trapRules adds the trap's Disallow line to a robots.txt file's body for
 // source file (loader.go, loadFile); the body is unchanged without a trap.
 func (h *Handler) trapRules(body []byte) []byte {
-	if h.disguise == nil || h.disguise.trap == nil {
+	if h.undeclared == nil || h.undeclared.trap == nil {
 		return body
 	}
 	return []byte(withTrapRules(string(body), h.Trap))
@@ -360,7 +360,7 @@ func (h *Handler) servesTrapRules() bool {
 // trapKeySuffix keeps the versions of a source file with a trap apart from
 // those of the same file without one.
 func trapKeySuffix(h *Handler) string {
-	if h.disguise == nil || h.disguise.trap == nil {
+	if h.undeclared == nil || h.undeclared.trap == nil {
 		return ""
 	}
 	return "|trap:" + h.Trap

@@ -1,5 +1,26 @@
 package caddyrobots
 
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/caddyrobots/caddy-robots/agents"
+	"github.com/caddyrobots/caddy-robots/internal/pipeline"
+	"github.com/caddyrobots/caddy-robots/internal/policy"
+	"github.com/caddyrobots/caddy-robots/internal/warnlimit"
+)
+
 // Undeclared crawlers: scripts that wear a browser's User-Agent.
 //
 // robots.txt is not for people, but a script is not a person because it
@@ -23,31 +44,12 @@ package caddyrobots
 // The default is what real browsers were proven to pass: see the README's
 // "Disguised crawlers".
 
-import (
-	"fmt"
-	"net/http"
-	"strings"
-	"sync"
-	"sync/atomic"
-	"time"
-
-	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
-	"github.com/prometheus/client_golang/prometheus"
-	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
-
-	"github.com/caddyrobots/caddy-robots/agents"
-	"github.com/caddyrobots/caddy-robots/internal/pipeline"
-	"github.com/caddyrobots/caddy-robots/internal/policy"
-	"github.com/caddyrobots/caddy-robots/internal/warnlimit"
-)
-
 // The signals, their modes and the choice among them are policy's
 // (policy.Signal, policy.DisguiseModes), shared with caddy robots audit.
 
-// disguise is a handler's state for undeclared crawlers; nil when every
+// undeclaredSignals is a handler's state for undeclared crawlers; nil when every
 // signal is off.
-type disguise struct {
+type undeclaredSignals struct {
 	modes policy.DisguiseModes
 	// headers is set when a header signal is on.
 	headers bool
@@ -60,11 +62,11 @@ type disguise struct {
 }
 
 // provisionDisguised reads the disguised, disguised_signals, trap and
-// trap_hold options (with their defaults, see applyDefaults) into h.disguise.
+// trap_hold options (with their defaults, see applyDefaults) into h.undeclared.
 func (h *Handler) provisionDisguised() error {
-	d := &disguise{modes: policy.NewDisguiseModes(h.Disguised, h.DisguisedSignals, h.Trap != "")}
+	d := &undeclaredSignals{modes: policy.NewDisguiseModes(h.Disguised, h.DisguisedSignals, h.Trap != "")}
 	if !d.modes.On() {
-		h.disguise = nil
+		h.undeclared = nil
 		return nil
 	}
 	d.headers = d.modes.Headers()
@@ -81,7 +83,7 @@ func (h *Handler) provisionDisguised() error {
 				zap.String("trap", h.Trap))
 		}
 	}
-	h.disguise = d
+	h.undeclared = d
 	return nil
 }
 
@@ -89,7 +91,7 @@ func (h *Handler) provisionDisguised() error {
 // every handler and kept across reloads.
 var sharedBrowserClaims = sync.OnceValue(func() *agents.BrowserClaims { return agents.NewBrowserClaims(0) })
 
-// undeclared is called by classify for a request Identify took for a
+// undeclaredCrawler is called by judgeRequest for a request Identify took for a
 // person's (or for an HTTP library under libraries ignore). It returns nil
 // when the request passes as before, and otherwise what judging it as an
 // undeclared crawler decided (nil when that allows it, or in log mode).
@@ -97,10 +99,10 @@ var sharedBrowserClaims = sync.OnceValue(func() *agents.BrowserClaims { return a
 // A person's request over plain HTTP costs a few loads and compares here;
 // over HTTPS, one or two header lookups, and a cached claim lookup only when
 // a header is missing.
-func (h *Handler) undeclared(r *http.Request) *outcome {
-	// The common case, inlined into classify: a person over plain HTTP to
+func (h *Handler) undeclaredCrawler(r *http.Request) *outcome {
+	// The common case, inlined into judgeRequest: a person over plain HTTP to
 	// a host that cannot be loopback, with no trap and no trusted proxy.
-	d := h.disguise
+	d := h.undeclared
 	if d == nil || d.trap == nil && r.TLS == nil && d.proxied.Load() == 1 && !maybeLoopback(r.Host) {
 		return nil
 	}
@@ -114,7 +116,7 @@ func maybeLoopback(host string) bool {
 }
 
 // checkUndeclared is undeclared past its first test.
-func (h *Handler) checkUndeclared(r *http.Request, d *disguise) *outcome {
+func (h *Handler) checkUndeclared(r *http.Request, d *undeclaredSignals) *outcome {
 	if isSubrequest(r) {
 		return nil
 	}
@@ -151,14 +153,14 @@ func (h *Handler) checkUndeclared(r *http.Request, d *disguise) *outcome {
 // header the browser claimed by c always sends there: the evidence that
 // keeps a person out of a trap mark earned by a script that sent the same
 // User-Agent from the same address (policy.Client.RulesOnly).
-func (d *disguise) carriesClaim(r *http.Request, c *agents.BrowserClaim) bool {
+func (d *undeclaredSignals) carriesClaim(r *http.Request, c *agents.BrowserClaim) bool {
 	return d.secure(r) && policy.CarriesClaim(c, policy.HeaderSignals(r.Header))
 }
 
 // secure reports whether the client reached the site in a secure context,
 // where browsers send the headers: over TLS, to a loopback host, or over
 // HTTPS to a proxy this server trusts (X-Forwarded-Proto https).
-func (d *disguise) secure(r *http.Request) bool {
+func (d *undeclaredSignals) secure(r *http.Request) bool {
 	if r.TLS != nil || agents.IsSecureHost(r.Host) {
 		return true
 	}
@@ -329,4 +331,63 @@ func (h *Handler) checkDisguised() []error {
 func isSignalName(s string) bool {
 	_, ok := policy.ParseSignal(s)
 	return ok
+}
+
+// parseDisguised reads `disguised [off|log|enforce] [{ <signal> <mode> ... }]`.
+func (h *Handler) parseDisguised(d *caddyfile.Dispenser) error {
+	args := d.RemainingArgs()
+	switch len(args) {
+	case 0:
+	case 1:
+		if !validDisguisedMode(args[0]) {
+			return d.Errf("robots: disguised: unknown value %q (want off, log or enforce)", args[0])
+		}
+		h.Disguised = args[0]
+	default:
+		return d.Errf("robots: disguised takes one mode (off, log or enforce) and an optional block of signals")
+	}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		sig := d.Val()
+		if !isSignalName(sig) {
+			return d.Errf("robots: disguised: unknown signal %q (want fetch_metadata, fetch_metadata_safari, client_hints or trap)", sig)
+		}
+		if _, dup := h.DisguisedSignals[sig]; dup {
+			return d.Errf("robots: disguised: signal %q given twice", sig)
+		}
+		var mode string
+		if err := parseEnum(d, "disguised "+sig, &mode, "off", "log", "enforce"); err != nil {
+			return err
+		}
+		if h.DisguisedSignals == nil {
+			h.DisguisedSignals = map[string]string{}
+		}
+		h.DisguisedSignals[sig] = mode
+	}
+	if len(args) == 0 && len(h.DisguisedSignals) == 0 {
+		return d.Errf("robots: disguised needs a mode (off, log or enforce) or a block of signals")
+	}
+	return nil
+}
+
+// parseTrap reads `trap <path> [<hold>]`.
+func (h *Handler) parseTrap(d *caddyfile.Dispenser) error {
+	args := d.RemainingArgs()
+	if len(args) < 1 || len(args) > 2 {
+		return d.Errf("robots: trap needs a path and an optional hold duration, e.g. trap /no-robots/ 24h")
+	}
+	if err := checkTrapPath(args[0]); err != nil {
+		return d.Errf("robots: %v", err)
+	}
+	h.Trap = args[0]
+	if len(args) == 2 {
+		hold, err := caddy.ParseDuration(args[1])
+		if err != nil {
+			return d.Errf("robots: trap: bad hold duration %q: %v", args[1], err)
+		}
+		if err := checkDuration("trap hold", hold, MinTrapHold, MaxTrapHold); err != nil {
+			return d.Errf("robots: %v", err)
+		}
+		h.TrapHold = caddy.Duration(hold)
+	}
+	return nil
 }
