@@ -1,16 +1,21 @@
 package caddyrobots
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/netip"
 	"strings"
 	"time"
 
+	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 
 	"github.com/caddyrobots/caddy-robots/agents"
+	"github.com/caddyrobots/caddy-robots/agents/webbotauth"
+	"github.com/caddyrobots/caddy-robots/enforce"
 	"github.com/caddyrobots/caddy-robots/enforce/state"
 	"github.com/caddyrobots/caddy-robots/internal/pipeline"
 	"github.com/caddyrobots/caddy-robots/internal/policy"
@@ -69,7 +74,7 @@ func (h *Handler) judgeRequest(r *http.Request) *outcome {
 	a := h.identifyRequest(r)
 	if a == nil {
 		// A browser's claim is checked against its own signals, and the
-		// trap catches whoever follows it (disguised.go, trap.go).
+		// trap catches whoever follows it (undeclared.go).
 		return h.undeclaredCrawler(r)
 	}
 	// Our own loader only asks for /robots.txt and the targets of its
@@ -191,7 +196,7 @@ func (h *Handler) judgeBot(r *http.Request, o *outcome, mode pipeline.Mode) (ref
 	cv := caddyValuesOf(r)
 	if len(h.exempt) > 0 {
 		if ip := clientIP(cv.vars, r); h.exempted(ip) {
-			h.checkExemptProxy(r, cv.vars, ip) // proxies.go
+			h.checkExemptProxy(r, cv.vars, ip) // scope.go
 			return nil, false
 		}
 	}
@@ -356,4 +361,315 @@ func (h *Handler) mode() pipeline.Mode {
 		return pipeline.Enforce
 	}
 	return pipeline.Log
+}
+
+// outcome is a judged bot request: the facts the decision read and the
+// assessment it made. Everything shown to people (the refusal text, log
+// lines, placeholders, the admin check's JSON) is rendered from it after
+// the decision.
+type outcome struct {
+	published
+	// Judgement is the request as read, the facts the decision read, the
+	// assessment and what judging did (pipeline.Pipeline.Judge).
+	pipeline.Judgement
+	// text, when set, is the refusal text itself (an invalid signature,
+	// which is refused before any decision).
+	text string
+}
+
+// published is the part of an outcome that the {http.robots.*}
+// placeholders read. It is kept small (56 bytes) and comparable: the
+// provider of an outcome seen recently is reused (placeholders.go).
+type published struct {
+	action  policy.Action
+	reason  policy.Reason
+	verdict agents.Verdict
+	// token is the token whose group was selected: an index into
+	// agent.Tokens, policy.TokenWildcard or policy.TokenNone.
+	token      int32
+	agent      *agents.Shared // the Identifier's cached answer: read only
+	decision   enforce.Decision
+	version    *policy.Version
+	retryAfter time.Duration
+}
+
+// publish copies the assessment's placeholder facts into published.
+func (o *outcome) publish() {
+	as := &o.Assessment
+	o.action, o.reason, o.verdict, o.token = as.Action, as.Reason, as.Verdict, as.Token
+	o.decision, o.version, o.retryAfter = as.Decision, as.Version, as.RetryAfter
+}
+
+// message is the refusal text the crawler receives.
+func (o *outcome) message() string {
+	if o.text != "" {
+		return o.text
+	}
+	f := o.Facts()
+	return policy.Explain(&o.Assessment, &f, o.Host)
+}
+
+// status is the HTTP status of a refusal.
+func (o *outcome) status() int {
+	switch {
+	case o.action == policy.Throttle || o.reason == policy.Unavailable || o.reason == policy.Unverified:
+		return http.StatusServiceUnavailable
+	case o.reason == policy.BadTarget:
+		return http.StatusBadRequest
+	case o.reason == policy.TooLong:
+		return http.StatusRequestURITooLong
+	}
+	return http.StatusForbidden
+}
+
+// form is the form of the target a rule or preference refused, when it
+// differs from the target as sent.
+func (o *outcome) form() string { return o.Assessment.RefusedFormText(&o.Target) }
+
+// actionValues holds the action names as interface values, boxed once, so
+// publishing a decision as a var does not allocate.
+var actionValues = func() (v [policy.Actions]any) {
+	for i := range v {
+		v[i] = policy.Action(i).String()
+	}
+	return v
+}()
+
+// tokenValue is the token whose group was selected ("*" for the wildcard
+// group, "" when none applies) as an interface value, without allocating:
+// the agent's tokens come boxed from the Identifier's cache.
+func (o *published) tokenValue() any {
+	switch o.token {
+	case policy.TokenWildcard:
+		return "*"
+	case policy.TokenNone:
+		return ""
+	}
+	return o.agent.TokenValues[o.token]
+}
+
+// tokenName is tokenValue as a string.
+func (o *published) tokenName() string {
+	s, _ := o.tokenValue().(string)
+	return s
+}
+
+// publishOutcome publishes a judged request's outcome (placeholders, vars,
+// the decision metric, the INFO line of a refusal, the debug line) and
+// returns it when the request is to be refused.
+//
+// cv are the request's Caddy values (caddyValuesOf).
+func (h *Handler) publishOutcome(r *http.Request, cv *caddyValues, o *outcome) *outcome {
+	if o.text == "" {
+		o.publish()
+	}
+	a := o.agent
+	h.statsFor(r).seen(a, o.verdict, o.action)
+	if repl := cv.repl; repl != nil {
+		// One lazy provider instead of ten values: the strings are only
+		// built when a log line or handle_errors asks for them.
+		repl.Map(o.published.provider())
+	}
+	if vars := cv.vars; vars != nil {
+		// What caddyhttp.SetVar does, without looking the map up three times.
+		// The values come boxed from the Identifier's cache: no allocation.
+		vars["robots_agent"] = a.NameValue
+		vars["robots_decision"] = actionValues[o.action]
+		vars["robots_token"] = o.tokenValue()
+	}
+
+	countDecision(o.action, o.reason, a.Category, a.Purpose, o.Mode == pipeline.Log)
+	if o.action != policy.Allow {
+		h.logRefusal(r, o)
+	}
+	if h.debug {
+		h.logDecision(o)
+	}
+	if o.action == policy.Allow || o.Mode == pipeline.Log {
+		return nil
+	}
+	refused := *o
+	return &refused
+}
+
+// logDecision writes the debug line of one decision.
+func (h *Handler) logDecision(o *outcome) {
+	if c := h.logger.Check(zapcore.DebugLevel, "robots decision"); c != nil {
+		a := &o.agent.Agent
+		fields := []zap.Field{
+			zap.String("action", o.action.String()), zap.String("reason", o.reason.String()), zap.String("agent", a.Name),
+			zap.String("purpose", string(a.Purpose)),
+			zap.String("verdict", o.verdict.String()), zap.String("token", o.tokenName()), zap.String("target", o.Target.Raw),
+			zap.String("mode", o.Mode.String()),
+		}
+		if o.decision.Rule != nil {
+			fields = append(fields, zap.String("rule", o.decision.Rule.String()))
+		}
+		if form := o.form(); form != "" {
+			fields = append(fields, zap.String("normalised_target", form))
+		}
+		if o.Assessment.NoStrike != "" {
+			fields = append(fields, zap.String("no_strike", o.Assessment.NoStrike))
+		}
+		if o.version != nil {
+			fields = append(fields, zap.String("version", o.version.ID))
+		}
+		c.Write(fields...)
+	}
+}
+
+// Web Bot Auth: agents that sign their requests (RFC 9421 HTTP Message
+// Signatures, as the IETF webbotauth drafts profile them) are verified by
+// their signature, whatever User-Agent and address they use. OpenAI's agent
+// and Google's send a browser User-Agent and sign instead.
+//
+//   - Verified: the request is a bot's, judged by the robots.txt group of
+//     the agent's token (the built-in catalogue, or verify {
+//     signature_agent <url> token <t> }), or by "*" when none is known; its
+//     throttle budget and ban state are the signing agent's own.
+//   - Invalid (a web-bot-auth signature that fails, or a covered
+//     Content-Digest that does not match the body): refused as spoofed.
+//   - Unsigned, or Unknown (the agent's key directory is not fetched yet or
+//     cannot be): judged by the User-Agent as always.
+
+// SignatureAgentConfig names an agent whose signed requests are verified
+// with its own key directory.
+type SignatureAgentConfig struct {
+	// URL is the agent's Signature-Agent origin (https://agent.example) or
+	// key-set URL. Configured agents' directories may be on private
+	// addresses, and on plain http for loopback tests.
+	URL string `json:"url"`
+	// Token is the robots.txt product token the agent's requests are judged
+	// by; empty: the built-in catalogue's, else the "*" group.
+	Token string `json:"token,omitempty"`
+}
+
+// sigPool shares one Web Bot Auth verifier (and its key-directory cache)
+// per configuration across handlers and reloads.
+var sigPool = caddy.NewUsagePool()
+
+type pooledSig struct{ *webbotauth.Verifier }
+
+func (p pooledSig) Destruct() error { p.Close(); return nil }
+
+// provisionSignatures builds (or shares) the verifier for v.
+func (h *Handler) provisionSignatures(v *VerifyConfig) error {
+	// A first-time signer waits at most 200 ms for its key directory, so
+	// its first request already gets a verdict; later ones use the cache.
+	cfg := webbotauth.Config{Agents: map[string]string{}, MaxWait: 200 * time.Millisecond}
+	if v != nil {
+		cfg.Skew = time.Duration(v.SignatureSkew)
+		for _, a := range v.SignatureAgents {
+			origin, err := webbotauth.NormaliseOrigin(a.URL)
+			if err != nil {
+				return fmt.Errorf("robots: verify: signature_agent %q: %w", a.URL, err)
+			}
+			cfg.AllowOrigins = append(cfg.AllowOrigins, origin)
+			if a.Token != "" {
+				cfg.Agents[origin] = a.Token
+			}
+			// The operator's URL is the agent's one key directory: a
+			// request cannot make this server fetch another.
+			if cfg.Directories == nil {
+				cfg.Directories = map[string]string{}
+			}
+			cfg.Directories[origin] = strings.TrimSpace(a.URL)
+		}
+	}
+	key, err := json.Marshal(cfg)
+	if err != nil {
+		return fmt.Errorf("robots: verify: signature config: %w", err)
+	}
+	val, _, err := sigPool.LoadOrNew(string(key), func() (caddy.Destructor, error) {
+		sv, err := webbotauth.NewVerifier(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("robots: verify: signatures: %w", err)
+		}
+		return pooledSig{sv}, nil
+	})
+	if err != nil {
+		return err
+	}
+	h.sigKey, h.sig = string(key), val.(pooledSig).Verifier
+	return nil
+}
+
+// releaseSignatures gives back the verifier taken in provisionSignatures.
+func (h *Handler) releaseSignatures() error {
+	if h.sigKey == "" {
+		return nil
+	}
+	key := h.sigKey
+	h.sigKey = ""
+	if _, err := sigPool.Delete(key); err != nil {
+		return fmt.Errorf("robots: releasing the signature verifier: %w", err)
+	}
+	return nil
+}
+
+// signedAgent verifies a request that carries a Signature-Input field. It
+// returns the agent a Verified signature proves (with the signer's
+// identity), an Invalid result to refuse, or neither (nil, "") to judge the
+// request by its User-Agent.
+func (h *Handler) signedAgent(r *http.Request) (a *agents.Shared, signer string, invalid *webbotauth.Result) {
+	ar := asReceived(r)
+	res := h.sig.Verify(r.Context(), ar, h.now())
+	// Checking a covered Content-Digest reads the body and puts it back
+	// on the request Verify was given: the next handler must get it.
+	r.Body = ar.Body
+	switch res.Outcome {
+	case webbotauth.Verified:
+	case webbotauth.Invalid:
+		return nil, "", &res
+	default:
+		return nil, "", nil
+	}
+	var ag agents.Agent
+	if res.Token != "" {
+		// The catalogue knows the token's crawler: its purpose, category
+		// and documented habits.
+		ag = h.ident.IdentifyShared(res.Token).Agent
+	}
+	if !ag.Bot || res.Token == "" {
+		ag = agents.Agent{Name: res.Agent, Category: agents.CategoryOther, Purpose: agents.PurposeOther}
+		if res.Token != "" {
+			ag.Name, ag.Tokens = res.Token, []string{res.Token}
+		}
+	}
+	ag.Bot, ag.Known = true, true
+	if res.Operator != "" {
+		ag.Operator = res.Operator
+	}
+	ag.Profile.Verify = "" // the signature is the verification
+	return agents.NewShared(ag), res.Agent, nil
+}
+
+// asReceived returns r with the URL and target the client sent (Caddy's
+// copy of the original request): a signature covers @path, @query and
+// @target-uri as the client signed them, not as the operator's routing
+// (handle_path, rewrite) changed them ahead of this handler.
+func asReceived(r *http.Request) *http.Request {
+	or := originalRequest(r)
+	if or == nil || or.URL == nil || r.URL == nil {
+		return r
+	}
+	if or.URL.Path == r.URL.Path && or.URL.RawPath == r.URL.RawPath && or.URL.RawQuery == r.URL.RawQuery && or.RequestURI == r.RequestURI {
+		return r
+	}
+	c := *r
+	u := *or.URL
+	u.Scheme, u.Host = r.URL.Scheme, r.URL.Host
+	c.URL, c.RequestURI = &u, or.RequestURI
+	return &c
+}
+
+// invalidSignature is the outcome of a request whose Web Bot Auth
+// signature fails: refused as spoofed, never a strike.
+func (h *Handler) invalidSignature(r *http.Request, res *webbotauth.Result) *outcome {
+	a := agents.NewShared(agents.Agent{Bot: true, Name: res.Agent, Category: agents.CategoryOther, Purpose: agents.PurposeOther})
+	o := outcome{published: published{agent: a, action: policy.Block, reason: policy.Spoofed, verdict: agents.Spoofed, token: policy.TokenNone}}
+	cv := caddyValuesOf(r)
+	o.readSent(r, cv.orig) // its target and host, for the log line and placeholders
+	o.text = fmt.Sprintf("Refused: this request carries a Web Bot Auth signature for %s that does not verify (%s).\n", res.Agent, res.Reason)
+	return h.publishOutcome(r, &cv, &o)
 }

@@ -1,7 +1,7 @@
 package audit
 
 // Undeclared crawlers: scripts that wear a browser's User-Agent, caught as
-// the handler catches them (disguised.go and trap.go in the root package,
+// the handler catches them (undeclared.go in the root package,
 // whose rules are policy's: policy.DisguiseModes, policy.TrapMark,
 // policy.TrapRule).
 //
@@ -90,7 +90,7 @@ func secure(e *Entry) bool {
 }
 
 // checkUndeclared is the handler's check of a request it took for a
-// person's (disguised.go, checkUndeclared): the trap first, then the
+// person's (the root's undeclared.go, checkUndeclared): the trap first, then the
 // header rule. It reports whether the request was an undeclared crawler's,
 // and then judges and counts it.
 func (a *Auditor) checkUndeclared(ue *uaEntry, he *hostEntry, e *Entry, t time.Time) (bool, error) {
