@@ -246,16 +246,8 @@ func (s *Scanner) object(line []byte, i int, e *Entry, lvl int) (int, bool) {
 			}
 		case 1:
 			switch string(key) {
-			case "method":
-				field = fMethod
-			case "host":
-				field = fHost
-			case "uri":
-				field = fURI
-			case "remote_ip":
-				field = fRemote
-			case "client_ip":
-				field = fClient
+			default:
+				field = requestField(key)
 			case "headers":
 				if line[i] == '{' {
 					e.HasHeaders = true
@@ -272,115 +264,20 @@ func (s *Scanner) object(line []byte, i int, e *Entry, lvl int) (int, bool) {
 			if line[i] != '[' || len(key) == 0 {
 				break
 			}
-			buf, dst := -1, (*[]byte)(nil)
-			switch key[0] | 0x20 {
-			case 'u':
-				if len(key) == len(userAgentHeader) && bytes.EqualFold(key, userAgentHeader) {
-					buf, dst = fUA, &e.UserAgent
-				} else if bytes.EqualFold(key, []byte("Upgrade")) {
-					buf, dst = fUpgrade, &e.Upgrade
-				}
-			case 'a':
-				if bytes.EqualFold(key, []byte("Accept")) {
-					buf, dst = fAccept, &e.Accept
-				}
-			case 'p':
-				e.Purpose = e.Purpose || bytes.EqualFold(key, []byte("Purpose"))
-			case 's':
-				e.Signals |= secSignal(key)
-				switch {
-				case bytes.EqualFold(key, []byte("Sec-Fetch-Site")):
-					buf, dst = fFetchSite, &e.FetchSite
-				case bytes.EqualFold(key, []byte("Sec-Fetch-Mode")):
-					buf, dst = fFetchMode, &e.FetchMode
-				case bytes.EqualFold(key, []byte("Sec-Fetch-Dest")):
-					buf, dst = fFetchDest, &e.FetchDest
-				case bytes.EqualFold(key, []byte("Sec-Purpose")):
-					e.Purpose = true
-				}
-			case 'f':
-				if len(key) == len(forwardedHeader) && bytes.EqualFold(key, forwardedHeader) {
-					e.Forwarded = true // presence only: skipped below
-				}
-			case 'x':
-				if len(key) == len(forwardedForHeader) && bytes.EqualFold(key, forwardedForHeader) {
-					e.Forwarded = true // presence only: skipped below
-					break
-				}
-				if bytes.EqualFold(key, []byte("X-Moz")) {
-					j := skipWS(line, i+1)
-					if j < len(line) && line[j] == '"' {
-						v, _, _, ok := readString(line, j, nil)
-						e.Purpose = e.Purpose || ok && bytes.EqualFold(v, []byte("prefetch"))
-					}
-					break
-				}
-				if len(key) < len("X-Rewrite-Url") {
-					break
-				}
-				if len(key) == len(forwardedProtoHeader) && bytes.EqualFold(key, forwardedProtoHeader) {
-					buf, dst = fForwardedProto, &e.ForwardedProto
-					break
-				}
-				for k, name := range rewriteHeaders {
-					if bytes.EqualFold(key, name) {
-						buf, dst = fRewrite+k, &e.Rewrites[k]
-					}
-				}
-			}
+			buf, dst := headerField(key, line, i, e)
 			if dst == nil {
 				break
 			}
-			j := skipWS(line, i+1)
-			if j < len(line) && line[j] == '"' {
-				v, after, copied, ok := readString(line, j, s.bufs[buf][:0])
-				if !ok {
-					return 0, false
-				}
-				if copied {
-					s.bufs[buf] = v[:0]
-				}
-				*dst = v
-				// skip the rest of the array
-				start := i
-				if i, ok = skipValueFrom(line, i, after); !ok {
-					return 0, false
-				}
-				if buf == fUA {
-					if k := skipWS(line, after); k < len(line) && line[k] == ',' {
-						e.UserAgents = line[start:i]
-					}
-				}
+			var read bool
+			if i, read, ok = s.headerValue(line, i, buf, dst, e); !ok {
+				return 0, false
+			}
+			if read {
 				goto next
 			}
 		}
-		if field >= 0 && line[i] == '"' {
-			v, after, copied, ok := readString(line, i, s.bufs[field][:0])
-			if !ok {
-				return 0, false
-			}
-			if copied {
-				s.bufs[field] = v[:0]
-			}
-			switch field {
-			case fMethod:
-				e.Method = v
-			case fHost:
-				e.Host = v
-			case fURI:
-				e.URI, e.HasURI = v, true
-			case fRemote:
-				e.RemoteIP = v
-			case fClient:
-				e.ClientIP = v
-			case fTS:
-				e.Time = sane(parseTimeString(v))
-			}
-			i = after
-		} else {
-			if i, ok = skipValue(line, i); !ok {
-				return 0, false
-			}
+		if i, ok = s.fieldValue(line, i, field, e); !ok {
+			return 0, false
 		}
 	next:
 		i = skipWS(line, i)
@@ -396,6 +293,145 @@ func (s *Scanner) object(line []byte, i int, e *Entry, lvl int) (int, bool) {
 			return 0, false
 		}
 	}
+}
+
+// requestField is the Entry field of a key of the request object that is
+// a plain string (method, host, uri, remote_ip, client_ip); -1 for others.
+func requestField(key []byte) int {
+	switch string(key) {
+	case "method":
+		return fMethod
+	case "host":
+		return fHost
+	case "uri":
+		return fURI
+	case "remote_ip":
+		return fRemote
+	case "client_ip":
+		return fClient
+	}
+	return -1
+}
+
+// headerField says where the value of header key (its array at line[i])
+// goes: the scanner's buffer and the Entry's field; dst nil for a header
+// that is not kept (some are noted by their presence alone).
+func headerField(key, line []byte, i int, e *Entry) (buf int, dst *[]byte) {
+	buf = -1
+	switch key[0] | 0x20 {
+	case 'u':
+		if len(key) == len(userAgentHeader) && bytes.EqualFold(key, userAgentHeader) {
+			buf, dst = fUA, &e.UserAgent
+		} else if bytes.EqualFold(key, []byte("Upgrade")) {
+			buf, dst = fUpgrade, &e.Upgrade
+		}
+	case 'a':
+		if bytes.EqualFold(key, []byte("Accept")) {
+			buf, dst = fAccept, &e.Accept
+		}
+	case 'p':
+		e.Purpose = e.Purpose || bytes.EqualFold(key, []byte("Purpose"))
+	case 's':
+		e.Signals |= secSignal(key)
+		switch {
+		case bytes.EqualFold(key, []byte("Sec-Fetch-Site")):
+			buf, dst = fFetchSite, &e.FetchSite
+		case bytes.EqualFold(key, []byte("Sec-Fetch-Mode")):
+			buf, dst = fFetchMode, &e.FetchMode
+		case bytes.EqualFold(key, []byte("Sec-Fetch-Dest")):
+			buf, dst = fFetchDest, &e.FetchDest
+		case bytes.EqualFold(key, []byte("Sec-Purpose")):
+			e.Purpose = true
+		}
+	case 'f':
+		if len(key) == len(forwardedHeader) && bytes.EqualFold(key, forwardedHeader) {
+			e.Forwarded = true // presence only: skipped below
+		}
+	case 'x':
+		if len(key) == len(forwardedForHeader) && bytes.EqualFold(key, forwardedForHeader) {
+			e.Forwarded = true // presence only: skipped below
+			break
+		}
+		if bytes.EqualFold(key, []byte("X-Moz")) {
+			j := skipWS(line, i+1)
+			if j < len(line) && line[j] == '"' {
+				v, _, _, ok := readString(line, j, nil)
+				e.Purpose = e.Purpose || ok && bytes.EqualFold(v, []byte("prefetch"))
+			}
+			break
+		}
+		if len(key) < len("X-Rewrite-Url") {
+			break
+		}
+		if len(key) == len(forwardedProtoHeader) && bytes.EqualFold(key, forwardedProtoHeader) {
+			buf, dst = fForwardedProto, &e.ForwardedProto
+			break
+		}
+		for k, name := range rewriteHeaders {
+			if bytes.EqualFold(key, name) {
+				buf, dst = fRewrite+k, &e.Rewrites[k]
+			}
+		}
+	}
+	return buf, dst
+}
+
+// headerValue reads the first value of the header array at line[i] into
+// *dst (through buffer buf) and skips the rest of the array. read is false
+// when the array does not start with a string: the caller skips it.
+func (s *Scanner) headerValue(line []byte, i, buf int, dst *[]byte, e *Entry) (next int, read, ok bool) {
+	j := skipWS(line, i+1)
+	if j >= len(line) || line[j] != '"' {
+		return i, false, true
+	}
+	v, after, copied, ok := readString(line, j, s.bufs[buf][:0])
+	if !ok {
+		return 0, false, false
+	}
+	if copied {
+		s.bufs[buf] = v[:0]
+	}
+	*dst = v
+	start := i
+	if i, ok = skipValueFrom(line, i, after); !ok {
+		return 0, false, false
+	}
+	if buf == fUA {
+		if k := skipWS(line, after); k < len(line) && line[k] == ',' {
+			e.UserAgents = line[start:i]
+		}
+	}
+	return i, true, true
+}
+
+// fieldValue reads the value at line[i] into the Entry's field (-1: none,
+// the value is skipped) and returns the index past it.
+func (s *Scanner) fieldValue(line []byte, i, field int, e *Entry) (int, bool) {
+	if field < 0 || line[i] != '"' {
+		return skipValue(line, i)
+	}
+	v, after, copied, ok := readString(line, i, s.bufs[field][:0])
+	if !ok {
+		return 0, false
+	}
+	if copied {
+		s.bufs[field] = v[:0]
+	}
+	switch field {
+	case fMethod:
+		e.Method = v
+	case fHost:
+		e.Host = v
+	case fURI:
+		e.URI, e.HasURI = v, true
+	case fRemote:
+		e.RemoteIP = v
+	case fClient:
+		e.ClientIP = v
+	case fTS:
+		e.Time = sane(parseTimeString(v))
+	}
+	return after, true
 }
 
 func skipWS(b []byte, i int) int {
