@@ -384,26 +384,8 @@ func (h *Handler) provisionStore() error {
 	}
 	h.storeKey = key
 	h.store = val.(pooledStore).Store
-	h.banHint, _ = h.store.(banHinter)
 	return nil
 }
-
-// peekPace asks the store what a request would get from its throttle
-// budget now, spending nothing; a store that cannot tell answers allowed.
-func peekPace(ctx context.Context, s state.Store, id state.Identity, p state.Pace, now time.Time) (state.ThrottleResult, error) {
-	if pp, ok := s.(state.PacePeeker); ok {
-		r, err := pp.PeekPace(ctx, id, p, now)
-		if err != nil {
-			return r, fmt.Errorf("robots: reading the throttle state: %w", err)
-		}
-		return r, nil
-	}
-	return state.ThrottleResult{Allowed: true}, nil
-}
-
-// banHinter is a store that can say, without a lookup, that nobody has
-// strikes or a ban (state.Memory).
-type banHinter interface{ MayHaveBans() bool }
 
 // storeErrorReporter counts shared-state errors and logs at most one warning
 // per interval, so a Redis outage does not flood the logs.

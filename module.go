@@ -252,7 +252,6 @@ type Handler struct {
 	// named are the bots that sites' groups name in browsers' User-Agents
 	// (namedBySite), one answer per group token.
 	named    *boundedMap[string, *agents.Shared]
-	banHint  banHinter // the store, when it can skip ban lookups; else nil
 	store    state.Store
 	strikes  state.StrikePolicy
 	exempt   []netip.Prefix
