@@ -143,34 +143,13 @@ func checkRequestNow(ctx context.Context, hs []*Handler, app *caddyhttp.App, req
 		r = r.WithContext(context.WithValue(r.Context(), caddyhttp.ServerCtxKey, srv))
 	}
 	res := checkResponse{Mode: h.Mode, Handler: ans.Handler, AnsweredBy: ans}
-	if isRobotsTxtRequest(r) {
-		res.Decision, res.Reason = policy.Allow.String(), "/robots.txt is always served"
+	o, crawler, passed := h.judgeDry(r, ip.Unmap())
+	res.Crawler = crawler
+	if o == nil {
+		res.Decision, res.Reason = policy.Allow.String(), passed
 		return res, nil
 	}
-	a := h.identifyRequest(r)
-	if a == nil {
-		res.Decision, res.Reason = policy.Allow.String(), "not a crawler"
-		if sh := h.ident.IdentifyShared(req.UserAgent); sh.Bot {
-			res.Reason, res.Crawler = "not judged (libraries ignore)", sh.Name
-		}
-		return res, nil
-	}
-	res.Crawler = a.Name
-	if h.exempted(ip.Unmap()) {
-		res.Decision, res.Reason = policy.Allow.String(), "exempt network"
-		return res, nil
-	}
-	o := outcome{published: published{agent: a}}
-	cv := caddyValuesOf(r)
-	if !h.read(r, &cv, &o, h.mode()) {
-		res.Decision, res.Reason = policy.Allow.String(), "/robots.txt is always served"
-		return res, nil
-	}
-	o.DryRun = true
-	h.pipe.Judge(r.Context(), &o.Judgement)
-	h.publishJudged(r, &o)
-	o.publish()
-	fillCheckResponse(&res, &o)
+	fillCheckResponse(&res, o)
 	return res, nil
 }
 

@@ -228,6 +228,36 @@ func (h *Handler) read(r *http.Request, cv *caddyValues, o *outcome, mode pipeli
 	return true
 }
 
+// judgeDry judges r as the handler would now, reading the state without
+// writing it (the admin API's check): the outcome of a judged bot, or nil
+// with why the request passes unjudged. crawler names the bot, "" for a
+// person.
+func (h *Handler) judgeDry(r *http.Request, ip netip.Addr) (o *outcome, crawler, passed string) {
+	if isRobotsTxtRequest(r) {
+		return nil, "", "/robots.txt is always served"
+	}
+	a := h.identifyRequest(r)
+	if a == nil {
+		if sh := h.ident.IdentifyShared(userAgent(r)); sh.Bot {
+			return nil, sh.Name, "not judged (libraries ignore)"
+		}
+		return nil, "", "not a crawler"
+	}
+	if h.exempted(ip) {
+		return nil, a.Name, "exempt network"
+	}
+	o = &outcome{published: published{agent: a}}
+	cv := caddyValuesOf(r)
+	if !h.read(r, &cv, o, h.mode()) {
+		return nil, a.Name, "/robots.txt is always served"
+	}
+	o.DryRun = true
+	h.pipe.Judge(r.Context(), &o.Judgement)
+	h.publishJudged(r, o)
+	o.publish()
+	return o, a.Name, ""
+}
+
 // readSent takes the request as the client sent it (orig: Caddy's copy
 // of it, caddyValues.orig): its target's forms and its host. It reports
 // false for a request for /robots.txt.
