@@ -68,7 +68,7 @@ func (h *Handler) judgeRequest(r *http.Request) *outcome {
 			return h.invalidSignature(r, invalid)
 		}
 		if a != nil {
-			return h.judge(r, a, signer)
+			return h.judgeNamed(r, a, signer)
 		}
 	}
 	a := h.identifyRequest(r)
@@ -83,7 +83,7 @@ func (h *Handler) judgeRequest(r *http.Request) *outcome {
 	if isSubrequest(r) {
 		return nil
 	}
-	return h.judge(r, a, "")
+	return h.judgeNamed(r, a, "")
 }
 
 // identifyRequest returns the bot the request comes from, or nil for a
@@ -173,10 +173,10 @@ func isSubrequest(r *http.Request) bool {
 	return sites.IsLoaderRequest(r)
 }
 
-// judge judges a bot's request (judgeBot) with a fresh outcome for agent
-// a. signer is the Web Bot Auth agent that signed the request, "" for a
-// crawler known by its User-Agent.
-func (h *Handler) judge(r *http.Request, a *agents.Shared, signer string) *outcome {
+// judgeNamed judges (judgeBot) the request of crawler a, which names
+// itself in its User-Agent or by its signature: signer is the Web Bot Auth
+// agent that signed the request, "" for a crawler known by its User-Agent.
+func (h *Handler) judgeNamed(r *http.Request, a *agents.Shared, signer string) *outcome {
 	o := outcome{published: published{agent: a}}
 	o.Client.Signer = signer
 	refused, _ := h.judgeBot(r, &o, h.mode())
