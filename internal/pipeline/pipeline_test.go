@@ -76,9 +76,9 @@ func TestJudgeWritesWhatTheAssessmentAsks(t *testing.T) {
 // TestJudgeFoldsACaseInsensitiveTarget: with CaseInsensitive, the target's
 // forms are judged folded (the versions are parsed from a folded body).
 func TestJudgeFoldsACaseInsensitiveTarget(t *testing.T) {
-	p, v := testPipeline(t)
+	p, _ := testPipeline(t)
 	p.cfg.Options.CaseInsensitive = true
-	v = &policy.Version{Robots: enforce.Parse(enforce.FoldCaseBytes([]byte("User-agent: *\nDisallow: /Private/\n"))), ID: "v2"}
+	v := &policy.Version{Robots: enforce.Parse(enforce.FoldCaseBytes([]byte("User-agent: *\nDisallow: /Private/\n"))), ID: "v2"}
 	j := judge(p, v, "/PRIVATE/a", Enforce, true, time.Now())
 	if j.Assessment.Action != policy.Block || j.Target.Raw != "/PRIVATE/a" {
 		t.Fatalf("%s (raw %q), want a block with the target as sent kept", j.Assessment.Action, j.Target.Raw)
