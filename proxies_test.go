@@ -9,7 +9,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
-	"github.com/caddyrobots/caddy-robots/internal/pipeline"
+	"github.com/caddyrobots/caddy-robots/internal/policy"
 )
 
 // TestBehindUntrustedProxy: a peer on a private or loopback address that
@@ -31,7 +31,7 @@ func TestBehindUntrustedProxy(t *testing.T) {
 	// What the pipeline is told of a request, and what it concludes.
 	behind := func(r *http.Request) bool {
 		forwarded, trusted := forwarding(r, nil)
-		return pipeline.BehindUntrustedProxy(clientIP(nil, r), forwarded, trusted)
+		return policy.UntrustedProxy(clientIP(nil, r), forwarded, trusted)
 	}
 	for _, c := range []struct {
 		name    string

@@ -305,12 +305,6 @@ func (p *Pipeline) behindUntrustedProxy(j *Judgement) bool {
 	return true
 }
 
-// BehindUntrustedProxy is the pipeline's test of an untrusted proxy, for a
-// caller that notes rotation itself (a fetch of /robots.txt).
-func BehindUntrustedProxy(peer netip.Addr, forwarded, trusted bool) bool {
-	return policy.UntrustedProxy(peer, forwarded, trusted)
-}
-
 // readBan reads the ban state of j's identity.
 func (p *Pipeline) readBan(ctx context.Context, j *Judgement, clk *clock) {
 	if p.cfg.Strikes.Strikes <= 0 || (p.banHint != nil && !p.banHint.MayHaveBans()) {
