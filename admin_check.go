@@ -143,32 +143,13 @@ func checkRequestNow(ctx context.Context, hs []*Handler, app *caddyhttp.App, req
 		r = r.WithContext(context.WithValue(r.Context(), caddyhttp.ServerCtxKey, srv))
 	}
 	res := checkResponse{Mode: h.Mode, Handler: ans.Handler, AnsweredBy: ans}
-	if isRobotsTxtRequest(r) {
-		res.Decision, res.Reason = policy.Allow.String(), "/robots.txt is always served"
+	o, crawler, passed := h.judgeDry(r, ip.Unmap())
+	res.Crawler = crawler
+	if o == nil {
+		res.Decision, res.Reason = policy.Allow.String(), passed
 		return res, nil
 	}
-	a := h.identifyRequest(r)
-	if a == nil {
-		res.Decision, res.Reason = policy.Allow.String(), "not a crawler"
-		if sh := h.ident.IdentifyShared(req.UserAgent); sh.Bot {
-			res.Reason, res.Crawler = "not judged (libraries ignore)", sh.Name
-		}
-		return res, nil
-	}
-	res.Crawler = a.Name
-	if h.exempted(ip.Unmap()) {
-		res.Decision, res.Reason = policy.Allow.String(), "exempt network"
-		return res, nil
-	}
-	o := outcome{published: published{agent: a}}
-	if !o.read(r, originalRequest(r)) {
-		res.Decision, res.Reason = policy.Allow.String(), "/robots.txt is always served"
-		return res, nil
-	}
-	addr := clientAddr{r: r}
-	h.decide(r, &o, &addr, "", true)
-	o.publish()
-	fillCheckResponse(&res, &o)
+	fillCheckResponse(&res, o)
 	return res, nil
 }
 
@@ -268,7 +249,7 @@ func checkHandler(hs []*Handler, app *caddyhttp.App, index *int, u *url.URL, r *
 
 // fillCheckResponse renders an outcome as the check's JSON.
 func fillCheckResponse(res *checkResponse, o *outcome) {
-	as := &o.assessment
+	as := &o.Assessment
 	res.Decision = o.action.String()
 	res.Verdict = o.verdict.String()
 	res.Token = o.tokenName()
@@ -283,8 +264,8 @@ func fillCheckResponse(res *checkResponse, o *outcome) {
 	if o.version != nil {
 		res.Version = o.version.ID
 	}
-	for i, f := range o.target.Forms() {
-		res.Forms = append(res.Forms, checkForm{Form: f, Source: o.target.Source(i).String()})
+	for i, f := range o.Target.Forms() {
+		res.Forms = append(res.Forms, checkForm{Form: f, Source: o.Target.Source(i).String()})
 	}
 	res.JudgedAs = o.form()
 	res.Strike, res.NoStrike = as.Strike, as.NoStrike

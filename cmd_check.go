@@ -21,6 +21,7 @@ import (
 	"github.com/caddyrobots/caddy-robots/enforce"
 	"github.com/caddyrobots/caddy-robots/internal/audit"
 	"github.com/caddyrobots/caddy-robots/internal/cli"
+	"github.com/caddyrobots/caddy-robots/internal/pipeline"
 	"github.com/caddyrobots/caddy-robots/internal/policy"
 )
 
@@ -113,6 +114,8 @@ type checkEnv struct {
 	// block is the site block whose handler judges, known with --config
 	// only (nil without).
 	block *audit.SiteBlock
+	// pipe judges as the handler does, without state.
+	pipe *pipeline.Pipeline
 }
 
 type verdictWhy struct {
@@ -213,6 +216,7 @@ func newCheckEnv(env *cli.Env) (*checkEnv, error) {
 		ce.robots = ce.h.parseRules(body)
 		ce.version = &policy.Version{Robots: ce.robots, ID: contentID(body)}
 	}
+	ce.pipe = pipeline.New(pipeline.Config{Verifier: ce, Options: ce.h.decisionOptions(), Now: time.Now})
 	return ce, nil
 }
 
@@ -234,23 +238,19 @@ func headerFlags(fl *pflag.FlagSet) (map[string]string, error) {
 type judgement struct {
 	agent    *agents.Shared // nil: a person (or a library under libraries ignore)
 	why      string         // the verification's explanation
-	target   policy.Target
-	facts    policy.Facts
-	client   policy.Client
-	who      policy.Who
-	site     policy.Site
-	outcome  policy.Assessment
 	robotsTx bool
+	pipeline.Judgement
 }
 
-// judge decides one request as the handler would, with no live state.
+// judge judges one request as the handler would (the same pipeline),
+// with no live state.
 func (ce *checkEnv) judge(ctx context.Context, ua string, ip netip.Addr, method, target string, headers map[string]string) *judgement {
 	j := &judgement{}
 	var rewrites []string
 	for _, k := range policy.RewriteHeaders {
 		rewrites = append(rewrites, headers[k])
 	}
-	j.target = policy.ParseTarget(method, target, rewrites...)
+	j.Target = policy.ParseTarget(method, target, rewrites...)
 	sh := ce.ident.IdentifyShared(ua)
 	if !sh.Bot && ce.version != nil {
 		// A browser string with a word the site's groups name is that
@@ -263,25 +263,26 @@ func (ce *checkEnv) judge(ctx context.Context, ua string, ip netip.Addr, method,
 		return j
 	}
 	j.agent = sh
-	if j.target.IsRobotsTxt() {
+	if j.Target.IsRobotsTxt() {
 		j.robotsTx = true
 		return j
 	}
-	j.client = policy.Client{Agent: &sh.Agent, Addr: ip, Verdict: agents.Unverified}
-	if ip.IsValid() {
-		vw := ce.verify(ctx, sh.Agent, ip)
-		j.client.Verdict, j.why = vw.v, vw.why
-	}
-	j.who = policy.Identify(&j.client)
+	j.Client = policy.Client{Agent: &sh.Agent, Addr: ip}
 	if ce.version != nil {
-		j.site.Versions = []*policy.Version{ce.version}
+		j.Site.Versions = []*policy.Version{ce.version}
 	} else {
-		j.site.Unavailable = true
+		j.Site.Unavailable = true
 	}
-	j.facts = policy.Facts{Target: &j.target, Client: &j.client, Who: &j.who, Site: &j.site, Now: time.Now()}
-	opts := ce.h.decisionOptions()
-	j.outcome = policy.Assess(&j.facts, &opts)
+	ce.pipe.Judge(ctx, &j.Judgement)
+	if ip.IsValid() {
+		j.why = ce.verify(ctx, sh.Agent, ip).why // the pipeline's verification, cached
+	}
 	return j
+}
+
+// Verify verifies a claim for the pipeline (verify, cached).
+func (ce *checkEnv) Verify(ctx context.Context, a agents.Agent, ip netip.Addr) agents.Verdict {
+	return ce.verify(ctx, a, ip).v
 }
 
 // verify verifies a claim once per (method, address).
@@ -321,7 +322,7 @@ func (ce *checkEnv) printText(env *cli.Env, ua string, ip netip.Addr, method str
 		fmt.Fprintf(w, "tokens      %s\n", strings.Join(a.Tokens, ", "))
 	}
 	if ip.IsValid() {
-		fmt.Fprintf(w, "address     %s: %s: %s\n", ip, first.client.Verdict, first.why)
+		fmt.Fprintf(w, "address     %s: %s: %s\n", ip, first.Client.Verdict, first.why)
 	}
 	if ce.robots != nil {
 		ce.printGroup(w, first)
@@ -348,15 +349,15 @@ func (ce *checkEnv) printText(env *cli.Env, ua string, ip netip.Addr, method str
 
 // printGroup prints the group the crawler is judged by, and its interval.
 func (ce *checkEnv) printGroup(w io.Writer, j *judgement) {
-	g, ti := ce.robots.SelectIndex(j.who.Tokens, j.who.Wildcard)
+	g, ti := ce.robots.SelectIndex(j.Who.Tokens, j.Who.Wildcard)
 	switch {
-	case j.client.Verdict == agents.Spoofed:
+	case j.Client.Verdict == agents.Spoofed:
 		fmt.Fprintf(w, "group       %s, as a spoofed claim gets only \"*\"\n", g)
 	case ti >= 0:
-		fmt.Fprintf(w, "group       %s, chosen by token %s\n", g, j.who.Tokens[ti])
+		fmt.Fprintf(w, "group       %s, chosen by token %s\n", g, j.Who.Tokens[ti])
 	case g != nil:
 		fmt.Fprintf(w, "group       %s: no group names its tokens\n", g)
-	case !j.who.Wildcard:
+	case !j.Who.Wildcard:
 		fmt.Fprintf(w, "group       none: no group names its tokens, and it ignores the \"*\" group by design\n")
 	default:
 		fmt.Fprintf(w, "group       none: no group names its tokens and there is no \"*\" group\n")
@@ -369,7 +370,7 @@ func (ce *checkEnv) printGroup(w io.Writer, j *judgement) {
 // printJudgement prints one target's decision and reports whether it is
 // refused.
 func (ce *checkEnv) printJudgement(w io.Writer, name string, j *judgement, explain bool) bool {
-	as := &j.outcome
+	as := &j.Assessment
 	if j.robotsTx {
 		fmt.Fprintf(w, "%s: allowed\n  rule     none: /robots.txt is always allowed\n", name)
 		return false
@@ -383,11 +384,12 @@ func (ce *checkEnv) printJudgement(w io.Writer, name string, j *judgement, expla
 	case policy.Spoofed:
 		fmt.Fprintf(w, "%s: refused (spoofed claim: the robots handler refuses it with \"spoofed block\", the default)\n", name)
 		g := ce.robots.Select(nil, true)
-		d, _ := policy.DecideForms(g, j.target.Forms())
+		d, _ := policy.DecideForms(g, j.Target.Forms())
 		fmt.Fprintf(w, "  with \"spoofed wildcard\": %s\n", d)
 		return true
 	default:
-		fmt.Fprintf(w, "%s: refused (%s)\n", name, refusalSummary(policy.Explain(as, &j.facts, "")))
+		facts := j.Facts()
+		fmt.Fprintf(w, "%s: refused (%s)\n", name, refusalSummary(policy.Explain(as, &facts, "")))
 	}
 	d := as.Decision
 	switch {
@@ -403,13 +405,13 @@ func (ce *checkEnv) printJudgement(w io.Writer, name string, j *judgement, expla
 	if d.Group != nil {
 		fmt.Fprintf(w, "  group    %s\n", d.Group)
 	}
-	if form := as.RefusedFormText(&j.target); form != "" {
-		fmt.Fprintf(w, "  judged   as %s (%s)\n", form, j.target.Source(as.RefusedForm))
+	if form := as.RefusedFormText(&j.Target); form != "" {
+		fmt.Fprintf(w, "  judged   as %s (%s)\n", form, j.Target.Source(as.RefusedForm))
 	}
-	fmt.Fprintf(w, "  crawler  %s\n", crawlerLine(j.agent.Agent, j.who.Tokens, j.client.Verdict, j.client.Addr.IsValid()))
+	fmt.Fprintf(w, "  crawler  %s\n", crawlerLine(j.agent.Agent, j.Who.Tokens, j.Client.Verdict, j.Client.Addr.IsValid()))
 	if explain {
-		for i, f := range j.target.Forms() {
-			fmt.Fprintf(w, "  form     %s (%s)\n", f, j.target.Source(i))
+		for i, f := range j.Target.Forms() {
+			fmt.Fprintf(w, "  form     %s (%s)\n", f, j.Target.Source(i))
 		}
 		if as.Reason == policy.Rule {
 			switch {
@@ -517,7 +519,7 @@ func (ce *checkEnv) judgeBatch(ctx context.Context, br batchRequest) (checkRespo
 		res.Decision, res.Reason, res.Crawler = policy.Allow.String(), "/robots.txt is always served", j.agent.Name
 		return res, nil
 	}
-	o := outcome{published: published{agent: j.agent}, assessment: j.outcome, target: j.target, client: j.client, who: j.who, site: j.site}
+	o := outcome{published: published{agent: j.agent}, Judgement: j.Judgement}
 	o.publish()
 	res.Crawler = j.agent.Name
 	fillCheckResponse(&res, &o)

@@ -95,17 +95,14 @@ func emitAny(name string, data func() map[string]any) {
 // emitBanned announces the ban that o's strike started.
 func (h *Handler) emitBanned(o *outcome, id state.Identity, res state.BanResult, now time.Time) {
 	h.emit(EventCrawlerBanned, func() map[string]any {
-		mode := "enforce"
-		if !h.enforce {
-			mode = "log"
-		}
+		mode := o.Mode.String()
 		d := map[string]any{
 			"crawler":  o.agent.Name,
-			"token":    o.assessment.TokenName(o.who.Tokens),
+			"token":    o.Assessment.TokenName(o.Who.Tokens),
 			"identity": id.String(),
 			"address":  "",
 			"site":     h.scopeDesc(),
-			"host":     o.host,
+			"host":     o.Host,
 			"until":    res.Until.UTC().Format(time.RFC3339),
 			"seconds":  int64(res.Until.Sub(now).Round(time.Second) / time.Second),
 			"strikes":  res.Strikes,
@@ -116,10 +113,10 @@ func (h *Handler) emitBanned(o *outcome, id state.Identity, res state.BanResult,
 		if id.Prefix.IsValid() {
 			d["address"] = id.Prefix.String()
 		}
-		if r := o.assessment.Decision.Rule; r != nil {
+		if r := o.Assessment.Decision.Rule; r != nil {
 			d["line"] = r.Line
 		}
-		if v := o.assessment.Version; v != nil {
+		if v := o.Assessment.Version; v != nil {
 			d["version"] = v.ID
 		}
 		return d

@@ -1,19 +1,23 @@
 package caddyrobots
 
 import (
-	"context"
+	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"net/netip"
 	"strings"
 	"time"
 
+	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 
 	"github.com/caddyrobots/caddy-robots/agents"
+	"github.com/caddyrobots/caddy-robots/agents/webbotauth"
+	"github.com/caddyrobots/caddy-robots/enforce"
 	"github.com/caddyrobots/caddy-robots/enforce/state"
+	"github.com/caddyrobots/caddy-robots/internal/pipeline"
 	"github.com/caddyrobots/caddy-robots/internal/policy"
 	"github.com/caddyrobots/caddy-robots/internal/sites"
 	"github.com/caddyrobots/caddy-robots/internal/warnlimit"
@@ -23,14 +27,14 @@ import (
 // untouched; bots are checked against the robots.txt versions they may hold,
 // their ban state and their crawl rate.
 //
-// The judging happens in classify, so that the frame under next (and under
+// The judging happens in judgeRequest, so that the frame under next (and under
 // every handler after this one) stays small.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	// {http.robots.tls_fingerprint} on every request over a connection
 	// that robots_fingerprint wrapped (fingerprint.go); a field test over
 	// plain HTTP.
 	offerTLSFingerprint(r)
-	o := h.classify(r)
+	o := h.judgeRequest(r)
 	if h.rules.hasPrefs.Load() && o != robotsTxtOutcome {
 		w = h.withPreferences(w, r)
 	}
@@ -43,13 +47,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	return h.refuse(w, o)
 }
 
-// robotsTxtOutcome is what classify returns for a client's /robots.txt.
+// robotsTxtOutcome is what judgeRequest returns for a client's /robots.txt.
 var robotsTxtOutcome = &outcome{}
 
-// classify returns nil for requests that pass (browsers, exempt clients,
+// judgeRequest returns nil for requests that pass (browsers, exempt clients,
 // allowed bots, and every request in log mode), robotsTxtOutcome for
 // /robots.txt, and otherwise the outcome of a bot's request to refuse.
-func (h *Handler) classify(r *http.Request) *outcome {
+func (h *Handler) judgeRequest(r *http.Request) *outcome {
 	if isRobotsTxtRequest(r) {
 		if isSubrequest(r) {
 			return nil
@@ -64,14 +68,14 @@ func (h *Handler) classify(r *http.Request) *outcome {
 			return h.invalidSignature(r, invalid)
 		}
 		if a != nil {
-			return h.judge(r, a, signer)
+			return h.judgeNamed(r, a, signer)
 		}
 	}
 	a := h.identifyRequest(r)
 	if a == nil {
 		// A browser's claim is checked against its own signals, and the
-		// trap catches whoever follows it (disguised.go, trap.go).
-		return h.undeclared(r)
+		// trap catches whoever follows it (undeclared.go).
+		return h.undeclaredCrawler(r)
 	}
 	// Our own loader only asks for /robots.txt and the targets of its
 	// redirects; checked here, after the cheap tests, so browsers never pay
@@ -79,7 +83,7 @@ func (h *Handler) classify(r *http.Request) *outcome {
 	if isSubrequest(r) {
 		return nil
 	}
-	return h.judge(r, a, "")
+	return h.judgeNamed(r, a, "")
 }
 
 // identifyRequest returns the bot the request comes from, or nil for a
@@ -169,264 +173,147 @@ func isSubrequest(r *http.Request) bool {
 	return sites.IsLoaderRequest(r)
 }
 
-// judge decides a bot's request and publishes the outcome (placeholders,
-// vars, a metric, log lines). It returns the outcome only when the request
-// is to be refused: nil for exempt clients, allowed requests and in log
-// mode. signer is the Web Bot Auth agent that signed the request, "" for a
-// crawler known by its User-Agent.
-//
-// The steps are I/O around one pure decision: read the request as the
-// client sent it, verify the claim, read the state, take the site's
-// versions, assess (policy.Assess), write the state the assessment asks
-// for, answer.
-func (h *Handler) judge(r *http.Request, a *agents.Shared, signer string) *outcome {
+// judgeNamed judges (judgeBot) the request of crawler a, which names
+// itself in its User-Agent or by its signature: signer is the Web Bot Auth
+// agent that signed the request, "" for a crawler known by its User-Agent.
+func (h *Handler) judgeNamed(r *http.Request, a *agents.Shared, signer string) *outcome {
 	o := outcome{published: published{agent: a}}
-	refused, _ := h.judgeInto(r, &o, signer)
+	o.Client.Signer = signer
+	refused, _ := h.judgeBot(r, &o, h.mode())
 	return refused
 }
 
-// judgeInto is judge on o, which holds the agent: it returns what judge
-// returns, and whether o was judged (false for an exempt client and for a
-// request for /robots.txt), so that a caller can publish more of it
-// (judgeUndeclared).
-func (h *Handler) judgeInto(r *http.Request, o *outcome, signer string) (refused *outcome, judged bool) {
+// judgeBot judges a bot's request in mode (the pipeline: verify the claim,
+// read the state, assess, write the state) and publishes the outcome
+// (placeholders, vars, a metric, log lines). It returns the outcome only
+// when the request is to be refused (nil for exempt clients, allowed
+// requests and in log mode), and whether o was judged (false for an exempt
+// client and for a request for /robots.txt), so that a caller can publish
+// more of it (judgeUndeclared).
+//
+// o holds the agent, and the claim's Signer, Undeclared and RulesOnly.
+func (h *Handler) judgeBot(r *http.Request, o *outcome, mode pipeline.Mode) (refused *outcome, judged bool) {
 	cv := caddyValuesOf(r)
-	addr := clientAddr{r: r, vars: cv.vars}
-	if len(h.exempt) > 0 && h.exempted(addr.get()) {
-		h.checkExemptProxy(r, &addr) // proxies.go
-		return nil, false
+	if len(h.exempt) > 0 {
+		if ip := clientIP(cv.vars, r); h.exempted(ip) {
+			h.checkExemptProxy(r, cv.vars, ip) // scope.go
+			return nil, false
+		}
 	}
-	if !o.read(r, cv.orig) {
+	if !h.read(r, &cv, o, mode) {
 		// Asked for /robots.txt, which a rewrite ahead of the handler
 		// renamed: still /robots.txt, always served.
 		return robotsTxtOutcome, false
 	}
-	h.decide(r, o, &addr, signer, false)
+	h.pipe.Judge(r.Context(), &o.Judgement)
+	h.publishJudged(r, o)
 	return h.publishOutcome(r, &cv, o), true
 }
 
-// read takes the request as the client sent it (orig: Caddy's copy of it,
-// caddyValues.orig): its target's forms and its host. It reports false for
-// a request for /robots.txt.
-func (o *outcome) read(r, orig *http.Request) bool {
-	s := sentRequestFrom(r, orig)
-	o.target.Parse(s.Method, s.RequestURI, rewriteValues(r)...)
-	o.host = policy.HostOf(s.Host)
-	return !o.target.IsRobotsTxt()
-}
-
-// decide fills o with the decision on a bot's request: everything judge
-// does but publishing. With dry set (the admin API's check) it writes no
-// state: no strike is recorded and no throttle budget spent; the throttle
-// state is read instead, so the check answers what the request would get.
-//
-// o holds the request as read (outcome.read) and the agent, and nothing
-// else yet.
-func (h *Handler) decide(r *http.Request, o *outcome, addr *clientAddr, signer string, dry bool) {
-	// Only what is set is written: each pointer written through o costs
-	// a write barrier while the collector runs.
-	o.client.Agent = &o.agent.Agent
-	if signer != "" {
-		o.client.Signer = signer
+// read fills o's request as the pipeline judges it: the request as the
+// client sent it (cv.orig: Caddy's copy of it), the client's address as
+// Caddy recorded it, the site's robots.txt versions and the site block. It
+// reports false for a request for /robots.txt.
+func (h *Handler) read(r *http.Request, cv *caddyValues, o *outcome, mode pipeline.Mode) bool {
+	if !o.readSent(r, cv.orig) {
+		return false
 	}
-	o.client.Verdict = h.verify(r.Context(), &o.client, addr)
-	o.who = policy.Identify(&o.client)
-	if !o.who.Verified {
-		scope, client, now := h.scopeFor(r).key, addr.recorded(), time.Unix(coarseNow.Load(), 0)
-		if !h.rotations.Resident(scope, client, o.who.Name, now) && !h.behindUntrustedProxy(r, addr, !dry) {
-			o.who.Rotating = h.rotations.Note(scope, addr.get(), client, o.who.Name, now, dry)
-		}
-	}
-	clock := lazyClock{now: h.now}
-	sc := lazyScopes{h: h, r: r, host: o.host}
-	if h.strikes.Strikes > 0 && (h.banHint == nil || h.banHint.MayHaveBans()) {
-		o.ban, _ = h.store.Banned(r.Context(), policy.StrikeIdentity(sc.get().ban, &o.who, addr.get()), clock.get())
-	}
-	snap := h.rules.Snapshot(r, o.host)
-	o.site.Versions, o.site.Unavailable = snap.Judged, snap.Unavailable
-	if len(snap.Judged) > 1 {
-		o.site.FetchedAt, _ = h.rules.fetched.Get(policy.FetchIdentity(o.host, &o.who, addr.get()))
-	}
-	var now time.Time
-	if policy.NeedsTime(len(snap.Judged), o.ban.Banned) {
-		now = clock.get()
-	}
-	f := o.facts(now)
-	o.assessment.Assess(&f, &h.policy)
-	h.writeState(r.Context(), o, &sc, addr, &clock, dry)
-	if o.assessment.Refused() || h.debug {
-		o.client.Addr = addr.get() // for the explanation and the log line
-	}
-}
-
-// verify verifies the claim of c's agent from the client's address: a
-// signed agent is Verified by its signature; a crawler whose operator
-// publishes no way to verify it stays Unverified.
-func (h *Handler) verify(ctx context.Context, c *policy.Client, addr *clientAddr) agents.Verdict {
-	if c.Signer != "" {
-		return agents.Verified
-	}
-	if c.Agent.Profile.Verify == "" {
-		return agents.Unverified
-	}
-	ip := addr.get()
-	v := agents.Unverified
-	if ip.IsValid() {
-		v = h.verifier.Verify(ctx, *c.Agent, ip)
-	}
-	if v == agents.Unverified && (!ip.IsValid() || ip.IsPrivate() || ip.IsLoopback() || ip.IsLinkLocalUnicast()) {
-		h.warnPrivateClaim(c.Agent, ip)
-	}
-	return v
-}
-
-// writeState records what the assessment asks for: a strike, and for a
-// request that spends a throttle budget, the store's answer (dry: the
-// store's answer for the next request, read without spending).
-func (h *Handler) writeState(ctx context.Context, o *outcome, scopes *lazyScopes, addr *clientAddr, clock *lazyClock, dry bool) {
-	as := &o.assessment
-	if as.Strike && !dry && h.strikes.Strikes > 0 {
-		// The ban, if this strike starts one, is seen from the next
-		// request on; this one is refused by its rule either way.
-		sc := scopes.get()
-		id := policy.StrikeIdentity(sc.ban, &o.who, addr.get())
-		now := clock.get()
-		res, err := h.store.Strike(ctx, id, h.strikes, now, o.strikeInfo(sc.desc))
-		if err == nil && res.Banned && res.Strikes >= h.strikes.Strikes {
-			h.emitBanned(o, id, res, now) // this strike started the ban
-		}
-	}
-	if !as.Pace {
-		return
-	}
-	sc := scopes.get()
-	scope := h.paceScope(sc, o, addr, clock, dry)
-	fetch := state.NewFetch(o.target.Method, o.host, o.target.Raw)
-	throttle := func(who *policy.Who) (state.ThrottleResult, error) {
-		id := policy.ThrottleIdentity(scope, who, addr.get())
-		pace := policy.ThrottlePace(who, as.Interval, h.burst, fetch)
-		if dry {
-			return peekPace(ctx, h.store, id, pace, clock.get())
-		}
-		return h.store.ThrottlePace(ctx, id, pace, clock.get())
-	}
-	var res state.ThrottleResult
-	var err error
-	if own, pooled := policy.OwnPace(&o.who); pooled {
-		// An unproven name of a rotating address keeps its own
-		// Crawl-delay and also spends the address's pool.
-		res, err = throttle(&own)
-		if err == nil && res.Allowed {
-			res, err = throttle(&o.who)
-		}
-	} else {
-		res, err = throttle(&o.who)
-	}
-	if err != nil {
-		return // fail open
-	}
-	o.assessment = as.Throttled(res)
-	if o.assessment.Retry && !dry {
-		countRetry(h.enforce)
-		sc.stats.retried(o.agent, o.client.Verdict)
-	}
-}
-
-// stateScopes are the scopes of the state a request reads and writes: the
-// handler's site block for strikes and bans (whatever Host the client
-// sends), and for the Crawl-delay budget, the site block too when its
-// rules do not depend on the Host (source file or inline), else the
-// site's host (source site: each host's robots.txt is its own), but the
-// site block for the hosts a client hops to (see paceScope). Log mode
-// keeps its own throttle and strike state, so that what it would have done
-// never carries over into enforce mode.
-type stateScopes struct {
-	ban, pace string
-	// hopped is the Crawl-delay scope of a host a client hops to: the
-	// site block's.
-	hopped string
-	desc   string        // the site block, for people
-	stats  *crawlerStats // the site block's counts
-}
-
-func (h *Handler) stateScopes(r *http.Request, host string) stateScopes {
+	o.Client.Agent = &o.agent.Agent
+	o.Recorded, o.Remote = recordedClientIP(cv.vars, r), r.RemoteAddr
+	o.Forwarded, o.TrustedProxy = forwarding(r, cv.vars)
 	sc := h.scopeFor(r)
-	stats := sc.stats
-	if stats == nil {
-		stats = h.stats
+	o.Block, o.BlockDesc, o.Mode = sc.key, sc.desc, mode
+	snap := h.rules.Snapshot(r, o.Host)
+	o.Site.Versions, o.Site.Unavailable = snap.Judged, snap.Unavailable
+	return true
+}
+
+// judgeDry judges r as the handler would now, reading the state without
+// writing it (the admin API's check): the outcome of a judged bot, or nil
+// with why the request passes unjudged. crawler names the bot, "" for a
+// person.
+func (h *Handler) judgeDry(r *http.Request, ip netip.Addr) (o *outcome, crawler, passed string) {
+	if isRobotsTxtRequest(r) {
+		return nil, "", "/robots.txt is always served"
 	}
-	out := stateScopes{ban: sc.key, pace: sc.key, hopped: sc.key, desc: sc.desc, stats: stats}
-	if !h.enforce {
-		out.ban, out.pace, out.hopped = sc.logKey, sc.logKey, sc.logKey
-	}
-	if h.Source == "site" {
-		out.pace = host
-		if !h.enforce {
-			out.pace = "log|" + host
+	a := h.identifyRequest(r)
+	if a == nil {
+		if sh := h.ident.IdentifyShared(userAgent(r)); sh.Bot {
+			return nil, sh.Name, "not judged (libraries ignore)"
 		}
+		return nil, "", "not a crawler"
 	}
-	return out
+	if h.exempted(ip) {
+		return nil, a.Name, "exempt network"
+	}
+	o = &outcome{published: published{agent: a}}
+	cv := caddyValuesOf(r)
+	if !h.read(r, &cv, o, h.mode()) {
+		return nil, a.Name, "/robots.txt is always served"
+	}
+	o.DryRun = true
+	h.pipe.Judge(r.Context(), &o.Judgement)
+	h.publishJudged(r, o)
+	o.publish()
+	return o, a.Name, ""
+}
+
+// readSent takes the request as the client sent it (orig: Caddy's copy
+// of it, caddyValues.orig): its target's forms and its host. It reports
+// false for a request for /robots.txt.
+func (o *outcome) readSent(r, orig *http.Request) bool {
+	s := sentRequestFrom(r, orig)
+	o.Target.Parse(s.Method, s.RequestURI, rewriteValues(r)...)
+	o.Host = policy.HostOf(s.Host)
+	return !o.Target.IsRobotsTxt()
+}
+
+// publishJudged publishes what judging did besides the decision: an
+// immediate retry, the ban a strike started, an untrusted proxy, a claim
+// from an address that cannot verify it.
+func (h *Handler) publishJudged(r *http.Request, o *outcome) {
+	if o.Retried {
+		countRetry(o.Mode == pipeline.Enforce)
+		h.statsFor(r).retried(o.agent, o.Client.Verdict)
+	}
+	if o.Struck && o.Strike.Banned && o.Strike.Strikes >= h.strikes.Strikes {
+		h.emitBanned(o, o.StrikeID, o.Strike, o.StruckAt) // this strike started the ban
+	}
+	if o.UntrustedProxy {
+		h.noteUntrustedProxy(o.Addr())
+	}
+	if o.PrivateClaim {
+		h.warnPrivateClaim(o.Client.Agent, o.Addr())
+	}
+	if h.debug {
+		o.Addr() // for the log line
+	}
+}
+
+// newPipeline builds the handler's pipeline from its provisioned parts.
+func (h *Handler) newPipeline() *pipeline.Pipeline {
+	var fetched pipeline.FetchLog
+	if h.rules != nil {
+		fetched = h.rules.fetched
+	}
+	return pipeline.New(pipeline.Config{
+		Verifier:    h.verifier,
+		Store:       h.store,
+		Strikes:     h.strikes,
+		Rotations:   h.rotations,
+		HostHops:    hostHops,
+		PacePerHost: h.Source == "site",
+		Fetched:     fetched,
+		Options:     h.policy,
+		Now:         func() time.Time { return h.now() },
+		RotationNow: func() time.Time { return time.Unix(coarseNow.Load(), 0) },
+	})
 }
 
 // hostHops recognises clients that hop Hosts on a source site handler,
-// for every handler of the process and across config reloads; see
-// paceScope.
+// for every handler of the process and across config reloads (see
+// pipeline.Pipeline.PaceScope).
 var hostHops = state.NewRotations(0)
-
-// paceScope is the scope of the request's Crawl-delay budget (the Site
-// of its throttle identity). With source file or inline, the rules are
-// the same whatever Host the client sends, and so is the budget: the site
-// block's. With source site each host has its own robots.txt and its own
-// budget, as RFC 9309 crawlers keep one per host; but a client chooses the
-// Host header, and on a catch-all site (or *.example.com) a new made-up
-// Host would be a new budget with every request. So a client (its name
-// and address, as for a name rotation: state.Rotations) keeps a budget of
-// its own on each of the first state.RotationResidents hosts it asks for
-// within state.RotationWindow, and every further host shares one budget,
-// the site block's, until an hour after its last new host. A verified
-// crawler, whose name and address nobody can borrow, keeps one per host.
-func (h *Handler) paceScope(sc *stateScopes, o *outcome, addr *clientAddr, clock *lazyClock, dry bool) string {
-	if h.Source != "site" || o.who.Verified || sc.pace == sc.hopped {
-		return sc.pace
-	}
-	who, client, now := sc.hopped+"|"+o.who.StateName(), addr.recorded(), clock.get()
-	if hostHops.Resident(who, client, o.host, now) || !hostHops.Note(who, addr.get(), client, o.host, now, dry) {
-		return sc.pace
-	}
-	return sc.hopped
-}
-
-// lazyScopes works out the request's stateScopes on first use: most
-// allowed requests read and write no state.
-type lazyScopes struct {
-	h    *Handler
-	r    *http.Request
-	host string
-	sc   stateScopes
-	done bool
-}
-
-func (l *lazyScopes) get() *stateScopes {
-	if !l.done {
-		l.sc, l.done = l.h.stateScopes(l.r, l.host), true
-	}
-	return &l.sc
-}
-
-// lazyClock reads the clock once, on first use: an allowed request with no
-// Crawl-delay, one robots.txt version and no strikes on record never reads
-// it (~70 ns on a VM).
-type lazyClock struct {
-	now func() time.Time
-	t   time.Time
-}
-
-func (c *lazyClock) get() time.Time {
-	if c.t.IsZero() {
-		c.t = c.now()
-	}
-	return c.t
-}
 
 // exempted reports whether ip is in one of the networks the handler never
 // judges (exempt).
@@ -469,26 +356,6 @@ func (h *Handler) refuse(w http.ResponseWriter, o *outcome) error {
 	return nil
 }
 
-// clientAddr is the client address of a request, read (and parsed) on first
-// use: most allowed bot requests never need it.
-type clientAddr struct {
-	r    *http.Request
-	vars map[string]any
-	ip   netip.Addr
-	read bool
-}
-
-func (c *clientAddr) get() netip.Addr {
-	if !c.read {
-		c.ip, c.read = clientIP(c.vars, c.r), true
-	}
-	return c.ip
-}
-
-// recorded is the client address as Caddy recorded it after
-// trusted_proxies (the client_ip var), unparsed; "" when it recorded none.
-func (c *clientAddr) recorded() string { return recordedClientIP(c.vars, c.r) }
-
 // recordedClientIP is the client_ip var of r, read from vars (nil: look
 // them up); "" when Caddy recorded none.
 func recordedClientIP(vars map[string]any, r *http.Request) string {
@@ -502,17 +369,7 @@ func recordedClientIP(vars map[string]any, r *http.Request) string {
 // clientIP is the client address after trusted_proxies, read from the
 // request's vars (nil: look them up).
 func clientIP(vars map[string]any, r *http.Request) netip.Addr {
-	if s := recordedClientIP(vars, r); s != "" {
-		if a, err := netip.ParseAddr(s); err == nil {
-			return a.Unmap()
-		}
-	}
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
-	a, _ := netip.ParseAddr(host)
-	return a.Unmap()
+	return pipeline.ClientAddr(recordedClientIP(vars, r), r.RemoteAddr)
 }
 
 // logLimiter lets a warning through at most once every 30 seconds
@@ -526,4 +383,323 @@ func (h *Handler) warnf(msg string, fields ...zap.Field) {
 	if ok, _ := h.warn.allow(time.Now()); ok {
 		h.logger.Warn(msg, fields...)
 	}
+}
+
+// mode is the handler's mode as the pipeline takes it.
+func (h *Handler) mode() pipeline.Mode {
+	if h.enforce {
+		return pipeline.Enforce
+	}
+	return pipeline.Log
+}
+
+// outcome is a judged bot request: the facts the decision read and the
+// assessment it made. Everything shown to people (the refusal text, log
+// lines, placeholders, the admin check's JSON) is rendered from it after
+// the decision.
+type outcome struct {
+	published
+	// Judgement is the request as read, the facts the decision read, the
+	// assessment and what judging did (pipeline.Pipeline.Judge).
+	pipeline.Judgement
+	// text, when set, is the refusal text itself (an invalid signature,
+	// which is refused before any decision).
+	text string
+}
+
+// published is the part of an outcome that the {http.robots.*}
+// placeholders read. It is kept small (56 bytes) and comparable: the
+// provider of an outcome seen recently is reused (placeholders.go).
+type published struct {
+	action  policy.Action
+	reason  policy.Reason
+	verdict agents.Verdict
+	// token is the token whose group was selected: an index into
+	// agent.Tokens, policy.TokenWildcard or policy.TokenNone.
+	token      int32
+	agent      *agents.Shared // the Identifier's cached answer: read only
+	decision   enforce.Decision
+	version    *policy.Version
+	retryAfter time.Duration
+}
+
+// publish copies the assessment's placeholder facts into published.
+func (o *outcome) publish() {
+	as := &o.Assessment
+	o.action, o.reason, o.verdict, o.token = as.Action, as.Reason, as.Verdict, as.Token
+	o.decision, o.version, o.retryAfter = as.Decision, as.Version, as.RetryAfter
+}
+
+// message is the refusal text the crawler receives.
+func (o *outcome) message() string {
+	if o.text != "" {
+		return o.text
+	}
+	f := o.Facts()
+	return policy.Explain(&o.Assessment, &f, o.Host)
+}
+
+// status is the HTTP status of a refusal.
+func (o *outcome) status() int {
+	switch {
+	case o.action == policy.Throttle || o.reason == policy.Unavailable || o.reason == policy.Unverified:
+		return http.StatusServiceUnavailable
+	case o.reason == policy.BadTarget:
+		return http.StatusBadRequest
+	case o.reason == policy.TooLong:
+		return http.StatusRequestURITooLong
+	}
+	return http.StatusForbidden
+}
+
+// form is the form of the target a rule or preference refused, when it
+// differs from the target as sent.
+func (o *outcome) form() string { return o.Assessment.RefusedFormText(&o.Target) }
+
+// actionValues holds the action names as interface values, boxed once, so
+// publishing a decision as a var does not allocate.
+var actionValues = func() (v [policy.Actions]any) {
+	for i := range v {
+		v[i] = policy.Action(i).String()
+	}
+	return v
+}()
+
+// tokenValue is the token whose group was selected ("*" for the wildcard
+// group, "" when none applies) as an interface value, without allocating:
+// the agent's tokens come boxed from the Identifier's cache.
+func (o *published) tokenValue() any {
+	switch o.token {
+	case policy.TokenWildcard:
+		return "*"
+	case policy.TokenNone:
+		return ""
+	}
+	return o.agent.TokenValues[o.token]
+}
+
+// tokenName is tokenValue as a string.
+func (o *published) tokenName() string {
+	s, _ := o.tokenValue().(string)
+	return s
+}
+
+// publishOutcome publishes a judged request's outcome (placeholders, vars,
+// the decision metric, the INFO line of a refusal, the debug line) and
+// returns it when the request is to be refused.
+//
+// cv are the request's Caddy values (caddyValuesOf).
+func (h *Handler) publishOutcome(r *http.Request, cv *caddyValues, o *outcome) *outcome {
+	if o.text == "" {
+		o.publish()
+	}
+	a := o.agent
+	h.statsFor(r).seen(a, o.verdict, o.action)
+	if repl := cv.repl; repl != nil {
+		// One lazy provider instead of ten values: the strings are only
+		// built when a log line or handle_errors asks for them.
+		repl.Map(o.published.provider())
+	}
+	if vars := cv.vars; vars != nil {
+		// What caddyhttp.SetVar does, without looking the map up three times.
+		// The values come boxed from the Identifier's cache: no allocation.
+		vars["robots_agent"] = a.NameValue
+		vars["robots_decision"] = actionValues[o.action]
+		vars["robots_token"] = o.tokenValue()
+	}
+
+	countDecision(o.action, o.reason, a.Category, a.Purpose, o.Mode == pipeline.Log)
+	if o.action != policy.Allow {
+		h.logRefusal(r, o)
+	}
+	if h.debug {
+		h.logDecision(o)
+	}
+	if o.action == policy.Allow || o.Mode == pipeline.Log {
+		return nil
+	}
+	refused := *o
+	return &refused
+}
+
+// logDecision writes the debug line of one decision.
+func (h *Handler) logDecision(o *outcome) {
+	if c := h.logger.Check(zapcore.DebugLevel, "robots decision"); c != nil {
+		a := &o.agent.Agent
+		fields := []zap.Field{
+			zap.String("action", o.action.String()), zap.String("reason", o.reason.String()), zap.String("agent", a.Name),
+			zap.String("purpose", string(a.Purpose)),
+			zap.String("verdict", o.verdict.String()), zap.String("token", o.tokenName()), zap.String("target", o.Target.Raw),
+			zap.String("mode", o.Mode.String()),
+		}
+		if o.decision.Rule != nil {
+			fields = append(fields, zap.String("rule", o.decision.Rule.String()))
+		}
+		if form := o.form(); form != "" {
+			fields = append(fields, zap.String("normalised_target", form))
+		}
+		if o.Assessment.NoStrike != "" {
+			fields = append(fields, zap.String("no_strike", o.Assessment.NoStrike))
+		}
+		if o.version != nil {
+			fields = append(fields, zap.String("version", o.version.ID))
+		}
+		c.Write(fields...)
+	}
+}
+
+// Web Bot Auth: agents that sign their requests (RFC 9421 HTTP Message
+// Signatures, as the IETF webbotauth drafts profile them) are verified by
+// their signature, whatever User-Agent and address they use. OpenAI's agent
+// and Google's send a browser User-Agent and sign instead.
+//
+//   - Verified: the request is a bot's, judged by the robots.txt group of
+//     the agent's token (the built-in catalogue, or verify {
+//     signature_agent <url> token <t> }), or by "*" when none is known; its
+//     throttle budget and ban state are the signing agent's own.
+//   - Invalid (a web-bot-auth signature that fails, or a covered
+//     Content-Digest that does not match the body): refused as spoofed.
+//   - Unsigned, or Unknown (the agent's key directory is not fetched yet or
+//     cannot be): judged by the User-Agent as always.
+
+// SignatureAgentConfig names an agent whose signed requests are verified
+// with its own key directory.
+type SignatureAgentConfig struct {
+	// URL is the agent's Signature-Agent origin (https://agent.example) or
+	// key-set URL. Configured agents' directories may be on private
+	// addresses, and on plain http for loopback tests.
+	URL string `json:"url"`
+	// Token is the robots.txt product token the agent's requests are judged
+	// by; empty: the built-in catalogue's, else the "*" group.
+	Token string `json:"token,omitempty"`
+}
+
+// sigPool shares one Web Bot Auth verifier (and its key-directory cache)
+// per configuration across handlers and reloads.
+var sigPool = caddy.NewUsagePool()
+
+type pooledSig struct{ *webbotauth.Verifier }
+
+func (p pooledSig) Destruct() error { p.Close(); return nil }
+
+// provisionSignatures builds (or shares) the verifier for v.
+func (h *Handler) provisionSignatures(v *VerifyConfig) error {
+	// A first-time signer waits at most 200 ms for its key directory, so
+	// its first request already gets a verdict; later ones use the cache.
+	cfg := webbotauth.Config{Agents: map[string]string{}, MaxWait: 200 * time.Millisecond}
+	if v != nil {
+		cfg.Skew = time.Duration(v.SignatureSkew)
+		for _, a := range v.SignatureAgents {
+			origin, err := webbotauth.NormaliseOrigin(a.URL)
+			if err != nil {
+				return fmt.Errorf("robots: verify: signature_agent %q: %w", a.URL, err)
+			}
+			cfg.AllowOrigins = append(cfg.AllowOrigins, origin)
+			if a.Token != "" {
+				cfg.Agents[origin] = a.Token
+			}
+			// The operator's URL is the agent's one key directory: a
+			// request cannot make this server fetch another.
+			if cfg.Directories == nil {
+				cfg.Directories = map[string]string{}
+			}
+			cfg.Directories[origin] = strings.TrimSpace(a.URL)
+		}
+	}
+	key, err := json.Marshal(cfg)
+	if err != nil {
+		return fmt.Errorf("robots: verify: signature config: %w", err)
+	}
+	val, _, err := sigPool.LoadOrNew(string(key), func() (caddy.Destructor, error) {
+		sv, err := webbotauth.NewVerifier(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("robots: verify: signatures: %w", err)
+		}
+		return pooledSig{sv}, nil
+	})
+	if err != nil {
+		return err
+	}
+	h.sigKey, h.sig = string(key), val.(pooledSig).Verifier
+	return nil
+}
+
+// releaseSignatures gives back the verifier taken in provisionSignatures.
+func (h *Handler) releaseSignatures() error {
+	if h.sigKey == "" {
+		return nil
+	}
+	key := h.sigKey
+	h.sigKey = ""
+	if _, err := sigPool.Delete(key); err != nil {
+		return fmt.Errorf("robots: releasing the signature verifier: %w", err)
+	}
+	return nil
+}
+
+// signedAgent verifies a request that carries a Signature-Input field. It
+// returns the agent a Verified signature proves (with the signer's
+// identity), an Invalid result to refuse, or neither (nil, "") to judge the
+// request by its User-Agent.
+func (h *Handler) signedAgent(r *http.Request) (a *agents.Shared, signer string, invalid *webbotauth.Result) {
+	ar := asReceived(r)
+	res := h.sig.Verify(r.Context(), ar, h.now())
+	// Checking a covered Content-Digest reads the body and puts it back
+	// on the request Verify was given: the next handler must get it.
+	r.Body = ar.Body
+	switch res.Outcome {
+	case webbotauth.Verified:
+	case webbotauth.Invalid:
+		return nil, "", &res
+	default:
+		return nil, "", nil
+	}
+	var ag agents.Agent
+	if res.Token != "" {
+		// The catalogue knows the token's crawler: its purpose, category
+		// and documented habits.
+		ag = h.ident.IdentifyShared(res.Token).Agent
+	}
+	if !ag.Bot || res.Token == "" {
+		ag = agents.Agent{Name: res.Agent, Category: agents.CategoryOther, Purpose: agents.PurposeOther}
+		if res.Token != "" {
+			ag.Name, ag.Tokens = res.Token, []string{res.Token}
+		}
+	}
+	ag.Bot, ag.Known = true, true
+	if res.Operator != "" {
+		ag.Operator = res.Operator
+	}
+	ag.Profile.Verify = "" // the signature is the verification
+	return agents.NewShared(ag), res.Agent, nil
+}
+
+// asReceived returns r with the URL and target the client sent (Caddy's
+// copy of the original request): a signature covers @path, @query and
+// @target-uri as the client signed them, not as the operator's routing
+// (handle_path, rewrite) changed them ahead of this handler.
+func asReceived(r *http.Request) *http.Request {
+	or := originalRequest(r)
+	if or == nil || or.URL == nil || r.URL == nil {
+		return r
+	}
+	if or.URL.Path == r.URL.Path && or.URL.RawPath == r.URL.RawPath && or.URL.RawQuery == r.URL.RawQuery && or.RequestURI == r.RequestURI {
+		return r
+	}
+	c := *r
+	u := *or.URL
+	u.Scheme, u.Host = r.URL.Scheme, r.URL.Host
+	c.URL, c.RequestURI = &u, or.RequestURI
+	return &c
+}
+
+// invalidSignature is the outcome of a request whose Web Bot Auth
+// signature fails: refused as spoofed, never a strike.
+func (h *Handler) invalidSignature(r *http.Request, res *webbotauth.Result) *outcome {
+	a := agents.NewShared(agents.Agent{Bot: true, Name: res.Agent, Category: agents.CategoryOther, Purpose: agents.PurposeOther})
+	o := outcome{published: published{agent: a, action: policy.Block, reason: policy.Spoofed, verdict: agents.Spoofed, token: policy.TokenNone}}
+	cv := caddyValuesOf(r)
+	o.readSent(r, cv.orig) // its target and host, for the log line and placeholders
+	o.text = fmt.Sprintf("Refused: this request carries a Web Bot Auth signature for %s that does not verify (%s).\n", res.Agent, res.Reason)
+	return h.publishOutcome(r, &cv, &o)
 }

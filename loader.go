@@ -1,17 +1,24 @@
 package caddyrobots
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp/rewrite"
 	"github.com/caddyserver/certmagic"
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
 
 	"github.com/caddyrobots/caddy-robots/enforce"
 	"github.com/caddyrobots/caddy-robots/enforce/state"
@@ -112,9 +119,9 @@ func newRuleSource(h *Handler, ctx caddy.Context) (*ruleSource, error) {
 		HTTPS:         requestIsHTTPS,
 		ServerOf:      s.serverOf,
 		Metrics:       loaderMetrics{},
-		Rules:         h.trapRules, // trap.go: the trap's Disallow line in every group
+		Rules:         h.trapRules, // undeclared.go: the trap's Disallow line in every group
 		Published: func(host, id, previous string, robots *enforce.Robots) {
-			h.checkTrapVersion(host, id, robots) // trap.go: does robots.txt disallow the trap?
+			h.checkTrapVersion(host, id, robots) // undeclared.go: does robots.txt disallow the trap?
 			h.emitPublished(host, id, previous)
 		},
 		Failed:    h.emitLoadFailed,
@@ -215,3 +222,180 @@ type coarseClock struct{}
 
 // Load returns the coarse clock's Unix seconds.
 func (coarseClock) Load() int64 { return sites.Seconds() }
+
+// robots.txt governs the URL the client sent, so the handler judges it
+// whatever the operator's routing makes of it: inside handle_path /docs/*,
+// a crawler's /docs/search/ is judged as /docs/search/, never as the
+// stripped /search/. Rules written for the stripped paths (a docs app's
+// own "Disallow: /search") therefore never match there. At load, the
+// handler looks at where it sits and warns when a prefix is stripped ahead
+// of it and its rules do not look like the site's: a file or inline text
+// none of whose rules starts with the prefix. (With source site the rules
+// are the site's own /robots.txt, loaded from the top of the server, which
+// crawlers read for the whole site: nothing to warn about.)
+
+// strippedPrefixes returns the path prefixes that rewrites strip ahead of
+// the handler being provisioned in ctx, outermost first: handle_path and
+// `uri strip_prefix` compile to a rewrite with strip_path_prefix in the
+// same subroute.
+func strippedPrefixes(ctx caddy.Context) []string {
+	var out []string
+	for _, m := range ctx.Modules() {
+		sr, ok := m.(*caddyhttp.Subroute)
+		if !ok {
+			continue
+		}
+		for _, rt := range sr.Routes {
+			// Routes before ours are provisioned (Handlers); ours is being
+			// loaded (HandlersRaw, up to the robots handler).
+			for _, mh := range rt.Handlers {
+				if rw, ok := mh.(*rewrite.Rewrite); ok && rw.StripPathPrefix != "" {
+					out = append(out, rw.StripPathPrefix)
+				}
+			}
+			if p, ours := stripBeforeRobots(rt.HandlersRaw); ours {
+				out = append(out, p...)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// stripBeforeRobots reads a route's raw handlers: the strip_path_prefix
+// values of the rewrites before a robots handler, and whether the route
+// holds one.
+func stripBeforeRobots(raw []json.RawMessage) ([]string, bool) {
+	var out []string
+	for _, h := range raw {
+		var v struct {
+			Handler         string `json:"handler"`
+			StripPathPrefix string `json:"strip_path_prefix"`
+		}
+		if json.Unmarshal(h, &v) != nil {
+			continue
+		}
+		switch {
+		case v.Handler == "robots":
+			return out, true
+		case v.Handler == "rewrite" && v.StripPathPrefix != "":
+			out = append(out, v.StripPathPrefix)
+		}
+	}
+	return nil, false
+}
+
+// warnStrippedPrefix warns when a prefix is stripped ahead of the handler
+// and its rules (source file or inline) look written for the stripped
+// paths. It returns the warning, "" when there is none.
+func (h *Handler) warnStrippedPrefix(prefixes []string) string {
+	if len(prefixes) == 0 || h.Source == "site" {
+		return ""
+	}
+	prefix := "/" + strings.Trim(strings.Join(prefixes, ""), "/")
+	var body []byte
+	switch h.Source {
+	case "inline":
+		body = []byte(h.Inline)
+	case "file":
+		b, err := readRobotsFile(h.File)
+		if err != nil {
+			return ""
+		}
+		body = b
+	}
+	for _, g := range enforce.Parse(body).Groups() {
+		for _, r := range g.Rules {
+			if strings.HasPrefix(r.Pattern, prefix) {
+				return ""
+			}
+		}
+	}
+	msg := "robots: this handler sits where " + prefix + " is stripped from the path (handle_path or uri strip_prefix), but none of its rules starts with " + prefix +
+		": robots.txt governs the URL the client sent, so requests are judged as " + prefix + "/..., and rules written for the stripped paths never match. Write the rules with the full path, or use source site (the site's own /robots.txt)"
+	h.warnConfig(msg, zap.String("source", h.Source), zap.String("prefix", prefix))
+	return msg
+}
+
+// resolverFor returns a resolver that sends every query to addr (host:port).
+func resolverFor(addr string) *net.Resolver {
+	return &net.Resolver{
+		PreferGo: true,
+		Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, network, addr)
+		},
+	}
+}
+
+// storePool holds throttle and strike stores across config reloads, keyed by
+// their configuration, so a reload keeps every crawler's budget and strikes.
+var storePool = caddy.NewUsagePool()
+
+// pooledStore lets the usage pool close a store when its last user goes.
+type pooledStore struct{ state.Store }
+
+// Destruct closes the store.
+func (p pooledStore) Destruct() error { return p.Close() }
+
+// provisionStore takes (or creates) the shared store this handler's
+// configuration names.
+func (h *Handler) provisionStore() error {
+	cfg := StoreConfig{}
+	if h.Store != nil {
+		cfg = *h.Store
+	}
+	if cfg.Type == "" {
+		cfg.Type = "memory"
+	}
+	repl := caddy.NewReplacer()
+	url := repl.ReplaceAll(cfg.URL, "")
+	key := cfg.Type + "|" + strconv.Itoa(cfg.MaxEntries)
+	if cfg.Type == "redis" {
+		key += "|" + url + "|" + cfg.Prefix + "|" + time.Duration(cfg.Timeout).String()
+	}
+	val, _, err := storePool.LoadOrNew(key, func() (caddy.Destructor, error) {
+		local := state.NewMemory(state.MemoryConfig{MaxEntries: cfg.MaxEntries})
+		if cfg.Type != "redis" {
+			return pooledStore{local}, nil
+		}
+		opts, err := state.ParseRedisURL(url)
+		if err != nil {
+			_ = local.Close()
+			return nil, fmt.Errorf("robots: store redis: %w", err)
+		}
+		// Per-call deadlines come from the store's timeout; the client does
+		// not connect until the first request (Provision stays offline).
+		opts.ContextTimeoutEnabled = true
+		remote, err := state.NewRedis(state.RedisConfig{
+			Client:      redis.NewUniversalClient(opts),
+			Prefix:      cfg.Prefix,
+			Timeout:     time.Duration(cfg.Timeout),
+			CloseClient: true,
+		})
+		if err != nil {
+			_ = local.Close()
+			return nil, fmt.Errorf("robots: store redis: %w", err)
+		}
+		return pooledStore{state.NewFailover(remote, local, storeErrorReporter(h.logger))}, nil
+	})
+	if err != nil {
+		return err
+	}
+	h.storeKey = key
+	h.store = val.(pooledStore).Store
+	return nil
+}
+
+// storeErrorReporter counts shared-state errors and logs at most one warning
+// per interval, so a Redis outage does not flood the logs.
+func storeErrorReporter(logger *zap.Logger) func(error) {
+	limit := new(logLimiter)
+	return func(err error) {
+		metrics.stateErrors.WithLabelValues("redis").Inc()
+		if ok, suppressed := limit.allow(time.Now()); ok {
+			logger.Warn("robots: shared state unavailable; deciding from local state (fail open)",
+				zap.Error(err), zap.Int("suppressed_since_last_warning", suppressed))
+		}
+	}
+}

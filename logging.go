@@ -36,6 +36,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/caddyrobots/caddy-robots/agents"
+	"github.com/caddyrobots/caddy-robots/internal/pipeline"
 	"github.com/caddyrobots/caddy-robots/internal/policy"
 	"github.com/caddyrobots/caddy-robots/internal/warnlimit"
 )
@@ -136,7 +137,7 @@ func (l *refusalLimiter) makeRoom(now time.Time) {
 // log level of the handler's own 503 answers to INFO.
 func (h *Handler) logRefusal(r *http.Request, o *outcome) {
 	a := &o.agent.Agent
-	if h.enforce && (o.action == policy.Throttle || o.reason == policy.Unavailable || o.reason == policy.Unverified) {
+	if o.Mode == pipeline.Enforce && (o.action == policy.Throttle || o.reason == policy.Unavailable || o.reason == policy.Unverified) {
 		if _, set := caddyhttp.GetVar(r.Context(), caddyhttp.LogLevelVar).(string); !set {
 			caddyhttp.SetVar(r.Context(), caddyhttp.LogLevelVar, "INFO")
 		}
@@ -145,8 +146,8 @@ func (h *Handler) logRefusal(r *http.Request, o *outcome) {
 		return
 	}
 	now := h.now()
-	host := o.host
-	ip := o.client.Addr
+	host := o.Host
+	ip := o.Client.Addr
 	if !ip.IsValid() {
 		ip = clientIP(nil, r)
 	}
@@ -162,13 +163,13 @@ func (h *Handler) logRefusal(r *http.Request, o *outcome) {
 	// and identity as its state is kept: a rotating address's new names
 	// are one identity here too.
 	var key strings.Builder
-	key.WriteString(h.Mode)
+	key.WriteString(o.Mode.String())
 	key.WriteByte(0)
 	key.WriteString(host)
 	key.WriteByte(0)
 	key.WriteString(o.action.String())
 	key.WriteByte(0)
-	key.WriteString(o.who.StateName())
+	key.WriteString(o.Who.StateName())
 	if o.verdict != agents.Verified {
 		key.WriteByte(0)
 		key.WriteString(ip.String())
@@ -193,8 +194,8 @@ func (h *Handler) logRefusal(r *http.Request, o *outcome) {
 		zap.String("decision", o.action.String()),
 		zap.String("reason", o.reason.String()),
 		zap.String("token", o.tokenName()),
-		zap.String("target", warnlimit.Shorten(o.target.Raw, maxLoggedTarget)),
-		zap.String("mode", h.Mode),
+		zap.String("target", warnlimit.Shorten(o.Target.Raw, maxLoggedTarget)),
+		zap.String("mode", o.Mode.String()),
 	)
 	if g := o.decision.Group; g != nil {
 		fields = append(fields, zap.String("group", g.String()))
@@ -210,9 +211,9 @@ func (h *Handler) logRefusal(r *http.Request, o *outcome) {
 	}
 	if o.reason == policy.Rule {
 		// A refusal by rule says whether it was a strike, and if not, why.
-		fields = append(fields, zap.Bool("strike", o.assessment.NoStrike == ""))
-		if o.assessment.NoStrike != "" {
-			fields = append(fields, zap.String("no_strike", o.assessment.NoStrike))
+		fields = append(fields, zap.Bool("strike", o.Assessment.NoStrike == ""))
+		if o.Assessment.NoStrike != "" {
+			fields = append(fields, zap.String("no_strike", o.Assessment.NoStrike))
 		}
 	}
 	if o.retryAfter > 0 {
@@ -220,7 +221,7 @@ func (h *Handler) logRefusal(r *http.Request, o *outcome) {
 	}
 	if o.action == policy.Ban {
 		// Who earned the ban, where, and by which rules.
-		info := o.ban.Info
+		info := o.Ban.Info
 		if info.Scope != "" {
 			fields = append(fields, zap.String("ban_site", info.Scope))
 		}
@@ -234,7 +235,7 @@ func (h *Handler) logRefusal(r *http.Request, o *outcome) {
 			}
 			fields = append(fields, zap.Ints("strike_lines", lines), zap.String("strike_version", info.Strikes[len(info.Strikes)-1].Version))
 		}
-		if o.who.Rotating {
+		if o.Who.Rotating {
 			fields = append(fields, zap.Bool("rotating_address", true))
 		}
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/caddyrobots/caddy-robots/agents"
 	"github.com/caddyrobots/caddy-robots/agents/webbotauth"
 	"github.com/caddyrobots/caddy-robots/enforce/state"
+	"github.com/caddyrobots/caddy-robots/internal/pipeline"
 	"github.com/caddyrobots/caddy-robots/internal/policy"
 	"github.com/caddyrobots/caddy-robots/internal/ranges"
 )
@@ -252,7 +253,6 @@ type Handler struct {
 	// named are the bots that sites' groups name in browsers' User-Agents
 	// (namedBySite), one answer per group token.
 	named    *boundedMap[string, *agents.Shared]
-	banHint  banHinter // the store, when it can skip ban lookups; else nil
 	store    state.Store
 	strikes  state.StrikePolicy
 	exempt   []netip.Prefix
@@ -268,9 +268,12 @@ type Handler struct {
 	prefsHeader     bool // Preferences is "header" or "enforce"
 	ignoreLibraries bool // Libraries == "ignore"
 
-	// disguise: undeclared crawlers (disguised.go); nil when every
+	// pipe judges bot requests: the I/O around the decision.
+	pipe *pipeline.Pipeline
+
+	// undeclared: undeclared crawlers (undeclared.go); nil when every
 	// signal is off.
-	disguise *disguise
+	undeclared *undeclaredSignals
 
 	logger        *zap.Logger
 	storeKey      string
@@ -502,6 +505,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		return err
 	}
 	h.rules = src
+	h.pipe = h.newPipeline()
 	registerHandler(h)
 	return nil
 }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/caddyrobots/caddy-robots/internal/policy"
 )
 
 // TestBehindUntrustedProxy: a peer on a private or loopback address that
@@ -18,13 +20,18 @@ import (
 func TestBehindUntrustedProxy(t *testing.T) {
 	h, done := newTestHandler(t, &Handler{})
 	defer done()
-	req := func(remote string, headers ...string) (*http.Request, *clientAddr) {
+	req := func(remote string, headers ...string) *http.Request {
 		r, _ := prepared("GET", "/", benchBotUA, remote)
 		for _, kv := range headers {
 			k, v, _ := strings.Cut(kv, ": ")
 			r.Header.Set(k, v)
 		}
-		return r, &clientAddr{r: r}
+		return r
+	}
+	// What the pipeline is told of a request, and what it concludes.
+	behind := func(r *http.Request) bool {
+		forwarded, trusted := forwarding(r, nil)
+		return policy.UntrustedProxy(clientIP(nil, r), forwarded, trusted)
 	}
 	for _, c := range []struct {
 		name    string
@@ -40,11 +47,11 @@ func TestBehindUntrustedProxy(t *testing.T) {
 		{"a public peer", "198.51.100.4:4000", []string{"X-Forwarded-For: 203.0.113.7"}, false, false},
 		{"no forwarding header", "127.0.0.1:4000", nil, false, false},
 	} {
-		r, addr := req(c.remote, c.headers...)
+		r := req(c.remote, c.headers...)
 		if c.trusted {
 			caddyhttp.SetVar(r.Context(), caddyhttp.TrustedProxyVarKey, true)
 		}
-		if got := h.behindUntrustedProxy(r, addr, false); got != c.want {
+		if got := behind(r); got != c.want {
 			t.Errorf("%s: %v, want %v", c.name, got, c.want)
 		}
 	}
@@ -52,8 +59,10 @@ func TestBehindUntrustedProxy(t *testing.T) {
 		t.Fatalf("a check without report warned: %q", w)
 	}
 	for range 3 {
-		r, addr := req("127.0.0.1:4000", "X-Forwarded-For: 203.0.113.7")
-		h.behindUntrustedProxy(r, addr, true)
+		r := req("127.0.0.1:4000", "X-Forwarded-For: 203.0.113.7")
+		if behind(r) {
+			h.noteUntrustedProxy(clientIP(nil, r))
+		}
 	}
 	w := h.configWarnings.all()
 	if len(w) != 1 || !strings.Contains(w[0], "127.0.0.1") || !strings.Contains(w[0], "trusted_proxies") {

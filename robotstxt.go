@@ -27,17 +27,14 @@ import (
 func (h *Handler) serveRobotsTxt(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	stripRewriteHeaders(r)
 	if a := h.identifyRequest(r); a != nil {
-		addr := clientAddr{r: r}
-		c := policy.Client{Agent: &a.Agent}
-		c.Verdict = h.verify(r.Context(), &c, &addr)
-		who := policy.Identify(&c)
-		now := h.now()
-		h.rules.fetched.Put(policy.FetchIdentity(policy.HostOf(r.Host), &who, addr.get()), now)
-		if !who.Verified && !h.behindUntrustedProxy(r, &addr, true) {
-			// The fetch is the name's own evidence: it may earn a budget
-			// of its own on an address that rotates names.
-			h.rotations.Fetched(h.scopeFor(r).key, addr.get(), addr.recorded(), who.Name, now)
-		}
+		cv := caddyValuesOf(r)
+		var o outcome
+		o.Host, o.Client.Agent = policy.HostOf(r.Host), &a.Agent
+		o.Recorded, o.Remote = recordedClientIP(cv.vars, r), r.RemoteAddr
+		o.Forwarded, o.TrustedProxy = forwarding(r, cv.vars)
+		o.Block = h.scopeFor(r).key
+		h.pipe.Fetched(r.Context(), &o.Judgement)
+		h.publishJudged(r, &o)
 	}
 	if h.serveEnforced {
 		if r.Method == http.MethodGet || r.Method == http.MethodHead {

@@ -33,6 +33,7 @@ import (
 	"github.com/caddyrobots/caddy-robots/agents"
 	"github.com/caddyrobots/caddy-robots/enforce"
 	"github.com/caddyrobots/caddy-robots/enforce/state"
+	"github.com/caddyrobots/caddy-robots/internal/pipeline"
 	"github.com/caddyrobots/caddy-robots/internal/policy"
 )
 
@@ -191,6 +192,8 @@ type Auditor struct {
 	ident    *agents.Identifier
 	verifier *agents.Verifier
 	lineTime time.Time // the time of the line being verified, for list freshness
+	lineAddr []byte    // its client address as logged, for the verdict cache
+	pipe     *pipeline.Pipeline
 	done     context.Context
 
 	uaCache   map[string]*uaEntry
@@ -380,6 +383,15 @@ func New(cfg Config) (*Auditor, error) {
 		return nil, fmt.Errorf("audit: building the verifier: %w", err)
 	}
 	a.verifier = v
+	a.pipe = pipeline.New(pipeline.Config{
+		Verifier:    a,
+		Store:       a.store,
+		Strikes:     a.strikes,
+		Rotations:   a.rotations,
+		HostHops:    a.hostHops,
+		PacePerHost: cfg.PacePerHost,
+		Options:     a.opts,
+	})
 	return a, nil
 }
 
@@ -483,7 +495,7 @@ func (a *Auditor) Line(line []byte) error {
 	}
 	a.bots++
 	he.agg.bots++
-	return a.judge(ue, he, e, t, judging{scope: he.scope, pace: he.pace, log: a.cfg.LogMode})
+	return a.judge(ue, he, e, t, judging{log: a.cfg.LogMode})
 }
 
 // identify identifies a User-Agent and caches the answer.
@@ -545,15 +557,12 @@ func (a *Auditor) hostFor(e *Entry) (*hostEntry, error) {
 	if !e.HasHost {
 		he.host = policy.HostOf(a.cfg.Site)
 	}
-	he.pace, he.logPace = stateScope(he.host, a.cfg.LogMode), stateScope(he.host, true)
 	block, desc := he.host, he.host
 	if b := a.cfg.Block; b != nil && b.Serves(he.host) {
 		block, desc = "block|"+b.Name, b.Name
 	}
-	he.scope, he.logScope, he.desc = stateScope(block, a.cfg.LogMode), stateScope(block, true), desc
-	if !a.cfg.PacePerHost {
-		he.pace, he.logPace = he.scope, he.logScope
-	}
+	he.block, he.desc = block, desc
+	he.scope, he.logScope = stateScope(block, a.cfg.LogMode), stateScope(block, true)
 	he.keep = a.keep == nil || a.keep[he.host]
 	if he.keep {
 		he.agg = a.hostAgg(he.host)
@@ -630,13 +639,10 @@ func newCrawler(name string, h *hostAgg, ag agents.Agent) *crawler {
 	}
 }
 
-// judging is how a request is judged: the scopes of the state it reads
-// and writes (strikes and bans: the site block's; the throttle: the
-// site block's or the host's, see Config.PacePerHost), whether in log mode, and for an undeclared crawler the signal
-// that caught it.
+// judging is how a request is judged: whether in log mode (with log
+// mode's own state), and for an undeclared crawler the signal that caught
+// it.
 type judging struct {
-	scope      string
-	pace       string
 	log        bool
 	undeclared bool
 	signal     policy.Signal
@@ -667,19 +673,63 @@ func (c *crawler) seen(t time.Time) {
 	}
 }
 
-// judge decides a bot's request as the handler does (see the root
-// package's Handler.decide): the target as sent and its forms, the client
-// verified (embedded IP lists only), the ban state read, policy.Assess,
-// then the strike written and the throttle budget spent, at the line's
-// time, in the state scope j names.
+// judge judges a bot's request as the handler does, through the same
+// pipeline (pipeline.Pipeline.Judge): the target as sent and its forms, the
+// client verified (embedded IP lists only), the ban state read,
+// policy.Assess, then the strike written and the throttle budget spent, at
+// the line's time, in the state scope of he's site block, in j's mode.
 func (a *Auditor) judge(ue *uaEntry, he *hostEntry, e *Entry, t time.Time, j judging) error {
 	c := a.row(ue, he)
 	c.requests++
 	c.seen(t)
-	ag := &ue.sh.Agent
-	// The target and the rewrite headers are only read during the
-	// decision, which does not keep them (samples are copied): no copy of
-	// the line is needed.
+	jd := a.request(ue, he, e, t)
+	if jd.Target.IsRobotsTxt() {
+		// Always served, to everyone; the fetch may give an unverified
+		// name a budget of its own on an address that rotates names, as
+		// the handler's serveRobotsTxt does.
+		c.fetches++
+		if !jd.Stateless && jd.Client.Addr.IsValid() {
+			a.pipe.Fetched(a.ctx, &jd)
+		}
+		return a.dec.robotsTxt(e, ue)
+	}
+	if len(a.cfg.Exempt) > 0 && a.exempted(jd.Client.Addr) {
+		c.exempt++
+		return a.dec.exempt(e, ue, &j)
+	}
+	jd.Client.Undeclared, jd.Client.RulesOnly = j.stateName, j.rulesOnly
+	if j.log {
+		jd.Mode = pipeline.Log
+	}
+	a.pipe.Judge(a.ctx, &jd)
+	if jd.Client.Verdict == agents.Spoofed {
+		c.spoofed++
+	}
+	if jd.Struck {
+		c.strikes++
+		if jd.Strike.Banned {
+			c.bans++
+		}
+	}
+	f, as := jd.Facts(), &jd.Assessment
+	f.Now = t
+	a.count(c, ue, &f, as)
+	if j.undeclared {
+		a.countUndeclared(c, &j, as.Refused())
+	}
+	if a.cfg.RobotsNew != nil {
+		a.preview(c, ue, &f, as)
+	}
+	a.series(c, t, as.Refused())
+	return a.dec.judged(e, ue, &f, as, &j)
+}
+
+// request reads a log line as the pipeline judges it. The target and the
+// rewrite headers are only read while the line is judged, which keeps
+// none of them (samples are copied): no copy of the line is needed.
+// Without a time the state cannot be replayed: the request is judged on
+// its own.
+func (a *Auditor) request(ue *uaEntry, he *hostEntry, e *Entry, t time.Time) pipeline.Judgement {
 	var rewrites []string
 	var rw [3]string
 	for k, v := range e.Rewrites {
@@ -688,100 +738,23 @@ func (a *Auditor) judge(ue *uaEntry, he *hostEntry, e *Entry, t time.Time, j jud
 			rewrites = rw[:]
 		}
 	}
-	target := policy.ParseTarget(methodString(e.Method), unsafeString(e.URI), rewrites...)
 	addr := e.Addr()
 	ip, _ := netip.ParseAddr(unsafeString(addr))
-	ip = ip.Unmap()
-	// Behind a proxy the server did not trust (client_ip is the peer),
-	// no address-level state applies, as in the handler.
-	pooling := !policy.UntrustedProxy(ip, e.Forwarded, len(e.ClientIP) > 0 && !bytes.Equal(e.ClientIP, e.RemoteIP))
-	if target.IsRobotsTxt() {
-		// Always served, to everyone; the fetch may give an unverified
-		// name a budget of its own on an address that rotates names, as
-		// the handler's serveRobotsTxt does.
-		c.fetches++
-		if !t.IsZero() && ip.IsValid() && pooling {
-			client := policy.Client{Agent: ag, Addr: ip, Verdict: agents.Unverified}
-			if ag.Profile.Verify != "" {
-				client.Verdict = a.verify(ag, addr, ip, t)
-			}
-			if who := policy.Identify(&client); !who.Verified {
-				a.rotations.Fetched(he.scope, ip, "", who.Name, t)
-			}
-		}
-		return a.dec.robotsTxt(e, ue)
-	}
-	if len(a.cfg.Exempt) > 0 && a.exempted(ip) {
-		c.exempt++
-		return a.dec.exempt(e, ue, &j)
-	}
-	client := policy.Client{Agent: ag, Addr: ip, Verdict: agents.Unverified, Undeclared: j.stateName, RulesOnly: j.rulesOnly}
-	if ag.Profile.Verify != "" && ip.IsValid() {
-		client.Verdict = a.verify(ag, addr, ip, t)
-	}
-	if client.Verdict == agents.Spoofed {
-		c.spoofed++
-	}
-	who := policy.Identify(&client)
-	// Without a time the state cannot be replayed: the request is judged
-	// on its own.
-	stateful := !t.IsZero()
-	if stateful && !who.Verified && pooling {
-		who.Rotating = a.rotations.Note(he.scope, ip, "", who.Name, t, false)
-	}
-	var ban state.BanResult
-	if stateful && a.strikes.Enabled() && a.store.MayHaveBans() {
-		ban, _ = a.store.Banned(a.ctx, policy.StrikeIdentity(j.scope, &who, ip), t)
-	}
-	f := policy.Facts{Target: &target, Client: &client, Who: &who, Site: &a.site, Ban: &ban, Now: t}
-	as := policy.Assess(&f, &a.opts)
-	if as.Strike && stateful && a.strikes.Enabled() {
-		info := state.StrikeInfo{Crawler: ag.Name, Token: as.TokenName(who.Tokens), Scope: he.desc}
-		if as.Decision.Rule != nil {
-			info.Line = as.Decision.Rule.Line
-		}
-		if as.Version != nil {
-			info.Version = as.Version.ID
-		}
-		if res, err := a.store.Strike(a.ctx, policy.StrikeIdentity(j.scope, &who, ip), a.strikes, t, info); err == nil {
-			c.strikes++
-			if res.Banned {
-				c.bans++
-			}
-		}
-	}
-	if as.Pace && stateful {
-		scope := j.pace
-		if scope != j.scope && !who.Verified && a.hostHops.Note(j.scope+"|"+who.StateName(), ip, "", he.host, t, false) {
-			scope = j.scope // a host the client hopped to: the site block's budget
-		}
-		fetch := state.NewFetch(target.Method, he.host, target.Raw)
-		throttle := func(w *policy.Who) (state.ThrottleResult, error) {
-			return a.store.ThrottlePace(a.ctx, policy.ThrottleIdentity(scope, w, ip), policy.ThrottlePace(w, as.Interval, a.opts.Burst, fetch), t)
-		}
-		var res state.ThrottleResult
-		var err error
-		if own, pooled := policy.OwnPace(&who); pooled {
-			// The handler's order: its own Crawl-delay, then the pool.
-			if res, err = throttle(&own); err == nil && res.Allowed {
-				res, err = throttle(&who)
-			}
-		} else {
-			res, err = throttle(&who)
-		}
-		if err == nil {
-			as = as.Throttled(res)
-		}
-	}
-	a.count(c, ue, &f, &as)
-	if j.undeclared {
-		a.countUndeclared(c, &j, as.Refused())
-	}
-	if a.cfg.RobotsNew != nil {
-		a.preview(c, ue, &f, &as)
-	}
-	a.series(c, t, as.Refused())
-	return a.dec.judged(e, ue, &f, &as, &j)
+	a.lineAddr, a.lineTime = addr, t // for Verify
+	return pipeline.Judgement{Request: pipeline.Request{
+		Target: policy.ParseTarget(methodString(e.Method), unsafeString(e.URI), rewrites...),
+		Host:   he.host,
+		Client: policy.Client{Agent: &ue.sh.Agent, Addr: ip.Unmap()},
+		// Behind a proxy the server did not trust (client_ip is the
+		// peer), no address-level state applies, as in the handler.
+		Forwarded:    e.Forwarded,
+		TrustedProxy: len(e.ClientIP) > 0 && !bytes.Equal(e.ClientIP, e.RemoteIP),
+		Site:         a.site,
+		Block:        he.block,
+		BlockDesc:    he.desc,
+		Stateless:    t.IsZero(),
+		At:           t,
+	}}
 }
 
 // series adds a request at t (refused or not) to the crawler's series.
@@ -888,14 +861,15 @@ func (a *Auditor) exempted(ip netip.Addr) bool {
 	return false
 }
 
-// verify checks a claim against the embedded IP lists, caching per address.
-func (a *Auditor) verify(ag *agents.Agent, addr []byte, ip netip.Addr, t time.Time) agents.Verdict {
+// Verify checks a claim of the line being judged against the embedded IP
+// lists, caching per address as logged (the pipeline's verifier).
+func (a *Auditor) Verify(_ context.Context, ag agents.Agent, ip netip.Addr) agents.Verdict {
+	addr := a.lineAddr
 	m := a.verdicts[ag.Profile.Verify]
 	if v, ok := m[string(addr)]; ok {
 		return v
 	}
-	a.lineTime = t
-	v := a.verifier.Verify(a.done, *ag, ip)
+	v := a.verifier.Verify(a.done, ag, ip)
 	if m == nil {
 		m = map[string]agents.Verdict{}
 		a.verdicts[ag.Profile.Verify] = m

@@ -29,18 +29,15 @@ type hostAgg struct {
 type hostEntry struct {
 	raw  string // the Host as logged
 	host string // policy.HostOf(raw), or Config.Site for lines without a Host
-	// scope is the scope of the strike, ban, rotation and trap state
-	// (stateScope of the site block: Config.Block, else the host); desc
-	// names the site block for people.
-	scope string
+	// block is the state key of the site block (Config.Block, else the
+	// host): the pipeline's Request.Block; desc names it for people.
+	block string
 	desc  string
-	// pace is the scope of the throttle state (stateScope of the host).
-	pace string
-	// logScope and logPace are scope and pace in mode log: those of an
-	// undeclared crawler caught by a signal in log mode.
-	logScope, logPace string
-	agg               *hostAgg // where its lines are counted
-	keep              bool     // it passes Config.Hosts
+	// scope and logScope are the scope of the trap's marks (stateScope of
+	// the site block), in the config's mode and in mode log.
+	scope, logScope string
+	agg             *hostAgg // where its lines are counted
+	keep            bool     // it passes Config.Hosts
 }
 
 // SiteBlock is a site block of a Caddy config, as far as the audit needs

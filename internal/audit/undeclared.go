@@ -1,7 +1,7 @@
 package audit
 
 // Undeclared crawlers: scripts that wear a browser's User-Agent, caught as
-// the handler catches them (disguised.go and trap.go in the root package,
+// the handler catches them (undeclared.go in the root package,
 // whose rules are policy's: policy.DisguiseModes, policy.TrapMark,
 // policy.TrapRule).
 //
@@ -90,7 +90,7 @@ func secure(e *Entry) bool {
 }
 
 // checkUndeclared is the handler's check of a request it took for a
-// person's (disguised.go, checkUndeclared): the trap first, then the
+// person's (the root's undeclared.go, checkUndeclared): the trap first, then the
 // header rule. It reports whether the request was an undeclared crawler's,
 // and then judges and counts it.
 func (a *Auditor) checkUndeclared(ue *uaEntry, he *hostEntry, e *Entry, t time.Time) (bool, error) {
@@ -152,11 +152,8 @@ func (a *Auditor) enforced(m policy.SignalMode) bool { return m.Enforced(!a.cfg.
 // request with every header of its claimed browser, judged only because of
 // a trap mark), robots.txt's rules alone apply (policy.Client.RulesOnly).
 func (a *Auditor) judgeUndeclared(ue *uaEntry, he *hostEntry, e *Entry, t time.Time, s policy.Signal, m policy.SignalMode, rulesOnly bool) error {
-	j := judging{scope: he.scope, pace: he.pace, log: a.cfg.LogMode, undeclared: true, signal: s,
+	j := judging{log: a.cfg.LogMode || !a.enforced(m), undeclared: true, signal: s,
 		stateName: a.claimOf(ue, e.UserAgent).StateName, rulesOnly: rulesOnly}
-	if !a.enforced(m) {
-		j.scope, j.pace, j.log = he.logScope, he.logPace, true
-	}
 	a.undeclared++
 	he.agg.undeclared++
 	return a.judge(a.undeclaredEntry(ue, e.UserAgent), he, e, t, j)
@@ -215,10 +212,7 @@ func (a *Auditor) takeTrap(ue *uaEntry, he *hostEntry, e *Entry, t time.Time, es
 		return false, nil
 	}
 	mode := a.dis[policy.SignalTrap]
-	j := judging{scope: he.scope, pace: he.pace, log: a.cfg.LogMode, undeclared: true, signal: policy.SignalTrap}
-	if !a.enforced(mode) {
-		j.scope, j.pace, j.log = he.logScope, he.logPace, true
-	}
+	j := judging{log: a.cfg.LogMode || !a.enforced(mode), undeclared: true, signal: policy.SignalTrap}
 	ua := unsafeString(e.UserAgent)
 	confirmed := !agents.IsTextBrowser(ua)
 	marks := policy.TrapMarks(e.Kind())

@@ -108,9 +108,9 @@ type Options struct {
 	BriefFor time.Duration
 	// CaseInsensitive compares paths ignoring case (Unicode letters
 	// included, as enforce.FoldCase folds them), for sites whose server
-	// does (IIS): Assess folds the target's forms
-	// in place (Target.FoldCase) before matching, and the caller must have
-	// parsed every version from a folded body (enforce.FoldCaseBytes).
+	// does (IIS). Assess reads the forms as given: the caller folds the
+	// target (Target.FoldCase; internal/pipeline does) and parses every
+	// version from a folded body (enforce.FoldCaseBytes).
 	CaseInsensitive bool
 }
 
@@ -316,9 +316,6 @@ type Assessment struct {
 	// Retry reports a throttled request that came back inside its own
 	// Retry-After (set by Throttled).
 	Retry bool
-	// assessed is set by Assess: an Assessment never assessed is zero, so
-	// Assess need not clear it (see Target.reset).
-	assessed bool
 }
 
 // The values of Assessment.Token that are not an index into the tokens.
@@ -344,72 +341,122 @@ const rfcCacheTTL = 24 * time.Hour
 // noInterval marks "no Crawl-delay applies" while versions are compared.
 const noInterval = time.Duration(math.MaxInt64)
 
-// Assess decides a bot's request. It reads nothing but f and o.
+// Assess decides a bot's request. It reads nothing but f and o, and
+// changes neither: the assessment is its return value.
 //
-// The order is fixed: /robots.txt (always allowed); a target no bot may send (400, 414); a provable
-// impostor (with spoofed block); a ban; a site whose robots.txt was never
-// obtained; then the rules of every version the crawler may still hold (it
-// is refused only if all of them refuse it, on any form of the target);
-// the AI usage preferences (with preferences enforce); the "*" group for a
-// claim that could not be verified; and last the crawler's pace.
+// The order is fixed: /robots.txt (always allowed); a target no bot may
+// send (400, 414); a provable impostor (with spoofed block); a ban; a site
+// whose robots.txt was never obtained; then the rules of every version the
+// crawler may still hold (it is refused only if all of them refuse it, on
+// any form of the target); the AI usage preferences (with preferences
+// enforce); the "*" group for a claim that could not be verified; and last
+// the crawler's pace.
 func Assess(f *Facts, o *Options) Assessment {
-	var a Assessment
-	a.Assess(f, o)
-	return a
-}
-
-// Assess is the package's Assess into a, which it resets first: the live
-// handler keeps the assessment in its outcome and fills it in place rather
-// than copy it.
-func (a *Assessment) Assess(f *Facts, o *Options) {
-	if a.assessed {
-		*a = Assessment{}
-	}
-	a.assessed, a.Action, a.Token, a.RefusedForm, a.Verdict = true, Allow, TokenNone, -1, f.Client.Verdict
-	t := f.Target
-	switch {
-	case t.IsRobotsTxt():
-		return // always served, to everyone, even to banned bots
-	case t.Bad || t.overflow:
-		a.Action, a.Reason = Block, BadTarget
-		return
-	case len(t.Raw) > MaxTargetLength:
-		a.Action, a.Reason = Block, TooLong
-		return
-	case a.Verdict == agents.Spoofed && o.SpoofedBlock:
-		a.Action, a.Reason = Block, Spoofed
-		return
-	case f.Ban != nil && f.Ban.Banned && !f.Who.RulesOnly:
-		a.Action, a.Reason, a.BanUntil = Ban, Banned, f.Ban.Until
-		a.RetryAfter = f.Ban.Until.Sub(f.Now)
-		return
-	}
-	if o.CaseInsensitive {
-		t.FoldCase()
+	a := Assessment{Action: Allow, Token: TokenNone, RefusedForm: -1, Verdict: f.Client.Verdict}
+	if a.before(f, o) {
+		return a
 	}
 	site, who := f.Site, f.Who
 	if len(site.Versions) == 0 {
 		if site.Unavailable && o.UnavailableDisallow {
 			a.Action, a.Reason, a.RetryAfter = Block, Unavailable, RetryUnavailable
 		}
-		return
+		return a
 	}
 	// A claim that could not be verified, and a provable impostor judged by
 	// "*" (spoofed wildcard), have not earned the habits the claimed
 	// crawler's profile documents: no longer cache, no exemption from
 	// Crawl-delay.
 	unproven := who.Claim || a.Verdict == agents.Spoofed
+	forms := f.Target.Forms()
+	r := a.readVersions(f, forms, graceFor(f.Client.Agent, o, unproven), o.BriefFor)
+	switch {
+	case r.refusedByAll:
+		a.Action, a.Reason = Block, Rule
+		// A 403 protects the site, so it follows the strictest reading; a
+		// strike punishes the crawler, so it needs a violation under every
+		// reading and every version served within the strike window.
+		a.NoStrike = strikeExcuse(site, who, forms, f.Now)
+		if who.RulesOnly && a.NoStrike == "" {
+			a.NoStrike = RulesOnlyExcuse
+		}
+		a.Strike = o.Strikes && a.NoStrike == ""
+		return a
+	case o.Preferences && a.Version.Robots.HasPreferences():
+		if ref, form, ok := preferenceRefusal(a.Version.Robots, r.current, who.Tokens, forms, string(f.Client.Agent.Purpose)); ok {
+			a.Action, a.Reason, a.Preference, a.RefusedForm = Block, Preference, ref, form
+			return a
+		}
+	}
+	if r.starRefusedByAll {
+		// Only "*" refuses: a real crawler whose verification is pending
+		// comes back later and is never struck.
+		a.Action, a.Reason, a.RetryAfter = Block, Unverified, RetryUnavailable
+		return a
+	}
+	if r.interval > 0 && r.interval != noInterval && !who.RulesOnly && throttles(o.CrawlDelay, &f.Client.Agent.Profile, unproven) {
+		a.Interval, a.RateGroup, a.Pace = r.interval, r.rateGroup, true
+	}
+	return a
+}
+
+// before decides what is decided before any robots.txt is read: a target
+// that is /robots.txt, bad or too long, a provable impostor, a ban. It
+// reports whether it decided.
+func (a *Assessment) before(f *Facts, o *Options) bool {
+	t := f.Target
+	switch {
+	case t.IsRobotsTxt():
+		return true // always served, to everyone, even to banned bots
+	case t.Bad || t.overflow:
+		a.Action, a.Reason = Block, BadTarget
+	case len(t.Raw) > MaxTargetLength:
+		a.Action, a.Reason = Block, TooLong
+	case a.Verdict == agents.Spoofed && o.SpoofedBlock:
+		a.Action, a.Reason = Block, Spoofed
+	case f.Ban != nil && f.Ban.Banned && !f.Who.RulesOnly:
+		a.Action, a.Reason, a.BanUntil = Ban, Banned, f.Ban.Until
+		a.RetryAfter = f.Ban.Until.Sub(f.Now)
+	default:
+		return false
+	}
+	return true
+}
+
+// graceFor is how long the crawler may keep an old robots.txt: the site's
+// grace, or the longer cache the crawler's operator documents (up to
+// MaxGrace) for a crawler whose identity is established.
+func graceFor(ag *agents.Agent, o *Options, unproven bool) time.Duration {
 	grace := o.Grace
-	if ttl := f.Client.Agent.Profile.RobotsCacheTTL; grace > 0 && ttl > max(grace, rfcCacheTTL) && !unproven {
+	if ttl := ag.Profile.RobotsCacheTTL; grace > 0 && ttl > max(grace, rfcCacheTTL) && !unproven {
 		grace = max(grace, min(ttl, o.MaxGrace))
 	}
-	forms := t.Forms()
-	refusedByAll, starRefusedByAll := true, who.Claim
-	interval, rateGroup := noInterval, (*enforce.Group)(nil)
-	var g0 *enforce.Group
+	return grace
+}
+
+// readings is what the versions a crawler may hold say of a request.
+type readings struct {
+	// refusedByAll: every version refuses the target (on some form);
+	// starRefusedByAll: for an unverified claim, the "*" group of every
+	// version refuses it.
+	refusedByAll, starRefusedByAll bool
+	// interval is the most lenient rate of those versions (noInterval:
+	// none), set by rateGroup.
+	interval  time.Duration
+	rateGroup *enforce.Group
+	// current is the group the current version selects.
+	current *enforce.Group
+}
+
+// readVersions judges the forms by every version the crawler may still
+// hold, and sets a's decision, version, refused form and token from the
+// current one.
+func (a *Assessment) readVersions(f *Facts, forms []string, grace, brief time.Duration) readings {
+	site, who := f.Site, f.Who
+	r := readings{refusedByAll: true, starRefusedByAll: who.Claim, interval: noInterval}
 	for i, v := range site.Versions {
 		if i > 0 {
-			hold, older := mayHold(site, v, grace, o.BriefFor, f.Now)
+			hold, older := mayHold(site, v, grace, brief, f.Now)
 			if !older {
 				break
 			}
@@ -420,20 +467,11 @@ func (a *Assessment) Assess(f *Facts, o *Options) {
 		g, ti := v.Robots.SelectIndex(who.Tokens, who.Wildcard)
 		d, form := DecideForms(g, forms)
 		if i == 0 {
-			g0 = g
-			a.Decision, a.Version = d, v
-			if !d.Allowed {
-				a.RefusedForm = form
-			}
-			switch {
-			case ti >= 0:
-				a.Token = int32(ti)
-			case g != nil:
-				a.Token = TokenWildcard
-			}
+			r.current = g
+			a.current(v, g, ti, d, form)
 		}
 		if d.Allowed {
-			refusedByAll = false
+			r.refusedByAll = false
 		}
 		iv, ig := g.Interval(), g
 		if who.Claim {
@@ -442,46 +480,35 @@ func (a *Assessment) Assess(f *Facts, o *Options) {
 			gs, _ := v.Robots.SelectIndex(nil, true)
 			if gs != g {
 				if ds, _ := DecideForms(gs, forms); ds.Allowed {
-					starRefusedByAll = false
+					r.starRefusedByAll = false
 				}
 				if siv := gs.Interval(); siv > iv {
 					iv, ig = siv, gs
 				}
 			} else if d.Allowed {
-				starRefusedByAll = false
+				r.starRefusedByAll = false
 			}
 		}
 		// The most lenient version the crawler may hold sets the rate.
-		if iv < interval {
-			interval, rateGroup = iv, ig
+		if iv < r.interval {
+			r.interval, r.rateGroup = iv, ig
 		}
 	}
-	if refusedByAll {
-		a.Action, a.Reason = Block, Rule
-		// A 403 protects the site, so it follows the strictest reading; a
-		// strike punishes the crawler, so it needs a violation under every
-		// reading and every version served within the strike window.
-		a.NoStrike = strikeExcuse(site, who, forms, f.Now)
-		if who.RulesOnly && a.NoStrike == "" {
-			a.NoStrike = RulesOnlyExcuse
-		}
-		a.Strike = o.Strikes && a.NoStrike == ""
-		return
+	return r
+}
+
+// current sets a's decision, version, refused form and token from the
+// current version v, whose group g (token index ti) decided d on form.
+func (a *Assessment) current(v *Version, g *enforce.Group, ti int, d enforce.Decision, form int) {
+	a.Decision, a.Version = d, v
+	if !d.Allowed {
+		a.RefusedForm = form
 	}
-	if o.Preferences && a.Version.Robots.HasPreferences() {
-		if ref, form, ok := preferenceRefusal(a.Version.Robots, g0, who.Tokens, forms, string(f.Client.Agent.Purpose)); ok {
-			a.Action, a.Reason, a.Preference, a.RefusedForm = Block, Preference, ref, form
-			return
-		}
-	}
-	if starRefusedByAll {
-		// Only "*" refuses: a real crawler whose verification is pending
-		// comes back later and is never struck.
-		a.Action, a.Reason, a.RetryAfter = Block, Unverified, RetryUnavailable
-		return
-	}
-	if interval > 0 && interval != noInterval && !who.RulesOnly && throttles(o.CrawlDelay, &f.Client.Agent.Profile, unproven) {
-		a.Interval, a.RateGroup, a.Pace = interval, rateGroup, true
+	switch {
+	case ti >= 0:
+		a.Token = int32(ti)
+	case g != nil:
+		a.Token = TokenWildcard
 	}
 }
 

@@ -753,25 +753,30 @@ func TestNeedsTime(t *testing.T) {
 	}
 }
 
-// TestAssessReuses checks that assessing into an Assessment that holds
-// another decision gives what a fresh one gets: Assess clears only an
-// Assessment it filled before.
-func TestAssessReuses(t *testing.T) {
+// TestAssessChangesNothing: Assess is a function of its facts and options:
+// it changes neither (case-insensitive options included), and the same
+// facts give the same assessment whatever was assessed before.
+func TestAssessChangesNothing(t *testing.T) {
 	rows := []row{
 		{robots: groups, ua: googlebot, target: "/articles/a.html"},
-		{robots: "User-agent: *\nDisallow: /\nCrawl-delay: 5\n", ua: googlebot, target: "/x"},
+		{robots: "User-agent: *\nDisallow: /\nCrawl-delay: 5\n", ua: googlebot, target: "/X"},
 		{robots: "User-agent: *\nCrawl-delay: 5\n", ua: googlebot, target: "/x"},
 		{robots: groups, ua: googlebot, target: "x/y"},
 	}
 	o := options()
-	var reused policy.Assessment
+	o.CaseInsensitive = true
 	for _, first := range rows {
+		before := policy.Assess(first.facts(t), &o)
 		for _, next := range rows {
-			reused.Assess(first.facts(t), &o)
 			f := next.facts(t)
-			reused.Assess(f, &o)
-			if fresh := policy.Assess(f, &o); !reflect.DeepEqual(reused, fresh) {
-				t.Errorf("%s after %s:\nreused %+v\nfresh  %+v", next.target, first.target, reused, fresh)
+			target, site, who := *f.Target, *f.Site, *f.Who
+			opts := o
+			a := policy.Assess(f, &o)
+			if !reflect.DeepEqual(*f.Target, target) || !reflect.DeepEqual(*f.Site, site) || !reflect.DeepEqual(*f.Who, who) || !reflect.DeepEqual(o, opts) {
+				t.Errorf("%s: Assess changed its facts or options", next.target)
+			}
+			if again := policy.Assess(f, &o); !reflect.DeepEqual(a, again) {
+				t.Errorf("%s after %s (%s):\nfirst %+v\nagain %+v", next.target, first.target, before.Action, a, again)
 			}
 		}
 	}

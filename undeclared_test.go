@@ -286,7 +286,7 @@ func TestTrapSiteWithoutDisallow(t *testing.T) {
 	if err := h.provisionDisguised(); err != nil {
 		t.Fatal(err)
 	}
-	if h.disguise == nil || h.disguise.trap == nil {
+	if h.undeclared == nil || h.undeclared.trap == nil {
 		t.Fatal("no trap configured")
 	}
 	if s, _ := serveAs(t, h, false, "", "/trap/", benchBrowserUA, "192.0.2.30:1"); s != 200 {

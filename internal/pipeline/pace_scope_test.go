@@ -1,8 +1,7 @@
-package caddyrobots
+package pipeline
 
 import (
 	"fmt"
-	"net/http/httptest"
 	"net/netip"
 	"testing"
 	"time"
@@ -19,31 +18,20 @@ import (
 // each other's hosts.
 func TestPaceScope(t *testing.T) {
 	now := time.Date(2026, 11, 28, 9, 0, 0, 0, time.UTC)
-	clock := &lazyClock{now: func() time.Time { return now }}
-	scopeOf := func(h *Handler, host string) stateScopes {
-		out := stateScopes{ban: "h:block", pace: "h:block", hopped: "h:block"}
-		if h.Source == "site" {
-			out.pace = host
-		}
-		return out
-	}
-	pace := func(h *Handler, name string, verified bool, ip, host string) string {
-		r := httptest.NewRequest("GET", "/", nil)
-		addr := &clientAddr{r: r, ip: netip.MustParseAddr(ip), read: true}
-		o := &outcome{host: host}
-		o.who = policy.Who{Name: name, Verified: verified}
-		sc := scopeOf(h, host)
-		return h.paceScope(&sc, o, addr, clock, false)
+	pace := func(p *Pipeline, name string, verified bool, ip, host string) string {
+		j := &Judgement{Request: Request{Host: host, Block: "h:block", Client: policy.Client{Addr: netip.MustParseAddr(ip)}}}
+		j.Who = policy.Who{Name: name, Verified: verified}
+		return p.PaceScope(j, now)
 	}
 	for _, src := range []string{"file", "inline"} {
-		h := &Handler{Source: src}
+		h := New(Config{HostHops: state.NewRotations(0)})
 		for i := range 10 {
 			if got := pace(h, "Hopper", false, "198.51.100.1", fmt.Sprintf("h%d.%s.example", i, src)); got != "h:block" {
 				t.Errorf("source %s, host %d: budget %q, want the site block's", src, i, got)
 			}
 		}
 	}
-	h := &Handler{Source: "site"}
+	h := New(Config{HostHops: state.NewRotations(0), PacePerHost: true})
 	for i := range 10 {
 		host := fmt.Sprintf("h%d.site.example", i)
 		want := host
