@@ -171,12 +171,19 @@ func TestDisguisedDeclaredUnchanged(t *testing.T) {
 	}
 }
 
+// trapTestClock starts a test's fake clock at the real time: whether any
+// trap mark may still hold is read from the real coarse clock (so that a
+// browser's request pays no clock read), while marks are dated by the
+// handler's clock. A fixed date in the past would make every mark look
+// expired to that check, and the trap tests pass or fail by the date.
+func trapTestClock() time.Time { return time.Now().Truncate(time.Second) }
+
 func TestTrap(t *testing.T) {
 	h, done := newTestHandler(t, &Handler{CrawlDelay: "off", Trap: "/trap/", Source: "inline",
 		Inline: "User-agent: GPTBot\nUser-agent: CCBot\nDisallow: /\n\nUser-agent: Googlebot\nAllow: /\n\nUser-agent: *\nDisallow: /private/\n"})
 	defer done()
 	h.logger = zap.NewNop()
-	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	now := trapTestClock()
 	h.now = func() time.Time { return now }
 
 	// The served robots.txt disallows the trap in every group.
@@ -222,7 +229,7 @@ func TestTrapTextBrowser(t *testing.T) {
 	h, done := newTestHandler(t, &Handler{CrawlDelay: "off", Trap: "/trap/"})
 	defer done()
 	h.logger = zap.NewNop()
-	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	now := trapTestClock()
 	h.now = func() time.Time { return now }
 
 	const person = "192.0.2.10:1"
