@@ -208,7 +208,7 @@ func (h *Handler) judgeInto(r *http.Request, o *outcome, signer string) (refused
 // read takes the request as the client sent it (orig: Caddy's copy of it,
 // caddyValues.orig): its target's forms and its host. It reports false for
 // a request for /robots.txt.
-func (o *outcome) read(r, orig *http.Request) bool {
+func (o *outcome) read(r *http.Request, orig original) bool {
 	s := sentRequestFrom(r, orig)
 	o.target.Parse(s.Method, s.RequestURI, rewriteValues(r)...)
 	o.host = policy.HostOf(s.Host)

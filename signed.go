@@ -146,16 +146,16 @@ func (h *Handler) signedAgent(r *http.Request) (a *agents.Shared, signer string,
 // (handle_path, rewrite) changed them ahead of this handler.
 func asReceived(r *http.Request) *http.Request {
 	or := originalRequest(r)
-	if or == nil || or.URL == nil || r.URL == nil {
+	if !or.ok || or.url == nil || r.URL == nil {
 		return r
 	}
-	if or.URL.Path == r.URL.Path && or.URL.RawPath == r.URL.RawPath && or.URL.RawQuery == r.URL.RawQuery && or.RequestURI == r.RequestURI {
+	if or.url.Path == r.URL.Path && or.url.RawPath == r.URL.RawPath && or.url.RawQuery == r.URL.RawQuery && or.requestURI == r.RequestURI {
 		return r
 	}
 	c := *r
-	u := *or.URL
+	u := *or.url
 	u.Scheme, u.Host = r.URL.Scheme, r.URL.Host
-	c.URL, c.RequestURI = &u, or.RequestURI
+	c.URL, c.RequestURI = &u, or.requestURI
 	return &c
 }
 
