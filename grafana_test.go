@@ -109,10 +109,11 @@ func exportedFamilies(t *testing.T) map[string][]string {
 // the collectors export: a query matching another value shows nothing.
 func knownLabelValues() map[string]map[string][]string {
 	var actions, reasons, categories, allActions []string
-	for ki := range numKinds {
-		a, r := kindLabels(ki)
-		actions = append(actions, a)
-		reasons = append(reasons, r)
+	for a := range policy.Actions {
+		for r := range policy.Reasons {
+			actions = append(actions, policy.Action(a).String())
+			reasons = append(reasons, reasonLabels[a][r])
+		}
 	}
 	for _, c := range categoryNames {
 		categories = append(categories, string(c))
