@@ -34,8 +34,7 @@ type outcome struct {
 }
 
 // published is the part of an outcome that the {http.robots.*}
-// placeholders read. It is kept small (56 bytes) and comparable: the
-// provider of an outcome seen recently is reused (placeholders.go).
+// placeholders read (placeholders.go).
 type published struct {
 	action  policy.Action
 	reason  policy.Reason
@@ -109,23 +108,16 @@ var actionValues = func() (v [policy.Actions]any) {
 	return v
 }()
 
-// tokenValue is the token whose group was selected ("*" for the wildcard
-// group, "" when none applies) as an interface value, without allocating:
-// the agent's tokens come boxed from the Identifier's cache.
-func (o *published) tokenValue() any {
+// tokenName is the token whose group was selected: "*" for the wildcard
+// group, "" when none applies.
+func (o *published) tokenName() string {
 	switch o.token {
 	case policy.TokenWildcard:
 		return "*"
 	case policy.TokenNone:
 		return ""
 	}
-	return o.agent.TokenValues[o.token]
-}
-
-// tokenName is tokenValue as a string.
-func (o *published) tokenName() string {
-	s, _ := o.tokenValue().(string)
-	return s
+	return o.agent.Tokens[o.token]
 }
 
 // publishOutcome publishes a judged request's outcome (placeholders, vars,
@@ -140,16 +132,13 @@ func (h *Handler) publishOutcome(r *http.Request, cv *caddyValues, o *outcome) *
 	a := o.agent
 	h.statsFor(r).seen(a, o.verdict, o.action)
 	if repl := cv.repl; repl != nil {
-		// One lazy provider instead of ten values: the strings are only
-		// built when a log line or handle_errors asks for them.
-		repl.Map(o.published.provider())
+		repl.Map(o.published.placeholder) // placeholders.go
 	}
 	if vars := cv.vars; vars != nil {
 		// What caddyhttp.SetVar does, without looking the map up three times.
-		// The values come boxed from the Identifier's cache: no allocation.
-		vars["robots_agent"] = a.NameValue
+		vars["robots_agent"] = a.Name
 		vars["robots_decision"] = actionValues[o.action]
-		vars["robots_token"] = o.tokenValue()
+		vars["robots_token"] = o.tokenName()
 	}
 
 	countDecision(o.action, o.reason, a.Category, a.Purpose, !h.enforce)
