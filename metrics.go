@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -28,6 +29,13 @@ type metricSet struct {
 	// decisions and purposes count bot decisions (countDecision).
 	decisions *prometheus.CounterVec
 	purposes  *prometheus.CounterVec
+	// decisionSeries and purposeSeries are their series, resolved once
+	// (initSeries): WithLabelValues hashes and looks up its label values
+	// on every call, which would cost more than the rest of counting a
+	// decision. [action][reason][category][mode], nil for a pair of action
+	// and reason not among decisionKinds; [purpose][action].
+	decisionSeries [policy.Actions][policy.Reasons][len(categoryNames)][len(modeNames)]prometheus.Counter
+	purposeSeries  [len(purposeNames)][policy.Actions]prometheus.Counter
 	// fetches counts the loads of robots.txt (see loaderMetrics).
 	fetches     *prometheus.CounterVec
 	stateErrors *prometheus.CounterVec
@@ -102,15 +110,15 @@ func newMetricSet() *metricSet {
 // rate() sees the first increment.
 func (m *metricSet) initSeries() {
 	for _, k := range decisionKinds {
-		for _, c := range categoryNames {
-			for _, mode := range modeNames {
-				m.decisions.WithLabelValues(k.action.String(), reasonLabel(k.reason), string(c), mode)
+		for ci, c := range categoryNames {
+			for mi, mode := range modeNames {
+				m.decisionSeries[k.action][k.reason][ci][mi] = m.decisions.WithLabelValues(k.action.String(), reasonLabel(k.reason), string(c), mode)
 			}
 		}
 	}
-	for _, p := range purposeNames {
+	for pi, p := range purposeNames {
 		for a := range policy.Actions {
-			m.purposes.WithLabelValues(p, policy.Action(a).String())
+			m.purposeSeries[pi][a] = m.purposes.WithLabelValues(p, policy.Action(a).String())
 		}
 	}
 	for _, r := range [...]string{"ok", "client_error", "server_error", "error"} {
@@ -176,15 +184,16 @@ func registerCollectors(reg prometheus.Registerer, cs ...prometheus.Collector) e
 	return nil
 }
 
-// modeNames are the values of the mode label.
+// modeNames are the values of the mode label: index 1 is mode log.
 var modeNames = [...]string{"enforce", "log"}
 
-// modeName is the mode label of a handler that enforces or only logs.
-func modeName(logMode bool) string {
+// modeIndex is the index in modeNames of a handler that enforces or only
+// logs.
+func modeIndex(logMode bool) int {
 	if logMode {
-		return "log"
+		return 1
 	}
-	return "enforce"
+	return 0
 }
 
 // decisionKinds are the pairs of action and reason the handler decides.
@@ -207,21 +216,6 @@ var decisionKinds = [...]struct {
 	{policy.Ban, policy.Banned},
 }
 
-// reasonLabels returns the reason label of each pair of action and
-// reason: "none" for an allowed request, "other" for a pair that is not
-// among decisionKinds.
-var reasonLabels = func() (t [policy.Actions][policy.Reasons]string) {
-	for a := range t {
-		for r := range t[a] {
-			t[a][r] = "other"
-		}
-	}
-	for _, k := range decisionKinds {
-		t[k.action][k.reason] = reasonLabel(k.reason)
-	}
-	return t
-}()
-
 // reasonLabel is the reason label value: "none" for an allowed request.
 func reasonLabel(r policy.Reason) string {
 	if r == policy.None {
@@ -239,16 +233,13 @@ var categoryNames = [...]agents.Category{
 	agents.CategoryHTTPLibrary, agents.CategoryUndeclared, agents.CategoryOther,
 }
 
-// categoryLabel is cat's category label value.
-func categoryLabel(cat agents.Category) string {
-	switch cat {
-	case agents.CategorySearch, agents.CategoryAITraining, agents.CategoryAISearch,
-		agents.CategoryAIAssistant, agents.CategorySEO, agents.CategoryArchive,
-		agents.CategorySocialPreview, agents.CategoryMonitoring, agents.CategoryFeedReader,
-		agents.CategoryHTTPLibrary, agents.CategoryUndeclared:
-		return string(cat)
+// categoryIndex is cat's index in categoryNames; a category not listed
+// counts as "other", the last.
+func categoryIndex(cat agents.Category) int {
+	if i := slices.Index(categoryNames[:], cat); i >= 0 {
+		return i
 	}
-	return string(agents.CategoryOther)
+	return len(categoryNames) - 1
 }
 
 // purposeNames are the values of the purpose label of
@@ -256,15 +247,10 @@ func categoryLabel(cat agents.Category) string {
 // empty one) counts as "other".
 var purposeNames = [...]string{"other", "search", "ai-training", "ai-answers", "user-triggered", "seo", "archiving", "monitoring"}
 
-// purposeLabel is p's purpose label value.
-func purposeLabel(p agents.Purpose) string {
-	switch p {
-	case agents.PurposeSearch, agents.PurposeAITraining, agents.PurposeAIAnswers,
-		agents.PurposeUserTriggered, agents.PurposeSEO, agents.PurposeArchiving,
-		agents.PurposeMonitoring:
-		return string(p)
-	}
-	return string(agents.PurposeOther)
+// purposeIndex is p's index in purposeNames; a purpose not listed
+// counts as "other", the first.
+func purposeIndex(p agents.Purpose) int {
+	return max(slices.Index(purposeNames[:], string(p)), 0)
 }
 
 // countDecision counts one bot decision in caddy_robots_decisions_total
@@ -272,9 +258,13 @@ func purposeLabel(p agents.Purpose) string {
 // caddy_robots_purpose_decisions_total (the crawler's purpose, the
 // action); logMode is true for mode log.
 func countDecision(a policy.Action, r policy.Reason, cat agents.Category, p agents.Purpose, logMode bool) {
-	act := a.String()
-	metrics.decisions.WithLabelValues(act, reasonLabels[a][r], categoryLabel(cat), modeName(logMode)).Inc()
-	metrics.purposes.WithLabelValues(purposeLabel(p), act).Inc()
+	ci, mi := categoryIndex(cat), modeIndex(logMode)
+	if c := metrics.decisionSeries[a][r][ci][mi]; c != nil {
+		c.Inc()
+	} else {
+		metrics.decisions.WithLabelValues(a.String(), "other", string(categoryNames[ci]), modeNames[mi]).Inc()
+	}
+	metrics.purposeSeries[purposeIndex(p)][a].Inc()
 }
 
 // countRetry counts one immediate retry: a throttled request that came
@@ -283,7 +273,7 @@ func countDecision(a policy.Action, r policy.Reason, cat agents.Category, p agen
 // once), so throttled requests are never strikes; the ones that come back
 // early are counted so that operators see them.
 func countRetry(enforcing bool) {
-	metrics.retries.WithLabelValues(modeName(!enforcing)).Inc()
+	metrics.retries.WithLabelValues(modeNames[modeIndex(!enforcing)]).Inc()
 }
 
 // rulesAgeCollector exports caddy_robots_rules_age_seconds: for each source

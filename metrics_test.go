@@ -35,21 +35,21 @@ func TestMetricLabels(t *testing.T) {
 			t.Errorf("reason %d = %q, want %q", r, r, want)
 		}
 	}
-	for _, c := range categoryNames {
-		if got := categoryLabel(c); got != string(c) {
-			t.Errorf("categoryLabel(%q) = %q", c, got)
+	for i, c := range categoryNames {
+		if got := categoryIndex(c); got != i {
+			t.Errorf("categoryIndex(%q) = %d, want %d", c, got, i)
 		}
 	}
-	if got := categoryLabel("made-up"); got != "other" {
-		t.Errorf("categoryLabel(made-up) = %q, want other", got)
+	if got := categoryNames[categoryIndex("made-up")]; got != agents.CategoryOther {
+		t.Errorf("category made-up counts as %q, want other", got)
 	}
-	for _, p := range purposeNames {
-		if got := purposeLabel(agents.Purpose(p)); got != p {
-			t.Errorf("purposeLabel(%q) = %q", p, got)
+	for i, p := range purposeNames {
+		if got := purposeIndex(agents.Purpose(p)); got != i {
+			t.Errorf("purposeIndex(%q) = %d, want %d", p, got, i)
 		}
 	}
-	if got := purposeLabel(""); got != "other" {
-		t.Errorf("purposeLabel of a browser = %q, want other", got)
+	if got := purposeNames[purposeIndex("")]; got != "other" {
+		t.Errorf("a browser's purpose counts as %q, want other", got)
 	}
 }
 
@@ -139,7 +139,7 @@ func TestMetricReasonLabels(t *testing.T) {
 	want := map[[2]string]bool{}
 	for _, k := range decisionKinds {
 		countDecision(k.action, k.reason, agents.CategoryArchive, agents.PurposeArchiving, false)
-		pair := [2]string{k.action.String(), reasonLabels[k.action][k.reason]}
+		pair := [2]string{k.action.String(), reasonLabel(k.reason)}
 		if want[pair] {
 			t.Errorf("%v/%v shares a series with another pair", k.action, k.reason)
 		}
