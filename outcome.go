@@ -108,9 +108,10 @@ var actionValues = func() (v [policy.Actions]any) {
 	return v
 }()
 
-// tokenName is the token whose group was selected: "*" for the wildcard
-// group, "" when none applies.
-func (o *published) tokenName() string {
+// tokenValue is the token whose group was selected ("*" for the wildcard
+// group, "" when none applies) as a value for the request's vars: the two
+// constants are boxed without an allocation.
+func (o *published) tokenValue() any {
 	switch o.token {
 	case policy.TokenWildcard:
 		return "*"
@@ -118,6 +119,12 @@ func (o *published) tokenName() string {
 		return ""
 	}
 	return o.agent.Tokens[o.token]
+}
+
+// tokenName is tokenValue as a string.
+func (o *published) tokenName() string {
+	s, _ := o.tokenValue().(string)
+	return s
 }
 
 // publishOutcome publishes a judged request's outcome (placeholders, vars,
@@ -138,7 +145,7 @@ func (h *Handler) publishOutcome(r *http.Request, cv *caddyValues, o *outcome) *
 		// What caddyhttp.SetVar does, without looking the map up three times.
 		vars["robots_agent"] = a.Name
 		vars["robots_decision"] = actionValues[o.action]
-		vars["robots_token"] = o.tokenName()
+		vars["robots_token"] = o.tokenValue()
 	}
 
 	countDecision(o.action, o.reason, a.Category, a.Purpose, !h.enforce)

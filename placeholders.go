@@ -27,7 +27,7 @@ func (o published) placeholder(key string) (any, bool) {
 	case "verdict":
 		return o.verdict.String(), true
 	case "token":
-		return o.tokenName(), true
+		return o.tokenValue(), true
 	case "decision":
 		return actionValues[o.action], true
 	case "reason":
