@@ -51,9 +51,10 @@ unit:
 # and benchstat's comparison:
 #   make bench BASE=main BENCH='ServeHTTP(Browser|BotAllowed)' COUNT=10
 # COUNT is the runs per side (default 10), BENCH a go test -bench pattern
-# (default all), PKGS the packages; OUT keeps the raw results in a directory.
+# (default all), BENCHTIME go test's -benchtime (1s), PKGS the packages;
+# OUT keeps the raw results in a directory.
 bench:
-	GO='$(GO)' BASE='$(BASE)' COUNT='$(COUNT)' BENCH='$(BENCH)' PKGS='$(PKGS)' OUT='$(OUT)' ./scripts/bench.sh
+	GO='$(GO)' BASE='$(BASE)' COUNT='$(COUNT)' BENCH='$(BENCH)' BENCHTIME='$(BENCHTIME)' PKGS='$(PKGS)' OUT='$(OUT)' ./scripts/bench.sh
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 30s ./enforce

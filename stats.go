@@ -17,12 +17,16 @@ import (
 // crawler has many answers (one per User-Agent string, a new one for every
 // signed request).
 type crawlerStats struct {
-	counts sync.Map     // statsName → *crawlerCounts
-	names  atomic.Int32 // entries of counts
+	byName sync.Map     // crawler name → *nameCounts
+	names  atomic.Int32 // entries of byName
 }
 
-// maxCrawlersCounted bounds the names a crawlerStats counts.
+// maxCrawlersCounted bounds the names a crawlerStats counts (a few more
+// may slip in when many new names arrive at once).
 const maxCrawlersCounted = 256
+
+// nameCounts are the counts of one crawler name, by claim.
+type nameCounts [numClaims]crawlerCounts
 
 // crawlerCounts are the counts of one crawler name and claim.
 type crawlerCounts struct {
@@ -30,13 +34,6 @@ type crawlerCounts struct {
 }
 
 func newCrawlerStats() *crawlerStats { return &crawlerStats{} }
-
-// statsName is what crawlerStats counts apart: a crawler name, and whether the
-// requests claimed it without proof.
-type statsName struct {
-	name  string
-	claim claim
-}
 
 // claim says how far a request's name is proven, for the counts: an
 // unverified "Googlebot" is counted apart from the real one, so that a
@@ -52,6 +49,7 @@ const (
 	claimUnverified
 	// claimSpoofed: the address is provably not the named operator's.
 	claimSpoofed
+	numClaims
 )
 
 // String returns "" (plain), "unverified claim" or "spoofed".
@@ -81,20 +79,20 @@ func claimOf(a *agents.Shared, v agents.Verdict) claim {
 const noNameLabel = "(no User-Agent name)"
 
 // countsOf returns the counts of the crawler a with claim c, making them
-// on first sight; nil when the table is full.
+// on first sight of a's name; nil when the table is full.
 func (s *crawlerStats) countsOf(a *agents.Shared, c claim) *crawlerCounts {
-	key := statsName{a.Name, c}
-	if v, ok := s.counts.Load(key); ok {
-		return v.(*crawlerCounts)
+	v, ok := s.byName.Load(a.Name)
+	if !ok {
+		if s.names.Load() >= maxCrawlersCounted {
+			return nil
+		}
+		var loaded bool
+		v, loaded = s.byName.LoadOrStore(a.Name, new(nameCounts))
+		if !loaded {
+			s.names.Add(1)
+		}
 	}
-	if s.names.Load() >= maxCrawlersCounted {
-		return nil
-	}
-	v, loaded := s.counts.LoadOrStore(key, new(crawlerCounts))
-	if !loaded {
-		s.names.Add(1)
-	}
-	return v.(*crawlerCounts)
+	return &v.(*nameCounts)[c]
 }
 
 // seen counts one decision for the crawler a, with the verdict on its name.
@@ -146,15 +144,18 @@ func (s *crawlerStats) top(n int, offenders bool) []crawlerCount {
 		return nil
 	}
 	var out []crawlerCount
-	s.counts.Range(func(k, v any) bool {
-		sn, cc := k.(statsName), v.(*crawlerCounts)
-		name := sn.name
+	s.byName.Range(func(k, v any) bool {
+		name, counts := k.(string), v.(*nameCounts)
 		if name == "" {
 			name = noNameLabel
 		}
-		c := crawlerCount{Name: name, Claim: sn.claim.String(), Allowed: cc.allowed.Load(), Refused: cc.refused.Load(), Retries: cc.retries.Load()}
-		if !offenders || c.Refused > 0 {
-			out = append(out, c)
+		for c := range counts {
+			cc := &counts[c]
+			n := crawlerCount{Name: name, Claim: claim(c).String(), Allowed: cc.allowed.Load(), Refused: cc.refused.Load(), Retries: cc.retries.Load()}
+			if n.Allowed+n.Refused+n.Retries == 0 || (offenders && n.Refused == 0) {
+				continue
+			}
+			out = append(out, n)
 		}
 		return true
 	})

@@ -10,6 +10,7 @@
 #   COUNT=10        runs per side (benchstat wants at least 6 for a
 #                   confidence interval, 10 for a steady median)
 #   BENCH=.         the benchmarks to run (a go test -bench pattern)
+#   BENCHTIME=1s    go test -benchtime, per benchmark and run
 #   PKGS="..."      the packages (default: . ./enforce/... ./agents/...
 #                   ./internal/policy/...)
 #   OUT=dir         where the raw results go (default: a temporary
@@ -23,6 +24,7 @@ set -euo pipefail
 GO=${GO:-go}
 COUNT=${COUNT:-10}
 BENCH=${BENCH:-.}
+BENCHTIME=${BENCHTIME:-1s}
 PKGS=${PKGS:-. ./enforce/... ./agents/... ./internal/policy/...}
 BENCHSTAT=${BENCHSTAT:-golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da}
 
@@ -56,7 +58,7 @@ build() {
 run() {
 	local side=$1 bin dir
 	while read -r bin dir; do
-		(cd "$dir" && "$bin" -test.run '^$' -test.bench "$BENCH" -test.benchmem -test.count 1) >>"$out/$side.txt"
+		(cd "$dir" && "$bin" -test.run '^$' -test.bench "$BENCH" -test.benchtime "$BENCHTIME" -test.benchmem -test.count 1) >>"$out/$side.txt"
 	done <"$out/$side.bins"
 }
 
