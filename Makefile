@@ -3,7 +3,7 @@ SHELL := /bin/bash
 #
 #   make test    everything CI runs: tools check, vet, staticcheck, unit + integration tests
 #   make run     the demo (Caddyfile.example on :8080), built with progress shown
-#   make bench   the Go benchmarks (engine, agents, state)
+#   make bench   the Go benchmarks, summarised by benchstat (BASE=<ref> compares)
 #   make fuzz    a short fuzzing pass over the parser, the matcher, case folding and target forms
 #   make wrk     the end-to-end throughput comparison (bench/wrk.sh)
 #   make mixed   a mixed 60 s load with and without the directive (bench/mixed.sh)
@@ -44,8 +44,17 @@ staticcheck:
 unit:
 	GO=$(GO) ./scripts/unit.sh
 
+# bench: the benchmarks of the root package, the engine and its state
+# stores, agents and the decision (internal/policy), summarised by benchstat
+# (scripts/bench.sh). With BASE, the same benchmarks of that git ref too,
+# built in a temporary git worktree and run in turns with the working tree,
+# and benchstat's comparison:
+#   make bench BASE=main BENCH='ServeHTTP(Browser|BotAllowed)' COUNT=10
+# COUNT is the runs per side (default 10), BENCH a go test -bench pattern
+# (default all), BENCHTIME go test's -benchtime (1s), PKGS the packages;
+# OUT keeps the raw results in a directory.
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem . ./enforce/... ./agents/...
+	GO='$(GO)' BASE='$(BASE)' COUNT='$(COUNT)' BENCH='$(BENCH)' BENCHTIME='$(BENCHTIME)' PKGS='$(PKGS)' OUT='$(OUT)' ./scripts/bench.sh
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 30s ./enforce

@@ -109,10 +109,12 @@ func exportedFamilies(t *testing.T) map[string][]string {
 // the collectors export: a query matching another value shows nothing.
 func knownLabelValues() map[string]map[string][]string {
 	var actions, reasons, categories, allActions []string
-	for ki := range numKinds {
-		a, r := kindLabels(ki)
-		actions = append(actions, a)
-		reasons = append(reasons, r)
+	for _, k := range decisionKinds {
+		reasons = append(reasons, reasonLabel(k.reason))
+	}
+	reasons = append(reasons, "other") // a pair of action and reason not among decisionKinds
+	for a := range policy.Actions {
+		actions = append(actions, policy.Action(a).String())
 	}
 	for _, c := range categoryNames {
 		categories = append(categories, string(c))

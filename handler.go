@@ -261,7 +261,7 @@ func (h *Handler) judgeDry(r *http.Request, ip netip.Addr) (o *outcome, crawler,
 // readSent takes the request as the client sent it (orig: Caddy's copy
 // of it, caddyValues.orig): its target's forms and its host. It reports
 // false for a request for /robots.txt.
-func (o *outcome) readSent(r, orig *http.Request) bool {
+func (o *outcome) readSent(r *http.Request, orig original) bool {
 	s := sentRequestFrom(r, orig)
 	o.Target.Parse(s.Method, s.RequestURI, rewriteValues(r)...)
 	o.Host = policy.HostOf(s.Host)
@@ -408,8 +408,7 @@ type outcome struct {
 }
 
 // published is the part of an outcome that the {http.robots.*}
-// placeholders read. It is kept small (56 bytes) and comparable: the
-// provider of an outcome seen recently is reused (placeholders.go).
+// placeholders read (placeholders.go).
 type published struct {
 	action  policy.Action
 	reason  policy.Reason
@@ -467,7 +466,7 @@ var actionValues = func() (v [policy.Actions]any) {
 
 // tokenValue is the token whose group was selected ("*" for the wildcard
 // group, "" when none applies) as an interface value, without allocating:
-// the agent's tokens come boxed from the Identifier's cache.
+// the two constants are boxed without an allocation.
 func (o *published) tokenValue() any {
 	switch o.token {
 	case policy.TokenWildcard:
@@ -475,7 +474,7 @@ func (o *published) tokenValue() any {
 	case policy.TokenNone:
 		return ""
 	}
-	return o.agent.TokenValues[o.token]
+	return o.agent.Tokens[o.token]
 }
 
 // tokenName is tokenValue as a string.
@@ -496,14 +495,11 @@ func (h *Handler) publishOutcome(r *http.Request, cv *caddyValues, o *outcome) *
 	a := o.agent
 	h.statsFor(r).seen(a, o.verdict, o.action)
 	if repl := cv.repl; repl != nil {
-		// One lazy provider instead of ten values: the strings are only
-		// built when a log line or handle_errors asks for them.
-		repl.Map(o.published.provider())
+		repl.Map(o.published.placeholder) // placeholders.go
 	}
 	if vars := cv.vars; vars != nil {
 		// What caddyhttp.SetVar does, without looking the map up three times.
-		// The values come boxed from the Identifier's cache: no allocation.
-		vars["robots_agent"] = a.NameValue
+		vars["robots_agent"] = a.Name
 		vars["robots_decision"] = actionValues[o.action]
 		vars["robots_token"] = o.tokenValue()
 	}
@@ -680,16 +676,16 @@ func (h *Handler) signedAgent(r *http.Request) (a *agents.Shared, signer string,
 // (handle_path, rewrite) changed them ahead of this handler.
 func asReceived(r *http.Request) *http.Request {
 	or := originalRequest(r)
-	if or == nil || or.URL == nil || r.URL == nil {
+	if !or.ok || or.url == nil || r.URL == nil {
 		return r
 	}
-	if or.URL.Path == r.URL.Path && or.URL.RawPath == r.URL.RawPath && or.URL.RawQuery == r.URL.RawQuery && or.RequestURI == r.RequestURI {
+	if or.url.Path == r.URL.Path && or.url.RawPath == r.URL.RawPath && or.url.RawQuery == r.URL.RawQuery && or.requestURI == r.RequestURI {
 		return r
 	}
 	c := *r
-	u := *or.URL
+	u := *or.url
 	u.Scheme, u.Host = r.URL.Scheme, r.URL.Host
-	c.URL, c.RequestURI = &u, or.RequestURI
+	c.URL, c.RequestURI = &u, or.requestURI
 	return &c
 }
 

@@ -2,6 +2,7 @@ package caddyrobots
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/http"
@@ -177,10 +178,12 @@ func TestPublishedValues(t *testing.T) {
 	}
 }
 
-// TestHotPathAllocations pins what the handler allocates: nothing for a
-// browser, and nothing for an allowed bot request beyond what preparing the
-// request costs (its placeholder provider is one its version keeps).
-func TestHotPathAllocations(t *testing.T) {
+// TestBrowserAllocatesNothing: a person's request costs the handler no
+// allocation: over plain HTTP, over HTTPS with the headers of its browser
+// checked (Chrome, and Firefox, which sends no Sec-CH-UA), and with a trap
+// configured. Browsers are most of a site's traffic; robots.txt is not
+// for them, and they must not pay for it.
+func TestBrowserAllocatesNothing(t *testing.T) {
 	h, done := newTestHandler(t, &Handler{CrawlDelay: "off"})
 	defer done()
 	h.logger, h.debug = zap.NewNop(), false
@@ -190,15 +193,27 @@ func TestHotPathAllocations(t *testing.T) {
 		t.Errorf("browser request: %v allocations, want 0", n)
 	}
 
-	raw, clientIP := rawRequest("/about.html", benchBotUA, "203.0.113.2:5000")
-	srv := &caddyhttp.Server{}
-	through := func(m caddyhttp.MiddlewareHandler) float64 {
-		return testing.AllocsPerRun(200, func() {
-			_ = m.ServeHTTP(w, prepare(raw, clientIP, w, srv), nopNext)
-		})
+	req, w = prepared("GET", "/private/index.html", benchBrowserUA, "203.0.113.1:5000")
+	req.TLS = &tls.ConnectionState{}
+	for _, hd := range chromeHeaders {
+		k, v, _ := strings.Cut(hd, ":")
+		req.Header.Set(k, strings.TrimSpace(v))
 	}
-	if got, base := through(h), through(passThrough{}); got-base != 0 {
-		t.Errorf("allowed bot request: %v allocations beyond the request's own %v, want 0", got-base, base)
+	if n := testing.AllocsPerRun(200, func() { _ = h.ServeHTTP(w, req, nopNext) }); n != 0 {
+		t.Errorf("browser over HTTPS: %v allocations, want 0", n)
+	}
+	req.Header.Del("Sec-Ch-Ua")
+	req.Header.Set("User-Agent", firefoxUA)
+	if n := testing.AllocsPerRun(200, func() { _ = h.ServeHTTP(w, req, nopNext) }); n != 0 {
+		t.Errorf("Firefox over HTTPS: %v allocations, want 0", n)
+	}
+
+	ht, doneTrap := newTestHandler(t, &Handler{CrawlDelay: "off", Trap: "/no-robots/"})
+	defer doneTrap()
+	ht.logger, ht.debug = zap.NewNop(), false
+	req, w = prepared("GET", "/private/index.html", benchBrowserUA, "203.0.113.1:5000")
+	if n := testing.AllocsPerRun(200, func() { _ = ht.ServeHTTP(w, req, nopNext) }); n != 0 {
+		t.Errorf("browser with a trap configured: %v allocations, want 0", n)
 	}
 }
 

@@ -1,15 +1,16 @@
 package caddyrobots
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
+	"slices"
 	"time"
-	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/caddyrobots/caddy-robots/agents"
+	"github.com/caddyrobots/caddy-robots/enforce/state"
 	"github.com/caddyrobots/caddy-robots/internal/policy"
 )
 
@@ -25,9 +26,16 @@ var metrics = newMetricSet()
 // metricSet holds every collector of the package but the IP lists' (see
 // ranges.go).
 type metricSet struct {
-	// decisions and purposes are read from botCounts (countDecision).
-	decisions *decisionCollector
-	purposes  *purposeCollector
+	// decisions and purposes count bot decisions (countDecision).
+	decisions *prometheus.CounterVec
+	purposes  *prometheus.CounterVec
+	// decisionSeries and purposeSeries are their series, resolved once
+	// (initSeries): WithLabelValues hashes and looks up its label values
+	// on every call, which would cost more than the rest of counting a
+	// decision. [action][reason][category][mode], nil for a pair of action
+	// and reason not among decisionKinds; [purpose][action].
+	decisionSeries [policy.Actions][policy.Reasons][len(categoryNames)][len(modeNames)]prometheus.Counter
+	purposeSeries  [len(purposeNames)][policy.Actions]prometheus.Counter
 	// fetches counts the loads of robots.txt (see loaderMetrics).
 	fetches     *prometheus.CounterVec
 	stateErrors *prometheus.CounterVec
@@ -51,13 +59,14 @@ type metricSet struct {
 
 func newMetricSet() *metricSet {
 	m := &metricSet{
-		decisions: &decisionCollector{desc: prometheus.NewDesc(
-			"caddy_robots_decisions_total",
-			"Decisions on requests from bots, by action (allow, block, throttle, ban), reason (none, rule, spoofed, unavailable, unverified, target, length, preference, rate, ban), crawler category and mode.",
-			[]string{"action", "reason", "category", "mode"}, nil)},
-		purposes: &purposeCollector{desc: prometheus.NewDesc("caddy_robots_purpose_decisions_total",
-			"Decisions on requests from bots, by the crawler's documented purpose and the action (allow, block, throttle, ban).",
-			[]string{"purpose", "action"}, nil)},
+		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "caddy", Subsystem: "robots", Name: "decisions_total",
+			Help: "Decisions on requests from bots, by action (allow, block, throttle, ban), reason (none, rule, spoofed, unavailable, unverified, target, length, preference, rate, ban), crawler category and mode.",
+		}, []string{"action", "reason", "category", "mode"}),
+		purposes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "caddy", Subsystem: "robots", Name: "purpose_decisions_total",
+			Help: "Decisions on requests from bots, by the crawler's documented purpose and the action (allow, block, throttle, ban).",
+		}, []string{"purpose", "action"}),
 		fetches: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "caddy", Subsystem: "robots", Name: "fetch_total",
 			Help: "Loads of the site's robots.txt, by result (ok, client_error, server_error, error); for source file, every failed read of the file (it is polled every 2s) counts as error.",
@@ -100,11 +109,23 @@ func newMetricSet() *metricSet {
 // dashboard panel and alert reading it) has data from start-up, and
 // rate() sees the first increment.
 func (m *metricSet) initSeries() {
+	for _, k := range decisionKinds {
+		for ci, c := range categoryNames {
+			for mi, mode := range modeNames {
+				m.decisionSeries[k.action][k.reason][ci][mi] = m.decisions.WithLabelValues(k.action.String(), reasonLabel(k.reason), string(c), mode)
+			}
+		}
+	}
+	for pi, p := range purposeNames {
+		for a := range policy.Actions {
+			m.purposeSeries[pi][a] = m.purposes.WithLabelValues(p, policy.Action(a).String())
+		}
+	}
 	for _, r := range [...]string{"ok", "client_error", "server_error", "error"} {
 		m.fetches.WithLabelValues(r)
 	}
 	m.stateErrors.WithLabelValues("redis") // the memory store has no errors
-	for _, mode := range [...]string{"enforce", "log"} {
+	for _, mode := range modeNames {
 		m.retries.WithLabelValues(mode)
 	}
 }
@@ -163,37 +184,22 @@ func registerCollectors(reg prometheus.Registerer, cs ...prometheus.Collector) e
 	return nil
 }
 
-// botCounts holds the counters of bot decisions: per shard, one per kind
-// of decision (see decisionKinds), category, purpose and mode. Both
-// caddy_robots_decisions_total and caddy_robots_purpose_decisions_total
-// are sums over it, so a bot request writes one counter, on a line of its
-// core's shard: with one shared counter, every bot request on one core took
-// the line from the others (the counter is written ~10,000 times a second
-// per core under load), and with one counter per family it wrote two lines.
-var botCounts [countShards]botShard
+// modeNames are the values of the mode label: index 1 is mode log.
+var modeNames = [...]string{"enforce", "log"}
 
-const numKinds = len(decisionKinds) + policy.Actions
-
-// botShard is one shard of botCounts, padded so that no line holds counters
-// of two shards.
-type botShard struct {
-	n [numKinds][len(categoryNames)][len(purposeNames)][2]atomic.Uint64
-	_ [64]byte
-}
-
-// botCount sums the counter of kind ki, category ci, purpose pi and mode mi
-// over the shards.
-func botCount(ki, ci, pi, mi int) uint64 {
-	var n uint64
-	for s := range botCounts {
-		n += botCounts[s].n[ki][ci][pi][mi].Load()
+// modeIndex is the index in modeNames of a handler that enforces or only
+// logs.
+func modeIndex(logMode bool) int {
+	if logMode {
+		return 1
 	}
-	return n
+	return 0
 }
 
-// decisionKinds are the pairs of action and reason the handler decides;
-// each has its row of counters. A pair not listed (none exists today)
-// counts in its action's row after them, with reason "other".
+// decisionKinds are the pairs of action and reason the handler decides.
+// caddy_robots_decisions_total has a series for each, in every category
+// and mode, from start-up; a pair not listed (none exists today) is
+// counted with reason "other", once it happens.
 var decisionKinds = [...]struct {
 	action policy.Action
 	reason policy.Reason
@@ -210,36 +216,6 @@ var decisionKinds = [...]struct {
 	{policy.Ban, policy.Banned},
 }
 
-// kindIndex maps an action and a reason to their row of decisionCounts.
-var kindIndex = func() (t [policy.Actions][policy.Reasons]uint8) {
-	for a := range t {
-		for r := range t[a] {
-			t[a][r] = uint8(len(decisionKinds) + a)
-		}
-	}
-	for i, k := range decisionKinds {
-		t[k.action][k.reason] = uint8(i)
-	}
-	return t
-}()
-
-// kindAction returns the action of row ki.
-func kindAction(ki int) policy.Action {
-	if ki < len(decisionKinds) {
-		return decisionKinds[ki].action
-	}
-	return policy.Action(ki - len(decisionKinds))
-}
-
-// kindLabels returns the action and reason labels of row ki.
-func kindLabels(ki int) (string, string) {
-	if ki < len(decisionKinds) {
-		k := decisionKinds[ki]
-		return k.action.String(), reasonLabel(k.reason)
-	}
-	return policy.Action(ki - len(decisionKinds)).String(), "other"
-}
-
 // reasonLabel is the reason label value: "none" for an allowed request.
 func reasonLabel(r policy.Reason) string {
 	if r == policy.None {
@@ -248,112 +224,56 @@ func reasonLabel(r policy.Reason) string {
 	return r.String()
 }
 
-const countShards = 8
-
-type shardedCount [countShards]struct {
-	n atomic.Uint64
-	_ [56]byte // pad to a 64-byte line
+// categoryNames are the values of the category label; a category not
+// listed counts as "other".
+var categoryNames = [...]agents.Category{
+	agents.CategorySearch, agents.CategoryAITraining, agents.CategoryAISearch,
+	agents.CategoryAIAssistant, agents.CategorySEO, agents.CategoryArchive,
+	agents.CategorySocialPreview, agents.CategoryMonitoring, agents.CategoryFeedReader,
+	agents.CategoryHTTPLibrary, agents.CategoryUndeclared, agents.CategoryOther,
 }
 
-// stackShard picks a shard for the calling goroutine from the address of
-// its stack: goroutines running at the same moment on different cores have
-// different stacks (at least 8 KiB apart), so they mostly write different
-// lines, and reading the address touches no shared state (the random
-// generator it replaces cost a cache miss per request in a busy server).
-func stackShard() uintptr {
-	var marker byte
-	return uintptr(unsafe.Pointer(&marker)) >> 13 % countShards
-}
-
-// add counts one, on the calling goroutine's shard.
-func (c *shardedCount) add() {
-	c[stackShard()].n.Add(1)
-}
-
-func (c *shardedCount) load() uint64 {
-	var n uint64
-	for i := range c {
-		n += c[i].n.Load()
-	}
-	return n
-}
-
-// decisionCollector exports botCounts, summed over purposes, as the
-// counter family caddy_robots_decisions_total. Every pair of action and
-// reason the handler decides (decisionKinds) is exported for every
-// category and mode, at zero until counted, so that the family exists
-// from start-up; the fallback rows (reason "other") only once counted.
-type decisionCollector struct{ desc *prometheus.Desc }
-
-// Describe implements prometheus.Collector.
-func (d *decisionCollector) Describe(ch chan<- *prometheus.Desc) { ch <- d.desc }
-
-// Collect implements prometheus.Collector.
-func (d *decisionCollector) Collect(ch chan<- prometheus.Metric) {
-	for ki := range numKinds {
-		act, why := kindLabels(ki)
-		for ci := range categoryNames {
-			for mi, mode := range [...]string{"enforce", "log"} {
-				var n uint64
-				for pi := range purposeNames {
-					n += botCount(ki, ci, pi, mi)
-				}
-				if n > 0 || ki < len(decisionKinds) {
-					ch <- prometheus.MustNewConstMetric(d.desc, prometheus.CounterValue, float64(n),
-						act, why, string(categoryNames[ci]), mode)
-				}
-			}
-		}
-	}
-}
-
-var (
-	categoryNames = [...]agents.Category{
-		agents.CategorySearch, agents.CategoryAITraining, agents.CategoryAISearch,
-		agents.CategoryAIAssistant, agents.CategorySEO, agents.CategoryArchive,
-		agents.CategorySocialPreview, agents.CategoryMonitoring, agents.CategoryFeedReader,
-		agents.CategoryHTTPLibrary, agents.CategoryUndeclared, agents.CategoryOther,
-	}
-)
-
-// countDecision counts one bot decision: its action and reason, the
-// crawler's category and purpose; logMode is true for mode log.
-func countDecision(a policy.Action, r policy.Reason, cat agents.Category, p agents.Purpose, logMode bool) {
-	mi := 0
-	if logMode {
-		mi = 1
-	}
-	botCounts[stackShard()].n[kindIndex[a][r]][categoryIndex(cat)][purposeIndex(p)][mi].Add(1)
-}
-
-// categoryIndex is cat's index in categoryNames; unknown categories count
-// as "other".
+// categoryIndex is cat's index in categoryNames; a category not listed
+// counts as "other", the last.
 func categoryIndex(cat agents.Category) int {
-	switch cat {
-	case agents.CategorySearch:
-		return 0
-	case agents.CategoryAITraining:
-		return 1
-	case agents.CategoryAISearch:
-		return 2
-	case agents.CategoryAIAssistant:
-		return 3
-	case agents.CategorySEO:
-		return 4
-	case agents.CategoryArchive:
-		return 5
-	case agents.CategorySocialPreview:
-		return 6
-	case agents.CategoryMonitoring:
-		return 7
-	case agents.CategoryFeedReader:
-		return 8
-	case agents.CategoryHTTPLibrary:
-		return 9
-	case agents.CategoryUndeclared:
-		return 10
+	if i := slices.Index(categoryNames[:], cat); i >= 0 {
+		return i
 	}
 	return len(categoryNames) - 1
+}
+
+// purposeNames are the values of the purpose label of
+// caddy_robots_purpose_decisions_total; a purpose not listed (a browser's
+// empty one) counts as "other".
+var purposeNames = [...]string{"other", "search", "ai-training", "ai-answers", "user-triggered", "seo", "archiving", "monitoring"}
+
+// purposeIndex is p's index in purposeNames; a purpose not listed
+// counts as "other", the first.
+func purposeIndex(p agents.Purpose) int {
+	return max(slices.Index(purposeNames[:], string(p)), 0)
+}
+
+// countDecision counts one bot decision in caddy_robots_decisions_total
+// (its action and reason, the crawler's category, the mode) and in
+// caddy_robots_purpose_decisions_total (the crawler's purpose, the
+// action); logMode is true for mode log.
+func countDecision(a policy.Action, r policy.Reason, cat agents.Category, p agents.Purpose, logMode bool) {
+	ci, mi := categoryIndex(cat), modeIndex(logMode)
+	if c := metrics.decisionSeries[a][r][ci][mi]; c != nil {
+		c.Inc()
+	} else {
+		metrics.decisions.WithLabelValues(a.String(), "other", string(categoryNames[ci]), modeNames[mi]).Inc()
+	}
+	metrics.purposeSeries[purposeIndex(p)][a].Inc()
+}
+
+// countRetry counts one immediate retry: a throttled request that came
+// back inside its Retry-After. None of twelve real crawlers honoured
+// Retry-After (Wget, Wget2 and colly gave up on the page, Scrapy retried at
+// once), so throttled requests are never strikes; the ones that come back
+// early are counted so that operators see them.
+func countRetry(enforcing bool) {
+	metrics.retries.WithLabelValues(modeNames[modeIndex(!enforcing)]).Inc()
 }
 
 // rulesAgeCollector exports caddy_robots_rules_age_seconds: for each source
@@ -396,4 +316,36 @@ func rulesAges(now time.Time) map[string]time.Duration {
 		}
 	}
 	return ages
+}
+
+// bansCollector reports caddy_robots_bans_in_force{store}: the bans in force
+// in the stores of the running handlers, counted when metrics are read (at
+// most state.MaxBansListed per store; a Redis store is asked with a bounded
+// SCAN and a 1 s deadline).
+type bansCollector struct{ desc *prometheus.Desc }
+
+// Describe implements prometheus.Collector.
+func (c *bansCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+// Collect implements prometheus.Collector.
+func (c *bansCollector) Collect(ch chan<- prometheus.Metric) {
+	counts := map[string]int{"memory": 0}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	now := time.Now()
+	for _, h := range distinctStores(handlers()) {
+		kind := h.storeType()
+		bl, ok := h.store.(state.BanLister)
+		if !ok {
+			continue
+		}
+		bans, err := bl.Bans(ctx, now, state.MaxBansListed)
+		if err != nil {
+			continue
+		}
+		counts[kind] += len(bans)
+	}
+	for kind, n := range counts {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n), kind)
+	}
 }

@@ -11,14 +11,16 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/caddyrobots/caddy-robots/agents"
 	"github.com/caddyrobots/caddy-robots/internal/policy"
 )
 
-// TestMetricIndexes keeps the action and reason constants and the switch in
-// categoryIndex in step with the label value tables.
-func TestMetricIndexes(t *testing.T) {
+// TestMetricLabels keeps the action and reason constants in step with the
+// label values, and maps categories and purposes outside the label tables
+// to "other".
+func TestMetricLabels(t *testing.T) {
 	for a, want := range map[policy.Action]string{policy.Allow: "allow", policy.Block: "block", policy.Throttle: "throttle", policy.Ban: "ban"} {
 		if a.String() != want || actionValues[a] != want {
 			t.Errorf("action %d = %q (value %v), want %q", a, a, actionValues[a], want)
@@ -38,14 +40,22 @@ func TestMetricIndexes(t *testing.T) {
 			t.Errorf("categoryIndex(%q) = %d, want %d", c, got, i)
 		}
 	}
-	if got, want := categoryIndex("made-up"), len(categoryNames)-1; got != want {
-		t.Errorf("categoryIndex(made-up) = %d, want %d (other)", got, want)
+	if got := categoryNames[categoryIndex("made-up")]; got != agents.CategoryOther {
+		t.Errorf("category made-up counts as %q, want other", got)
+	}
+	for i, p := range purposeNames {
+		if got := purposeIndex(agents.Purpose(p)); got != i {
+			t.Errorf("purposeIndex(%q) = %d, want %d", p, got, i)
+		}
+	}
+	if got := purposeNames[purposeIndex("")]; got != "other" {
+		t.Errorf("a browser's purpose counts as %q, want other", got)
 	}
 }
 
-// TestDecisionCollector: counts from many goroutines add up exactly, and the
+// TestDecisionCounts: counts from many goroutines add up exactly, and the
 // family is exported with its labels through a real registry.
-func TestDecisionCollector(t *testing.T) {
+func TestDecisionCounts(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	if err := reg.Register(metrics.decisions); err != nil {
 		t.Fatal(err)
@@ -127,15 +137,13 @@ func TestMetricReasonLabels(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[[2]string]bool{}
-	rows := map[uint8]bool{}
 	for _, k := range decisionKinds {
 		countDecision(k.action, k.reason, agents.CategoryArchive, agents.PurposeArchiving, false)
-		act, why := kindLabels(int(kindIndex[k.action][k.reason]))
-		want[[2]string{act, why}] = true
-		if rows[kindIndex[k.action][k.reason]] {
-			t.Errorf("%v/%v shares a row", k.action, k.reason)
+		pair := [2]string{k.action.String(), reasonLabel(k.reason)}
+		if want[pair] {
+			t.Errorf("%v/%v shares a series with another pair", k.action, k.reason)
 		}
-		rows[kindIndex[k.action][k.reason]] = true
+		want[pair] = true
 	}
 	countDecision(policy.Allow, policy.Rule, agents.CategoryArchive, agents.PurposeArchiving, false) // never made
 	want[[2]string{"allow", "other"}] = true
@@ -304,10 +312,9 @@ func between(s, start, end string) string {
 	return s
 }
 
-// TestPurposeMetricSums: caddy_robots_purpose_decisions_total is read from
-// the same counters as caddy_robots_decisions_total, so each decision
-// counts once under its purpose and action, whatever its reason, category
-// and mode.
+// TestPurposeMetricSums: each decision counts once in
+// caddy_robots_purpose_decisions_total under its purpose and action,
+// whatever its reason, category and mode.
 func TestPurposeMetricSums(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	if err := reg.Register(metrics.purposes); err != nil {
@@ -338,4 +345,13 @@ func TestPurposeMetricSums(t *testing.T) {
 	if got := value("seo", "block") - beforeSEO; got != 0 {
 		t.Errorf("seo blocks: %v, want 0", got)
 	}
+}
+
+// counterOf returns the value of counter c.
+func counterOf(c prometheus.Counter) float64 {
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		panic(err)
+	}
+	return m.GetCounter().GetValue()
 }

@@ -2,47 +2,38 @@ package caddyrobots
 
 import (
 	"sort"
+	"sync"
 	"sync/atomic"
 
 	"github.com/caddyrobots/caddy-robots/agents"
 	"github.com/caddyrobots/caddy-robots/internal/policy"
 )
 
-// crawlerStats counts decisions per crawler name for the admin API's top
-// crawlers and top offenders, in a fixed table: memory is bounded whatever
-// names a flood sends, and counting costs one hash of the name and one
-// atomic add on a cache line of the calling core's shard (allowed requests
-// are counted on every bot request, so one shared line would bounce between
-// cores). A slot belongs to one name; a name whose few probed slots all
-// belong to others goes uncounted, so only the long tail of a full table
-// is lost, never the crawlers that came first.
+// crawlerStats counts decisions per crawler name and claim for the admin
+// API's top crawlers and top offenders. Memory is bounded whatever names a
+// flood sends: it counts at most maxCrawlersCounted names, the first ones
+// seen, so only the long tail of a full table is lost, never the crawlers
+// that came first. Names are counted, not the Identifier's answers: one
+// crawler has many answers (one per User-Agent string, a new one for every
+// signed request).
 type crawlerStats struct {
-	slots [statsSlots]statsSlot
+	byName sync.Map     // crawler name → *nameCounts
+	names  atomic.Int32 // entries of byName
 }
 
-const statsSlots = 256
+// maxCrawlersCounted bounds the names a crawlerStats counts (a few more
+// may slip in when many new names arrive at once).
+const maxCrawlersCounted = 256
 
-type statsSlot struct {
-	// key is the seeded 64-bit hash of the slot's crawler name and claim
-	// (low bit set, so never 0); 0: free. Lookups compare keys only, so a
-	// request reads this one line rather than the name's header and bytes
-	// too.
-	key     atomic.Uint64
-	name    atomic.Pointer[statsName] // the crawler's name and claim, for reports; nil until the claim stores it
-	refused atomic.Uint64
-	retries atomic.Uint64
-	_       [32]byte // the rare writes above on a line of their own
-	allowed shardedCount
+// nameCounts are the counts of one crawler name, by claim.
+type nameCounts [numClaims]crawlerCounts
+
+// crawlerCounts are the counts of one crawler name and claim.
+type crawlerCounts struct {
+	allowed, refused, retries atomic.Uint64
 }
 
 func newCrawlerStats() *crawlerStats { return &crawlerStats{} }
-
-// statsName is what a slot counts: a crawler name, and whether the
-// requests claimed it without proof.
-type statsName struct {
-	name  string
-	claim claim
-}
 
 // claim says how far a request's name is proven, for the counts: an
 // unverified "Googlebot" is counted apart from the real one, so that a
@@ -58,6 +49,7 @@ const (
 	claimUnverified
 	// claimSpoofed: the address is provably not the named operator's.
 	claimSpoofed
+	numClaims
 )
 
 // String returns "" (plain), "unverified claim" or "spoofed".
@@ -86,33 +78,21 @@ func claimOf(a *agents.Shared, v agents.Verdict) claim {
 // empty one, "-" or a bare "Mozilla/5.0".
 const noNameLabel = "(no User-Agent name)"
 
-// slot returns the slot of the crawler name, claiming a free one on first
-// sight; nil when the few slots probed belong to others (the table is
-// full: such requests go uncounted). Slots are keyed by name, not by the
-// Identifier's answer: one crawler has many answers (one per User-Agent
-// string, a new one for every signed request or uncached string). A name
-// is known by its 64-bit hash under a seed drawn per process
-// (agents.NameHash, computed once per cached answer): two names share a
-// slot only if their hashes collide, a chance of 2^-64 per pair that
-// nobody outside the process can aim for.
-func (s *crawlerStats) slot(a *agents.Shared, c claim) *statsSlot {
-	name, h := a.Name, a.NameHash
-	key := (h ^ uint64(c)*0x9e3779b97f4a7c15) | 1
-	for i := uint64(0); i < 4; i++ {
-		sl := &s.slots[(h>>32+i)%statsSlots]
-		k := sl.key.Load()
-		if k == 0 {
-			if sl.key.CompareAndSwap(0, key) {
-				sl.name.Store(&statsName{name, c})
-				return sl
-			}
-			k = sl.key.Load()
+// countsOf returns the counts of the crawler a with claim c, making them
+// on first sight of a's name; nil when the table is full.
+func (s *crawlerStats) countsOf(a *agents.Shared, c claim) *crawlerCounts {
+	v, ok := s.byName.Load(a.Name)
+	if !ok {
+		if s.names.Load() >= maxCrawlersCounted {
+			return nil
 		}
-		if k == key {
-			return sl
+		var loaded bool
+		v, loaded = s.byName.LoadOrStore(a.Name, new(nameCounts))
+		if !loaded {
+			s.names.Add(1)
 		}
 	}
-	return nil
+	return &v.(*nameCounts)[c]
 }
 
 // seen counts one decision for the crawler a, with the verdict on its name.
@@ -120,14 +100,14 @@ func (s *crawlerStats) seen(a *agents.Shared, v agents.Verdict, act policy.Actio
 	if s == nil {
 		return
 	}
-	sl := s.slot(a, claimOf(a, v))
-	if sl == nil {
+	cc := s.countsOf(a, claimOf(a, v))
+	if cc == nil {
 		return
 	}
 	if act == policy.Allow {
-		sl.allowed.add()
+		cc.allowed.Add(1)
 	} else {
-		sl.refused.Add(1)
+		cc.refused.Add(1)
 	}
 }
 
@@ -137,8 +117,8 @@ func (s *crawlerStats) retried(a *agents.Shared, v agents.Verdict) {
 	if s == nil {
 		return
 	}
-	if sl := s.slot(a, claimOf(a, v)); sl != nil {
-		sl.retries.Add(1)
+	if cc := s.countsOf(a, claimOf(a, v)); cc != nil {
+		cc.retries.Add(1)
 	}
 }
 
@@ -164,22 +144,21 @@ func (s *crawlerStats) top(n int, offenders bool) []crawlerCount {
 		return nil
 	}
 	var out []crawlerCount
-	for i := range s.slots {
-		sl := &s.slots[i]
-		sn := sl.name.Load()
-		if sn == nil {
-			continue
-		}
-		name := sn.name
+	s.byName.Range(func(k, v any) bool {
+		name, counts := k.(string), v.(*nameCounts)
 		if name == "" {
 			name = noNameLabel
 		}
-		c := crawlerCount{Name: name, Claim: sn.claim.String(), Allowed: sl.allowed.load(), Refused: sl.refused.Load(), Retries: sl.retries.Load()}
-		if offenders && c.Refused == 0 {
-			continue
+		for c := range counts {
+			cc := &counts[c]
+			n := crawlerCount{Name: name, Claim: claim(c).String(), Allowed: cc.allowed.Load(), Refused: cc.refused.Load(), Retries: cc.retries.Load()}
+			if n.Allowed+n.Refused+n.Retries == 0 || (offenders && n.Refused == 0) {
+				continue
+			}
+			out = append(out, n)
 		}
-		out = append(out, c)
-	}
+		return true
+	})
 	sort.Slice(out, func(i, j int) bool {
 		a, b := out[i], out[j]
 		if offenders {

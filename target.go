@@ -2,8 +2,9 @@ package caddyrobots
 
 import (
 	"net/http"
-	"unsafe"
+	"net/url"
 
+	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/caddyrobots/caddy-robots/internal/policy"
@@ -25,6 +26,49 @@ type sent struct {
 	Path       string // the path Go decoded from the target
 }
 
+// caddyValues are what Caddy's server stored in a request's context for
+// its handlers and what a judged request reads of them: the request
+// variables, the replacer and the request as it arrived. Each is the
+// zero value where the server stored none (outside a Caddy server).
+// Only bots' requests ask for them: a browser's request never reads the
+// context.
+type caddyValues struct {
+	vars map[string]any
+	repl *caddy.Replacer
+	orig original
+}
+
+// caddyValuesOf asks r's context for the values Caddy's server stored in
+// it, once per judged request.
+func caddyValuesOf(r *http.Request) caddyValues {
+	ctx := r.Context()
+	var cv caddyValues
+	cv.vars, _ = ctx.Value(caddyhttp.VarsCtxKey).(map[string]any)
+	cv.repl, _ = ctx.Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
+	cv.orig = originalRequest(r)
+	return cv
+}
+
+// original is what the decision reads of Caddy's copy of the request as it
+// arrived (caddyhttp.OriginalRequestCtxKey), before any handler rewrote it.
+type original struct {
+	// ok is false when there is no copy (outside a Caddy server).
+	ok         bool
+	method     string
+	requestURI string
+	url        *url.URL
+}
+
+// originalRequest returns the fields the decision reads of Caddy's copy of
+// the request as it arrived; ok is false outside a Caddy server.
+func originalRequest(r *http.Request) original {
+	or, ok := r.Context().Value(caddyhttp.OriginalRequestCtxKey).(http.Request)
+	if !ok {
+		return original{}
+	}
+	return original{ok: true, method: or.Method, requestURI: or.RequestURI, url: or.URL}
+}
+
 // sentRequest returns r as the client sent it: Caddy's copy of the
 // original request where there is one (inside a Caddy server), else r.
 // Caddy's copy holds the method, the target and the URL; the Host is r's,
@@ -32,12 +76,12 @@ type sent struct {
 func sentRequest(r *http.Request) sent { return sentRequestFrom(r, originalRequest(r)) }
 
 // sentRequestFrom is sentRequest with Caddy's copy of the original request
-// given (nil: none).
-func sentRequestFrom(r, or *http.Request) sent {
+// given (orig.ok false: none).
+func sentRequestFrom(r *http.Request, orig original) sent {
 	s := sent{Method: r.Method, RequestURI: r.RequestURI, Host: r.Host}
 	u := r.URL
-	if or != nil {
-		s.Method, s.RequestURI, u = or.Method, or.RequestURI, or.URL
+	if orig.ok {
+		s.Method, s.RequestURI, u = orig.method, orig.requestURI, orig.url
 	}
 	if u != nil {
 		s.Path = u.Path
@@ -48,29 +92,8 @@ func sentRequestFrom(r, or *http.Request) sent {
 	return s
 }
 
-// originalRequest returns Caddy's copy of the request as it arrived
-// (caddyhttp.OriginalRequestCtxKey), or nil outside a Caddy server.
-func originalRequest(r *http.Request) *http.Request {
-	return requestInPlace(r.Context().Value(caddyhttp.OriginalRequestCtxKey))
-}
-
-// requestInPlace returns the http.Request that v holds, or nil when v holds
-// none. Caddy stores its copy of the original request by value, so a type
-// assertion would copy its 300 bytes on every bot request (~45 ns, a fifth
-// of an allowed bot's cost); the stored copy is read in place instead,
-// through the interface's data word. Caddy never writes the copy after
-// storing it, and neither does this package (TestOriginalRequestInPlace
-// checks that this reads what the assertion does).
-func requestInPlace(v any) *http.Request {
-	if _, ok := v.(http.Request); !ok {
-		return nil
-	}
-	// An interface holding a struct points to it from its second word.
-	return (*http.Request)((*[2]unsafe.Pointer)(unsafe.Pointer(&v))[1])
-}
-
 // rewriteValues returns the values of the request's rewrite headers
-// (policy.RewriteHeaders), or nil when it has none: three map lookups.
+// (policy.RewriteHeaders), or nil when it has none.
 func rewriteValues(r *http.Request) []string {
 	var vals [len(policy.RewriteHeaders)]string
 	any := false

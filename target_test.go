@@ -62,40 +62,51 @@ func rewritten(sent, now string) *http.Request {
 	return r
 }
 
-// TestOriginalRequestInPlace: originalRequest reads Caddy's stored copy of
-// the request in place; it must read exactly what the type assertion
-// (which copies) reads, and nothing for a context without a copy or with a
-// value of another type under the key.
-func TestOriginalRequestInPlace(t *testing.T) {
+// TestOriginalRequest: originalRequest reads Caddy's copy of the request as
+// it arrived, not the request a handler ahead rewrote, and nothing for a
+// context without a copy or with a value of another type under the key.
+func TestOriginalRequest(t *testing.T) {
 	raw := httptest.NewRequest("POST", "http://example.com/a%2Fb/c?q=1", nil)
 	raw.Host = "Example.COM:8443"
 	r := caddyhttp.PrepareRequest(raw, caddy.NewReplacer(), httptest.NewRecorder(), nil)
 	r.URL.Path, r.Method, r.RequestURI = "/rewritten", "GET", "/rewritten"
-	copied, ok := r.Context().Value(caddyhttp.OriginalRequestCtxKey).(http.Request)
-	if !ok {
-		t.Fatal("PrepareRequest stored no original request")
-	}
 	got := originalRequest(r)
-	if got == nil {
-		t.Fatal("originalRequest: nil")
+	if !got.ok {
+		t.Fatal("originalRequest: none inside a prepared request")
 	}
-	if got.Method != copied.Method || got.RequestURI != copied.RequestURI || got.URL != copied.URL ||
-		got.Host != copied.Host || got.RemoteAddr != copied.RemoteAddr || got.Proto != copied.Proto {
-		t.Errorf("in place %+v, copied %+v", got, copied)
+	if got.method != "POST" || got.requestURI != "http://example.com/a%2Fb/c?q=1" || got.url.Path != "/a/b/c" || got.url.RawQuery != "q=1" {
+		t.Errorf("original request: %s %q %+v", got.method, got.requestURI, got.url)
 	}
-	if got.Method != "POST" || got.URL.Path != "/a/b/c" || got.URL.RawQuery != "q=1" {
-		t.Errorf("original request: %s %+v", got.Method, got.URL)
+	if s := sentRequestFrom(r, got); s.Method != "POST" || s.Path != "/a/b/c" || s.Host != "Example.COM:8443" {
+		t.Errorf("sent request: %+v", s)
 	}
-	if originalRequest(httptest.NewRequest("GET", "/", nil)) != nil {
+	if originalRequest(httptest.NewRequest("GET", "/", nil)).ok {
 		t.Error("a request outside Caddy has an original request")
 	}
 	for _, v := range []any{raw, "x", 42} {
 		other := raw.WithContext(context.WithValue(context.Background(), caddyhttp.OriginalRequestCtxKey, v))
-		if originalRequest(other) != nil {
+		if originalRequest(other).ok {
 			t.Errorf("a %T under the key read as a request", v)
 		}
 	}
-	if n := testing.AllocsPerRun(100, func() { _ = originalRequest(r) }); n != 0 {
-		t.Errorf("originalRequest allocates %v times", n)
+}
+
+// TestCaddyValues: a judged request reads the vars, the replacer and the
+// original request Caddy's server stored, the nearest layer of a key
+// winning, and nothing outside a Caddy server.
+func TestCaddyValues(t *testing.T) {
+	raw := httptest.NewRequest("GET", "/a", nil)
+	r := caddyhttp.PrepareRequest(raw, caddy.NewReplacer(), httptest.NewRecorder(), &caddyhttp.Server{})
+	cv := caddyValuesOf(r)
+	if cv.vars == nil || cv.repl == nil || !cv.orig.ok {
+		t.Fatalf("the prepared request's values: %+v", cv)
+	}
+	shadow := map[string]any{"mine": 1}
+	cv = caddyValuesOf(r.WithContext(context.WithValue(r.Context(), caddyhttp.VarsCtxKey, shadow)))
+	if _, ok := cv.vars["mine"]; !ok {
+		t.Error("the vars of the nearest layer were not read")
+	}
+	if cv := caddyValuesOf(httptest.NewRequest("GET", "/", nil)); cv.vars != nil || cv.repl != nil || cv.orig.ok {
+		t.Errorf("outside Caddy: %+v", cv)
 	}
 }

@@ -276,21 +276,15 @@ func TestMultiWordNames(t *testing.T) {
 	}
 }
 
-// TestSharedPurposeValue: the cached answer carries the purpose boxed once,
-// as a plain string, and reading it does not allocate.
-func TestSharedPurposeValue(t *testing.T) {
+// TestSharedPurpose: the cached answer carries the crawler's purpose; a
+// text browser's has none.
+func TestSharedPurpose(t *testing.T) {
 	id := NewIdentifier(16)
 	ua := "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)"
-	s := id.IdentifyShared(ua)
-	if s.PurposeValue != any("ai-training") {
-		t.Fatalf("PurposeValue = %#v", s.PurposeValue)
+	if s := id.IdentifyShared(ua); s.Purpose != PurposeAITraining {
+		t.Fatalf("Purpose = %q", s.Purpose)
 	}
-	var sink any
-	if n := testing.AllocsPerRun(100, func() { sink = id.IdentifyShared(ua).PurposeValue }); n != 0 {
-		t.Errorf("%v allocations reading a cached purpose", n)
-	}
-	_ = sink
-	if b := id.IdentifyShared("Lynx/2.9.0dev.12 libwww-FM/2.14 SSL-MM/1.4.1 GNUTLS/3.7.9"); b.PurposeValue != any("") || b.Bot {
+	if b := id.IdentifyShared("Lynx/2.9.0dev.12 libwww-FM/2.14 SSL-MM/1.4.1 GNUTLS/3.7.9"); b.Purpose != "" || b.Bot {
 		t.Errorf("text browser: %+v", *b)
 	}
 }

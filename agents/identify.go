@@ -1,7 +1,6 @@
 package agents
 
 import (
-	"hash/maphash"
 	"strings"
 
 	"github.com/caddyrobots/caddy-robots/agents/internal/uatext"
@@ -57,20 +56,10 @@ func (id *Identifier) Identify(userAgent string) Agent {
 }
 
 // Shared is an identification as an Identifier's cache holds it: the Agent
-// plus its name, purpose and tokens boxed once as interface values, so that
-// a hot path storing them in a map[string]any (Caddy's request variables,
-// for instance) does not allocate on every request. A Shared is read-only and
+// plus what is derived once per User-Agent. A Shared is read-only and
 // shared by every caller that sends the same User-Agent.
 type Shared struct {
 	Agent
-	// NameValue is Agent.Name as an interface value.
-	NameValue any
-	// PurposeValue is Agent.Purpose as an interface value holding a plain
-	// string ("ai-training"; "" for a browser), ready for a placeholder
-	// or a log field.
-	PurposeValue any
-	// TokenValues[i] is Agent.Tokens[i] as an interface value.
-	TokenValues []any
 	// Candidates are the whole words of the User-Agent that a site's
 	// robots.txt may name it by, lower-cased, each once, in the order they
 	// appear: the product names and words that are no browser's own
@@ -85,36 +74,13 @@ type Shared struct {
 	// See NamedBy for what they are for. The slice is shared: callers must
 	// not modify it. An answer made by NewShared has none.
 	Candidates []string
-	// NameHash is NameHash(Name), computed once: a key for tables of
-	// per-crawler counts that a hot path updates on every request.
-	NameHash uint64
 }
 
-// nameSeed keys NameHash: drawn once per process, so that nobody outside
-// it can aim two names at one hash.
-var nameSeed = maphash.MakeSeed()
-
-// NameHash is a 64-bit hash of a crawler's name under a seed drawn once per
-// process; never 0.
-func NameHash(name string) uint64 { return maphash.String(nameSeed, name) | 1 }
-
-// NewShared returns a's Shared form, with its name, purpose and tokens
-// boxed once: for callers that build an Agent of their own (a crawler
-// verified by its signature rather than its User-Agent).
+// NewShared returns a's Shared form: for callers that build an Agent of
+// their own (a crawler verified by its signature rather than its
+// User-Agent).
 func NewShared(a Agent) *Shared {
-	s := newShared(a)
-	return &s
-}
-
-func newShared(a Agent) Shared {
-	s := Shared{Agent: a, NameValue: a.Name, PurposeValue: string(a.Purpose), NameHash: NameHash(a.Name)}
-	if len(a.Tokens) > 0 {
-		s.TokenValues = make([]any, len(a.Tokens))
-		for i, t := range a.Tokens {
-			s.TokenValues[i] = t
-		}
-	}
-	return s
+	return &Shared{Agent: a}
 }
 
 // IdentifyShared is Identify without the copy: it returns the Identifier's
@@ -126,8 +92,7 @@ func (id *Identifier) IdentifyShared(userAgent string) *Shared {
 	if e := id.cache.lookup(userAgent); e != nil {
 		return &e.val
 	}
-	s := newShared(identify(userAgent))
-	s.Candidates = candidateTokens(userAgent)
+	s := Shared{Agent: identify(userAgent), Candidates: candidateTokens(userAgent)}
 	if e := id.cache.put(userAgent, s); e != nil {
 		return &e.val
 	}
@@ -247,8 +212,8 @@ func looksAutomated(s string) (bool, string) {
 	// What is left has a browser's shape. A mainstream browser product
 	// settles it; mssola/useragent's Bot() could only flag what the checks
 	// above already catch (a URL in a comment, a lone non-Mozilla product),
-	// and costs ~4 us and 17 allocations, so it judges only the unusual
-	// rest.
+	// and parses the whole string with many allocations, so it judges only
+	// the unusual rest.
 	if hasBrowserProduct(s) {
 		return false, ""
 	}

@@ -98,9 +98,6 @@ func TestIsComponent(t *testing.T) {
 			t.Errorf("isComponent(%q) = %v, want %v", name, got, want)
 		}
 	}
-	if n := testing.AllocsPerRun(100, func() { isComponent("SamsungBrowser") }); n != 0 {
-		t.Errorf("isComponent allocates %v times", n)
-	}
 }
 
 // TestBrowserComponentsSource keeps data/browser-components.txt what its

@@ -132,42 +132,20 @@ type acScratch struct {
 	last [256]int32
 }
 
-// acFree keeps a few scratch buffers for acRun. Unlike a sync.Pool, it is
-// not emptied by garbage collections, so that decisions do not allocate;
-// it keeps at most acFreeMax buffers, none larger than acKeepMax elements.
-var acFree struct {
-	sync.Mutex
-	list []*acScratch
-}
+// acScratchPool keeps acRun's scratch buffers between runs.
+var acScratchPool = sync.Pool{New: func() any { return new(acScratch) }}
 
-const (
-	acFreeMax = 16
-	acKeepMax = 1 << 20
-)
+// acKeepMax bounds the buffers kept: a run on a huge file does not pin its
+// scratch memory for good.
+const acKeepMax = 1 << 20
 
-func getScratch() *acScratch {
-	acFree.Lock()
-	var sc *acScratch
-	if n := len(acFree.list); n > 0 {
-		sc = acFree.list[n-1]
-		acFree.list = acFree.list[:n-1]
-	}
-	acFree.Unlock()
-	if sc == nil {
-		sc = new(acScratch)
-	}
-	return sc
-}
+func getScratch() *acScratch { return acScratchPool.Get().(*acScratch) }
 
 func putScratch(sc *acScratch) {
 	if cap(sc.ent) > acKeepMax || cap(sc.arm) > acKeepMax || cap(sc.wait) > acKeepMax {
 		return
 	}
-	acFree.Lock()
-	if len(acFree.list) < acFreeMax {
-		acFree.list = append(acFree.list, sc)
-	}
-	acFree.Unlock()
+	acScratchPool.Put(sc)
 }
 
 var hexVal = func() (t [256]uint8) {

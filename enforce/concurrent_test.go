@@ -2,13 +2,14 @@ package enforce
 
 import (
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
 // TestConcurrentDecisions decides the same targets from several goroutines
 // at once and compares each answer with the one decided alone. The engine's
-// only shared mutable state is scratch memory: the one-pass matcher's free
-// list (acFree), the pooled buffers and the lazily built readings. make test
+// only shared mutable state is scratch memory: the one-pass matcher's pool
+// (acScratchPool), the pooled buffers and the lazily built readings. make test
 // runs this test under the race detector; the rest of the package (single
 // goroutine matcher checks, ~6x slower under it) runs without.
 func TestConcurrentDecisions(t *testing.T) {
@@ -33,17 +34,20 @@ func TestConcurrentDecisions(t *testing.T) {
 	for _, tg := range []string{"/", "/private/x", "/private/ok1.html", "/a/b.pdf", "/a/b.pdf?x"} {
 		jobs = append(jobs, job{g: plain.Select(nil, true), r: plain, target: tg})
 	}
-	acFree.Lock()
-	acFree.list = nil
-	acFree.Unlock()
+	// Empty the pool, then count the scratch buffers it makes: a count of
+	// zero means no decision took the one-pass matcher.
+	newScratch := acScratchPool.New
+	acScratchPool.New = nil
+	for acScratchPool.Get() != nil {
+	}
+	var made atomic.Int32
+	acScratchPool.New = func() any { made.Add(1); return newScratch() }
+	defer func() { acScratchPool.New = newScratch }()
 	for i := range jobs {
 		jobs[i].want = jobs[i].g.Decide(jobs[i].target)
 		jobs[i].reading = jobs[i].r.Readings(nil, true, jobs[i].target)
 	}
-	acFree.Lock()
-	reached := len(acFree.list) > 0
-	acFree.Unlock()
-	if !reached {
+	if made.Load() == 0 {
 		t.Fatal("no decision took the one-pass matcher: the test no longer reaches its shared scratch")
 	}
 	var wg sync.WaitGroup

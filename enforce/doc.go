@@ -152,23 +152,16 @@
 // precedence is tracked). That pass costs one automaton step per unit of
 // the target (usually one 4-octet load that gives both the next state and
 // the segment that ends there) and a constant per segment a rule advances
-// by, whatever the target holds: no search is repeated. For targets of at
-// most [MaxTargetLength] octets (8 KiB) and groups of 10,000 wildcard
-// rules, with targets built against the index and the searches (every
-// required substring present in the wrong order, runs of one octet,
-// thousands of escapes, nested runs such as "/*a*aa*aaa", '$' rules), one
-// decision took 4–55 µs (medians on a 2-core VM; 73–107 µs for runs of
-// one octet, depending on the load), and 0.32–0.4 ms for the rules of
-// random two- to four-letter segments, whose automaton (22,656 nodes,
-// 18,245 segments) outgrows the caches and reports segments at every
-// offset: there the steps alone take about 70 µs (each a load from a 1 MiB
-// table that depends on the one before), following the reported segments
-// at each of the 8,191 offsets to the rules waiting for them most of the
-// rest (BenchmarkWorstCase* in worst_test.go; the same decisions took
-// 1.2–28 ms before the one-pass fallback). Longer targets get the same exact answer,
-// in time proportional to their length. Typical decisions never reach the
-// budget and cost what they did. The automaton takes memory linear in the
-// wildcard segments, its transition rows capped at 1 MiB per group:
-// 500 KiB of wildcard rules (18,596 rules) parse and compile in 38–66 ms
-// (on that busy VM) and keep 5.2 MB.
+// by, whatever the target holds: no search is repeated. So a hostile file
+// cannot make a decision slow: for targets of at most [MaxTargetLength]
+// octets (8 KiB) and groups of 10,000 wildcard rules, a decision stays in
+// the tens of microseconds, against targets built to defeat the index and
+// the searches (every required substring present in the wrong order, runs
+// of one octet, thousands of escapes, nested runs such as "/*a*aa*aaa",
+// '$' rules), and under a millisecond for rules of random short segments,
+// whose automaton outgrows the caches (BenchmarkWorstCase* in
+// worst_test.go measure each shape; make bench runs them). Longer targets
+// get the same exact answer, in time proportional to their length. Typical
+// decisions never reach the budget. The automaton takes memory linear in
+// the wildcard segments, its transition rows capped at 1 MiB per group.
 package enforce

@@ -191,7 +191,7 @@ var foldTable struct {
 }
 
 // WarmFoldCase builds the table FoldCase folds non-ASCII letters with (a
-// pass over Unicode's letters, some 20 ms), so that the first request
+// pass over Unicode's letters), so that the first request
 // with such a letter does not wait for it. A caller that folds paths calls
 // it once when it starts; FoldCase builds the table itself otherwise.
 func WarmFoldCase() { foldTable.once.Do(buildFoldTable) }

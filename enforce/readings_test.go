@@ -174,21 +174,6 @@ func TestReadingsNilAndRepeat(t *testing.T) {
 	}
 }
 
-// TestReadingsAllocations checks that a refused, unambiguous request costs
-// no allocation once the readings are built.
-func TestReadingsAllocations(t *testing.T) {
-	r := Parse([]byte("User-agent: *\nDisallow: /private/\nDisallow: /*?q=\nDissallow: /tmp/\n"))
-	r.Readings([]string{"Wget"}, true, "/private/x")
-	n := testing.AllocsPerRun(100, func() {
-		if !r.Readings([]string{"Wget"}, true, "/private/x").Unambiguous {
-			t.Fatal("not unambiguous")
-		}
-	})
-	if n != 0 {
-		t.Errorf("%v allocations per unambiguous call, want 0", n)
-	}
-}
-
 // ref1994 is CPython 3.11's legacy urllib.robotparser, transcribed as
 // directly as possible (entries, state 0/1/2, first match), as an
 // independent reference for the 1994 reading.

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
-	"unsafe"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -233,46 +232,6 @@ func TestRedisStrikeLogKey(t *testing.T) {
 	}
 	if n, _ := c.Exists(ctx0, stem+":strikelog", stem+":strikes").Result(); n != 0 {
 		t.Fatalf("%d of the strike log and counter kept after the ban", n)
-	}
-}
-
-// TestStrikeLogSize pins the memory cost of a struck identity (see
-// MaxStrikeRecords and MemoryConfig).
-func TestStrikeLogSize(t *testing.T) {
-	if n := unsafe.Sizeof(strikeLog{}); n != 128 {
-		t.Errorf("strikeLog is %d bytes, documented as 128", n)
-	}
-	if n := unsafe.Sizeof(entry{}); n != 160 {
-		t.Errorf("entry is %d bytes, documented as 160", n)
-	}
-}
-
-// TestMemoryStrikeAllocs: an identity's first strike allocates its record,
-// the banning strike the ban's info; other strikes, and reading a ban,
-// allocate nothing.
-func TestMemoryStrikeAllocs(t *testing.T) {
-	m := NewMemory(MemoryConfig{})
-	id := NewIdentity("*", false, ip4(5))
-	p := StrikePolicy{Strikes: 1000, Window: time.Hour, Ban: time.Hour}
-	info := StrikeInfo{Crawler: "ContentGrabber", Token: "*", Line: 12, Version: "v3", Scope: "example.com on :443"}
-	now := epoch
-	m.Strike(ctx0, id, p, now, info)
-	if n := testing.AllocsPerRun(100, func() {
-		now = now.Add(time.Millisecond)
-		m.Strike(ctx0, id, p, now, info)
-	}); n != 0 {
-		t.Errorf("a later strike allocates %v times", n)
-	}
-	for range 1000 {
-		m.Strike(ctx0, id, p, now, info)
-	}
-	if n := testing.AllocsPerRun(100, func() {
-		if r, _ := m.Banned(ctx0, id, now); !r.Banned {
-			t.Fatal("not banned")
-		}
-		m.Strike(ctx0, id, p, now, info)
-	}); n != 0 {
-		t.Errorf("Banned and Strike during a ban allocate %v times", n)
 	}
 }
 

@@ -534,28 +534,6 @@ func canonicalKey(k string) string {
 	return strings.Join(parts, "-")
 }
 
-// TestScannerAllocations: reading a line, its headers and TLS included,
-// allocates nothing; nor does judging a browser's line that carries its
-// headers, with the signals and a trap on.
-func TestScannerAllocations(t *testing.T) {
-	line := caddyReq{ip: "203.0.113.1", uri: "/private/x?a=1", ua: uaChrome131, tls: true, headers: chromeNav}.line()
-	var s Scanner
-	var e Entry
-	if n := testing.AllocsPerRun(100, func() { s.Parse(line, &e) }); n != 0 {
-		t.Errorf("Parse: %v allocations", n)
-	}
-	a, err := New(Config{Robots: enforce.Parse([]byte(undeclaredRobots)), Trap: "/no-robots/"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Line(line); err != nil {
-		t.Fatal(err)
-	}
-	if n := testing.AllocsPerRun(100, func() { _ = a.Line(line) }); n != 0 {
-		t.Errorf("Line, a browser with its headers: %v allocations", n)
-	}
-}
-
 // TestRequestPath: the path of a target as Go's server reads it, decoded
 // and as sent.
 func TestRequestPath(t *testing.T) {

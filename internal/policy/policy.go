@@ -17,7 +17,6 @@ package policy
 import (
 	"math"
 	"net/netip"
-	"sync/atomic"
 	"time"
 
 	"github.com/caddyrobots/caddy-robots/agents"
@@ -123,25 +122,6 @@ type Version struct {
 	// From is when it became current; Until when a newer one replaced it
 	// (zero while current).
 	From, Until time.Time
-	// Memo is where a caller keeps a value derived from the version, made
-	// once and dropped with the version (the handler keeps the placeholder
-	// providers of the outcomes judged against it there).
-	Memo Memo
-}
-
-// Memo holds one value, set once. The zero value is empty and ready.
-type Memo struct{ v atomic.Value }
-
-// Load returns the value, or nil before one was set.
-func (m *Memo) Load() any { return m.v.Load() }
-
-// LoadOrStore returns the value, first setting it to v if there was none.
-// Every value set in one Memo must have the same concrete type.
-func (m *Memo) LoadOrStore(v any) any {
-	if m.v.CompareAndSwap(nil, v) {
-		return v
-	}
-	return m.v.Load()
 }
 
 // BriefFor is how long a version must have been current to earn grace for

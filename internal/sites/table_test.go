@@ -320,23 +320,6 @@ func TestIsLoaderRequest(t *testing.T) {
 	}
 }
 
-// TestSnapshotAllocations: a known site's snapshot costs no allocation,
-// on a server with many sites.
-func TestSnapshotAllocations(t *testing.T) {
-	f := &fakeSite{answer: always(200, "User-agent: *\nDisallow: /private/\n")}
-	l := newSiteLoader(t, f, 8080, Config{})
-	for i := range 1000 {
-		snapshot(l, fmt.Sprintf("h%d.example", i))
-	}
-	r := request("h500.example:8080", "/x")
-	if snap := l.Snapshot(r, "h500.example"); snap.Current() == nil {
-		t.Fatal("no rules")
-	}
-	if n := testing.AllocsPerRun(1000, func() { l.Snapshot(r, "h500.example") }); n != 0 {
-		t.Errorf("%v allocations per snapshot of a known site, want 0", n)
-	}
-}
-
 // BenchmarkSnapshot is a bot request's lookup of its site among 1,000.
 func BenchmarkSnapshot(b *testing.B) {
 	f := &fakeSite{answer: always(200, "User-agent: *\nDisallow: /private/\n")}
