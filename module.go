@@ -21,6 +21,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyevents"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	lru "github.com/hashicorp/golang-lru/v2"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
@@ -252,7 +253,7 @@ type Handler struct {
 	stats *crawlerStats // decisions per crawler name, for the admin API
 	// named are the bots that sites' groups name in browsers' User-Agents
 	// (namedBySite), one answer per group token.
-	named    *boundedMap[string, *agents.Shared]
+	named    *lru.Cache[string, *agents.Shared]
 	store    state.Store
 	strikes  state.StrikePolicy
 	exempt   []netip.Prefix
@@ -420,7 +421,11 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	h.untrustedProxy = new(atomic.Pointer[netip.Addr])
 	h.exemptProxy = new(atomic.Pointer[netip.Addr])
 	h.stats = newCrawlerStats()
-	h.named = newBoundedMap[string, *agents.Shared](1024)
+	named, err := lru.New[string, *agents.Shared](1024)
+	if err != nil {
+		return fmt.Errorf("robots: the bots sites name: %w", err)
+	}
+	h.named = named
 	if h.now == nil {
 		h.now = time.Now
 	}
