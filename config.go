@@ -354,8 +354,8 @@ func (h *Handler) parseRules(body []byte) *enforce.Robots {
 
 // Keeping crawler IP lists current: the loop lives in internal/ranges;
 // here are its configuration (verify { ranges, ranges_dir, ranges_refresh,
-// ranges_operators }) and its wiring to Caddy. The handler's Provision
-// calls, in this order:
+// ranges_operators }) and its wiring to Caddy. The handler's
+// provisionVerifier calls, in this order:
 //
 //	rcfg, err := newRangesConfig(h.Verify)    // parses ranges, ranges_dir, ranges_refresh, ranges_operators
 //	vcfg.Ranges, vcfg.RangesAsOf, err = rcfg.LoadFiles() // the lists given as files, with their dates

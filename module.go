@@ -464,29 +464,9 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 
 	h.ident = sharedIdentifier()
 
-	vcfg := agents.VerifierConfig{}
-	if v := h.Verify; v != nil {
-		vcfg.Timeout = time.Duration(v.Timeout)
-		if v.Resolver != "" {
-			vcfg.Resolver = resolverFor(v.Resolver)
-		}
-	}
-	rcfg, err := newRangesConfig(h.Verify)
-	if err != nil {
-		return fmt.Errorf("robots: verify: %w", err)
-	}
-	if vcfg.Ranges, vcfg.RangesAsOf, err = rcfg.LoadFiles(); err != nil {
+	if err := h.provisionVerifier(ctx); err != nil {
 		return err
 	}
-	verifier, err := agents.NewVerifier(vcfg)
-	if err != nil {
-		return fmt.Errorf("robots: building verifier: %w", err)
-	}
-	h.verifier = verifier
-	if h.releaseRanges, err = startRanges(ctx, verifier, rcfg, h.logger); err != nil {
-		return err
-	}
-	ranges.WarnStale(h.logger, verifier, rcfg)
 
 	if err := h.provisionSignatures(h.Verify); err != nil {
 		return err
@@ -512,6 +492,36 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	h.rules = src
 	h.pipe = h.newPipeline()
 	registerHandler(h)
+	return nil
+}
+
+// provisionVerifier builds the verifier of crawler claims (verify: its
+// timeout, resolver and IP lists) and subscribes it to the loop that keeps
+// the operators' lists current.
+func (h *Handler) provisionVerifier(ctx caddy.Context) error {
+	vcfg := agents.VerifierConfig{}
+	if v := h.Verify; v != nil {
+		vcfg.Timeout = time.Duration(v.Timeout)
+		if v.Resolver != "" {
+			vcfg.Resolver = resolverFor(v.Resolver)
+		}
+	}
+	rcfg, err := newRangesConfig(h.Verify)
+	if err != nil {
+		return fmt.Errorf("robots: verify: %w", err)
+	}
+	if vcfg.Ranges, vcfg.RangesAsOf, err = rcfg.LoadFiles(); err != nil {
+		return err
+	}
+	verifier, err := agents.NewVerifier(vcfg)
+	if err != nil {
+		return fmt.Errorf("robots: building verifier: %w", err)
+	}
+	h.verifier = verifier
+	if h.releaseRanges, err = startRanges(ctx, verifier, rcfg, h.logger); err != nil {
+		return err
+	}
+	ranges.WarnStale(h.logger, verifier, rcfg)
 	return nil
 }
 
