@@ -288,7 +288,7 @@ func (h *Handler) applyDefaults() {
 		g := caddy.Duration(DefaultGrace)
 		h.Grace = &g
 	}
-	// disguised: empty means each signal's own default (disguised.go).
+	// disguised: empty means each signal's own default (undeclared.go).
 	if h.Trap != "" && h.TrapHold == 0 {
 		h.TrapHold = caddy.Duration(DefaultTrapHold)
 	}

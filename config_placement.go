@@ -443,7 +443,7 @@ func (s startedCheck) Handle(context.Context, caddy.Event) error {
 	if !ok {
 		return nil
 	}
-	dropDecoded(a) // config_placement.go: the config has loaded
+	dropDecoded(a) // the config has loaded
 	for _, w := range s.h.placementWarnings(a) {
 		s.h.warnConfig(w)
 	}

@@ -214,7 +214,7 @@ type Handler struct {
 	// link it hidden in your pages, or with the {http.robots.trap_link}
 	// placeholder ({http.robots.trap} is the path). A client that asks for
 	// it is answered 403 and judged as an undeclared crawler for TrapHold
-	// (see trap.go for who is marked, and the text-browser rule). With
+	// (see undeclared.go for who is marked, and the text-browser rule). With
 	// source file and inline the served robots.txt carries the trap's
 	// Disallow line in every group; with source site the site's own file
 	// must disallow it for "*" (the handler warns when it does not).
@@ -297,10 +297,10 @@ type Handler struct {
 	// process's table, shared by every handler and kept across reloads).
 	rotations *state.Rotations
 	// untrustedProxy is the first peer found forwarding for others
-	// while the server does not trust it (proxies.go); nil until then.
+	// while the server does not trust it (scope.go); nil until then.
 	untrustedProxy *atomic.Pointer[netip.Addr]
 	// exemptProxy is the first exempt address found forwarding for
-	// others while the server does not trust it (proxies.go).
+	// others while the server does not trust it (scope.go).
 	exemptProxy   *atomic.Pointer[netip.Addr]
 	releaseRanges func() error // from startRanges; called by Cleanup
 	sigKey        string       // sigPool key of sig
@@ -617,7 +617,7 @@ func (h *Handler) Validate() error {
 			errs = append(errs, errors.New("store: max_entries must not be negative"))
 		}
 	}
-	errs = append(errs, h.checkDisguised()...) // disguised.go
+	errs = append(errs, h.checkDisguised()...) // undeclared.go
 	if len(errs) > 0 {
 		return fmt.Errorf("robots: %w", errors.Join(errs...))
 	}

@@ -724,7 +724,8 @@ func userAgentLine(l string) (key, val string, ok bool) {
 }
 
 // trapRules adds the trap's Disallow line to a robots.txt file's body for
-// source file (loader.go, loadFile); the body is unchanged without a trap.
+// source file (sites.Config.Rules, which the loader applies to each
+// file it reads); the body is unchanged without a trap.
 func (h *Handler) trapRules(body []byte) []byte {
 	if h.undeclared == nil || h.undeclared.trap == nil {
 		return body
