@@ -216,9 +216,6 @@ func storageOf(ctx caddy.Context) (st certmagic.Storage) {
 // byte past the size cap).
 func readRobotsFile(path string) ([]byte, error) { return sites.ReadFile(path) }
 
-// contentID is the short content hash that names a robots.txt version.
-func contentID(body []byte) string { return sites.ContentID(body) }
-
 // coarseNow is the loaders' clock in seconds (sites.Seconds), for
 // bookkeeping that must cost no clock read.
 var coarseNow coarseClock
