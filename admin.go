@@ -1,10 +1,16 @@
 package caddyrobots
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"net/netip"
+	"net/url"
+	"strings"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/caddyrobots/caddy-robots/enforce/state"
 	"github.com/caddyrobots/caddy-robots/internal/admin"
@@ -64,8 +70,9 @@ func init() {
 //
 // The admin module is a separate instance from the handlers: it reads the
 // handlers of the running configurations from a process-wide registry
-// (registry.go) and describes each as an admin.Site for internal/admin,
-// which serves every route but /robots/check (admin_check.go).
+// (scope.go) and describes each as an admin.Site for internal/admin, which
+// serves every route; for /robots/check, checker finds the handler a
+// request reaches and judges it as that handler would.
 type adminAPI struct{}
 
 // CaddyModule returns the Caddy module information.
@@ -81,20 +88,23 @@ func (a *adminAPI) Routes() []caddy.AdminRoute {
 	return []caddy.AdminRoute{{Pattern: "/robots/", Handler: caddy.AdminHandlerFunc(a.serve)}}
 }
 
-// adminMaxBody bounds the request body of /robots/check.
-const adminMaxBody = 64 << 10
-
 // serve answers an admin request under /robots/; Caddy's admin server
 // answers a caddy.APIError with its status, any other error with 500.
 func (a *adminAPI) serve(w http.ResponseWriter, r *http.Request) error {
 	api := &admin.API{
 		Sites:          func() []admin.Site { return adminSites(handlers()) },
-		Check:          a.serveCheck,
+		Checker:        checker{hs: handlers(), app: httpApp()},
 		Lifted:         emitLifted,
 		Logger:         caddy.Log().Named("admin.api.robots"),
 		DefaultAddress: caddy.DefaultAdminListen,
 	}
 	err := api.Serve(w, r)
+	return apiError(err)
+}
+
+// apiError turns an admin.Error into the caddy.APIError Caddy's admin
+// server answers with its status; any other error is answered with 500.
+func apiError(err error) error {
 	var ae admin.Error
 	if errors.As(err, &ae) {
 		return caddy.APIError{HTTPStatus: ae.Status, Err: ae.Err}
@@ -102,8 +112,91 @@ func (a *adminAPI) serve(w http.ResponseWriter, r *http.Request) error {
 	return err
 }
 
-// writeJSON writes v as the admin API's JSON answer.
-func writeJSON(w http.ResponseWriter, v any) error { return admin.WriteJSON(w, v) }
+// checker finds the handler a POST /robots/check concerns among the
+// running handlers hs, as the server app routes, and judges the request
+// as that handler would now (judgeDry): reading the throttle and strike
+// state without writing it. For source site, a host the handler has not
+// loaded yet is loaded now, as a crawler's first visit would.
+type checker struct {
+	hs  []*Handler
+	app *caddyhttp.App // nil outside a running Caddy
+}
+
+// Check judges r for the admin API.
+func (c checker) Check(r *http.Request, u *url.URL, ip netip.Addr, index *int) (admin.Checked, error) {
+	// The client's address, as Caddy's server records it: the route's
+	// client_ip matchers and the handler read it.
+	vars := map[string]any{caddyhttp.ClientIPVarKey: ip.String()}
+	r = r.WithContext(context.WithValue(r.Context(), caddyhttp.VarsCtxKey, vars))
+	h, ans, err := checkHandler(c.hs, c.app, index, u, r)
+	if err != nil {
+		return admin.Checked{}, err
+	}
+	if h.rules != nil && h.rules.srv.Load() == nil && h.Source == "site" {
+		return admin.Checked{}, admin.Error{Status: http.StatusConflict,
+			Err: errors.New("robots: check: the server this handler loads robots.txt through is not known (it is not in the running config's routes, and it served no request yet)")}
+	}
+	if srv := h.rules.srv.Load(); srv != nil {
+		r = r.WithContext(context.WithValue(r.Context(), caddyhttp.ServerCtxKey, srv))
+	}
+	got := admin.Checked{Answer: ans, Mode: h.Mode}
+	o, crawler, passed := h.judgeDry(r, ip)
+	got.Crawler, got.Passed = crawler, passed
+	if o != nil {
+		got.Judgement = &o.Judgement
+	}
+	return got, nil
+}
+
+// checkHandler returns the handler a check concerns and says where it sits:
+// the one given by index, else the one the server listening on the URL's
+// port routes the request to. A check that reaches no handler is refused
+// with the list of handlers.
+func checkHandler(hs []*Handler, app *caddyhttp.App, index *int, u *url.URL, r *http.Request) (*Handler, admin.CheckAnswer, error) {
+	if len(hs) == 0 {
+		return nil, admin.CheckAnswer{}, admin.Error{Status: http.StatusNotFound, Err: errors.New("robots: no robots handler is running")}
+	}
+	places := placements(app)
+	answer := func(i int, h *Handler) admin.CheckAnswer {
+		p := places[h]
+		return admin.CheckAnswer{Handler: i, Placement: admin.Placement(p), Site: p.site(), Source: h.Source}
+	}
+	if index != nil {
+		if *index < 0 || *index >= len(hs) {
+			return nil, admin.CheckAnswer{}, admin.Error{Status: http.StatusNotFound, Err: fmt.Errorf("robots: no handler %d (there are %d; see /robots/status)", *index, len(hs))}
+		}
+		return hs[*index], answer(*index, hs[*index]), nil
+	}
+	if app == nil && len(hs) == 1 {
+		// Outside a running Caddy (no HTTP app to route through): the
+		// only handler.
+		return hs[0], answer(0, hs[0]), nil
+	}
+	if h, srv, p, ok := locate(app, urlPort(u.Scheme, u.Host), r); ok {
+		for i, x := range hs {
+			if x == h {
+				if h.rules != nil {
+					h.rules.learnServer(srv)
+				}
+				a := answer(i, h)
+				a.Placement, a.Site = admin.Placement(p), p.site()
+				return h, a, nil
+			}
+		}
+	}
+	var list []string
+	for i, h := range hs {
+		p, ok := places[h]
+		if !ok {
+			list = append(list, fmt.Sprintf("%d: not in the running config", i))
+			continue
+		}
+		list = append(list, fmt.Sprintf("%d: server %s (%s), site %s", i, p.Server, strings.Join(p.Listen, " "), p.site()))
+	}
+	return nil, admin.CheckAnswer{}, admin.Error{Status: http.StatusNotFound, Err: fmt.Errorf(
+		"robots: check: no robots handler runs for %s (no server listens on port %d, or its routes reach no robots handler for this request); handlers: %s; or pass \"handler\": <index>",
+		u.Redacted(), urlPort(u.Scheme, u.Host), strings.Join(list, "; "))}
+}
 
 // adminSites describes hs for the admin API, in order.
 func adminSites(hs []*Handler) []admin.Site {

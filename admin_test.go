@@ -36,9 +36,10 @@ func adminServe(t *testing.T, h *Handler, target, ua, remote string) int {
 	return w.Code
 }
 
+// apiStatus is the status Caddy's admin server answers err with.
 func apiStatus(err error) int {
 	var ae caddy.APIError
-	if errors.As(err, &ae) {
+	if errors.As(apiError(err), &ae) {
 		return ae.HTTPStatus
 	}
 	return 0
@@ -48,9 +49,9 @@ func TestAdminCheckDoesNotCount(t *testing.T) {
 	h, done := newTestHandler(t, &Handler{Strikes: &StrikesConfig{Count: 2, Window: caddy.Duration(time.Minute), Ban: caddy.Duration(time.Hour)}})
 	defer done()
 	hs := []*Handler{h}
-	check := func(ua, ip, u string) checkResponse {
+	check := func(ua, ip, u string) admin.CheckResponse {
 		t.Helper()
-		res, err := checkRequestNow(context.Background(), hs, nil, checkRequest{UserAgent: ua, IP: ip, URL: u})
+		res, err := admin.Check(context.Background(), checker{hs: hs}, admin.CheckRequest{UserAgent: ua, IP: ip, URL: u})
 		if err != nil {
 			t.Fatalf("check %s %s: %v", ua, u, err)
 		}
@@ -98,13 +99,13 @@ func TestAdminCheckDoesNotCount(t *testing.T) {
 	}
 
 	three := 3
-	for _, bad := range []checkRequest{
+	for _, bad := range []admin.CheckRequest{
 		{UserAgent: "GPTBot/1.2", IP: "192.0.2.1", URL: "/relative"},
 		{UserAgent: "GPTBot/1.2", IP: "192.0.2.1", URL: "ftp://x/"},
 		{UserAgent: "GPTBot/1.2", IP: "not-an-ip", URL: "http://check.example/"},
 		{UserAgent: "GPTBot/1.2", IP: "192.0.2.1", URL: "http://check.example/", Handler: &three},
 	} {
-		_, err := checkRequestNow(context.Background(), hs, nil, bad)
+		_, err := admin.Check(context.Background(), checker{hs: hs}, bad)
 		if s := apiStatus(err); s != http.StatusBadRequest && s != http.StatusNotFound {
 			t.Errorf("check %+v: %v (status %d), want 400 or 404", bad, err, s)
 		}
@@ -262,7 +263,7 @@ func TestAdminRoutes(t *testing.T) {
 	if err := api.serve(w, httptest.NewRequest(http.MethodPost, "/robots/check", strings.NewReader(body))); err != nil {
 		t.Fatalf("POST /robots/check: %v", err)
 	}
-	var res checkResponse
+	var res admin.CheckResponse
 	if err := json.Unmarshal(w.Body.Bytes(), &res); err != nil || res.Decision == "" {
 		t.Errorf("check answer %s: %v", w.Body.String(), err)
 	}

@@ -94,96 +94,9 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			return d.Errf("robots: option %q given twice", opt)
 		}
 		seen[opt] = true
-		var err error
-		switch opt {
-		case "source":
-			err = h.parseSource(d)
-		case "refresh":
-			err = parseDurationIn(d, opt, &h.Refresh, MinRefresh, MaxRefresh, false)
-		case "fetch_timeout":
-			err = parseDurationIn(d, opt, &h.FetchTimeout, MinFetchTimeout, MaxFetchTimeout, false)
-		case "grace":
-			var g caddy.Duration
-			err = parseDurationIn(d, opt, &g, 0, MaxGrace, true)
-			h.Grace = &g
-		case "mode":
-			err = parseEnum(d, opt, &h.Mode, "enforce", "log")
-		case "crawl_delay":
-			err = parseEnum(d, opt, &h.CrawlDelay, "on", "off", "all")
-		case "spoofed":
-			err = parseEnum(d, opt, &h.Spoofed, "block", "wildcard")
-		case "libraries":
-			err = parseEnum(d, opt, &h.Libraries, "crawler", "ignore")
-		case "unavailable":
-			err = parseEnum(d, opt, &h.Unavailable, "disallow", "allow")
-		case "exempt":
-			args := d.RemainingArgs()
-			if len(args) == 0 {
-				return d.Errf("robots: exempt needs at least one network")
-			}
-			for _, a := range args {
-				if hasPlaceholder(a) {
-					continue // checked at provision, once replaced
-				}
-				if _, perr := parsePrefix(a); perr != nil {
-					return d.Errf("robots: exempt: %v", perr)
-				}
-			}
-			h.Exempt = append(h.Exempt, args...)
-		case "strikes":
-			err = h.parseStrikes(d)
-		case "store":
-			err = h.parseStore(d)
-		case "verify":
-			err = h.parseVerify(d)
-		case "crawl_burst":
-			if !d.NextArg() {
-				return d.Errf("robots: crawl_burst needs a number of requests")
-			}
-			n, perr := strconv.Atoi(d.Val())
-			if perr != nil || n < 1 || n > state.MaxBurst {
-				return d.Errf("robots: crawl_burst: %q is not a number of requests in 1..%d", d.Val(), state.MaxBurst)
-			}
-			if d.NextArg() {
-				return d.Errf("robots: crawl_burst takes one number")
-			}
-			h.CrawlBurst = n
-		case "preferences":
-			err = parseEnum(d, opt, &h.Preferences, "expose", "header", "enforce")
-		case "robots_txt":
-			err = parseEnum(d, opt, &h.RobotsTxt, "serve", "pass")
+		err := h.parseOption(d, opt)
+		if opt == "robots_txt" {
 			robotsTxtAt = d.Errf("robots: robots_txt applies to source file and inline; with source site the site itself always answers /robots.txt")
-		case "max_rule_memory":
-			if !d.NextArg() {
-				return d.Errf("robots: max_rule_memory needs a size, e.g. 64MiB")
-			}
-			n, perr := parseSize("max_rule_memory", d.Val())
-			if perr == nil {
-				perr = checkRuleMemory(n)
-			}
-			if perr != nil {
-				return d.Errf("robots: %v", perr)
-			}
-			if d.NextArg() {
-				return d.Errf("robots: max_rule_memory takes one size")
-			}
-			h.MaxRuleMemory = n
-		case "disguised":
-			err = h.parseDisguised(d) // disguised_caddyfile.go
-		case "trap":
-			err = h.parseTrap(d)
-		case "use_error_routes":
-			if d.NextArg() {
-				return d.Errf("robots: use_error_routes takes no argument")
-			}
-			h.UseErrorRoutes = true
-		case "case_insensitive_paths":
-			if d.NextArg() {
-				return d.Errf("robots: case_insensitive_paths takes no argument")
-			}
-			h.CaseInsensitivePaths = true
-		default:
-			return d.Errf("robots: unrecognized option %q", opt)
 		}
 		if err != nil {
 			return err
@@ -192,6 +105,120 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	if robotsTxtAt != nil && (h.Source == "" || h.Source == "site") {
 		return robotsTxtAt
 	}
+	return nil
+}
+
+// parseOption reads one option of the robots block, named opt.
+func (h *Handler) parseOption(d *caddyfile.Dispenser, opt string) error {
+	switch opt {
+	case "source":
+		return h.parseSource(d)
+	case "refresh":
+		return parseDurationIn(d, opt, &h.Refresh, MinRefresh, MaxRefresh, false)
+	case "fetch_timeout":
+		return parseDurationIn(d, opt, &h.FetchTimeout, MinFetchTimeout, MaxFetchTimeout, false)
+	case "grace":
+		var g caddy.Duration
+		err := parseDurationIn(d, opt, &g, 0, MaxGrace, true)
+		h.Grace = &g
+		return err
+	case "mode":
+		return parseEnum(d, opt, &h.Mode, "enforce", "log")
+	case "crawl_delay":
+		return parseEnum(d, opt, &h.CrawlDelay, "on", "off", "all")
+	case "spoofed":
+		return parseEnum(d, opt, &h.Spoofed, "block", "wildcard")
+	case "libraries":
+		return parseEnum(d, opt, &h.Libraries, "crawler", "ignore")
+	case "unavailable":
+		return parseEnum(d, opt, &h.Unavailable, "disallow", "allow")
+	case "exempt":
+		return h.parseExempt(d)
+	case "strikes":
+		return h.parseStrikes(d)
+	case "store":
+		return h.parseStore(d)
+	case "verify":
+		return h.parseVerify(d)
+	case "crawl_burst":
+		return h.parseCrawlBurst(d)
+	case "preferences":
+		return parseEnum(d, opt, &h.Preferences, "expose", "header", "enforce")
+	case "robots_txt":
+		return parseEnum(d, opt, &h.RobotsTxt, "serve", "pass")
+	case "max_rule_memory":
+		return h.parseMaxRuleMemory(d)
+	case "disguised":
+		return h.parseDisguised(d) // undeclared.go
+	case "trap":
+		return h.parseTrap(d)
+	case "use_error_routes":
+		return parseFlag(d, opt, &h.UseErrorRoutes)
+	case "case_insensitive_paths":
+		return parseFlag(d, opt, &h.CaseInsensitivePaths)
+	}
+	return d.Errf("robots: unrecognized option %q", opt)
+}
+
+// parseExempt reads `exempt <network>...`; it may be given more than once.
+func (h *Handler) parseExempt(d *caddyfile.Dispenser) error {
+	args := d.RemainingArgs()
+	if len(args) == 0 {
+		return d.Errf("robots: exempt needs at least one network")
+	}
+	for _, a := range args {
+		if hasPlaceholder(a) {
+			continue // checked at provision, once replaced
+		}
+		if _, err := parsePrefix(a); err != nil {
+			return d.Errf("robots: exempt: %v", err)
+		}
+	}
+	h.Exempt = append(h.Exempt, args...)
+	return nil
+}
+
+// parseCrawlBurst reads `crawl_burst <requests>`.
+func (h *Handler) parseCrawlBurst(d *caddyfile.Dispenser) error {
+	if !d.NextArg() {
+		return d.Errf("robots: crawl_burst needs a number of requests")
+	}
+	n, err := strconv.Atoi(d.Val())
+	if err != nil || n < 1 || n > state.MaxBurst {
+		return d.Errf("robots: crawl_burst: %q is not a number of requests in 1..%d", d.Val(), state.MaxBurst)
+	}
+	if d.NextArg() {
+		return d.Errf("robots: crawl_burst takes one number")
+	}
+	h.CrawlBurst = n
+	return nil
+}
+
+// parseMaxRuleMemory reads `max_rule_memory <size>`, a size with a unit.
+func (h *Handler) parseMaxRuleMemory(d *caddyfile.Dispenser) error {
+	if !d.NextArg() {
+		return d.Errf("robots: max_rule_memory needs a size, e.g. 64MiB")
+	}
+	n, err := parseSize("max_rule_memory", d.Val())
+	if err == nil {
+		err = checkRuleMemory(n)
+	}
+	if err != nil {
+		return d.Errf("robots: %v", err)
+	}
+	if d.NextArg() {
+		return d.Errf("robots: max_rule_memory takes one size")
+	}
+	h.MaxRuleMemory = n
+	return nil
+}
+
+// parseFlag reads an option that takes no argument and sets *v.
+func parseFlag(d *caddyfile.Dispenser, opt string, v *bool) error {
+	if d.NextArg() {
+		return d.Errf("robots: %s takes no argument", opt)
+	}
+	*v = true
 	return nil
 }
 

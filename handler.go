@@ -147,7 +147,7 @@ func (h *Handler) namedBySite(r *http.Request, a *agents.Shared) *agents.Shared 
 		return n
 	}
 	n := agents.NewShared(policy.NamedAgent(tok))
-	h.named.Put(tok, n)
+	h.named.Add(tok, n)
 	return n
 }
 

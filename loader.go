@@ -17,6 +17,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp/rewrite"
 	"github.com/caddyserver/certmagic"
+	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
@@ -43,7 +44,7 @@ type ruleSource struct {
 	srv atomic.Pointer[caddyhttp.Server]
 	// fetched is when each crawler last fetched /robots.txt (the table's,
 	// kept across reloads with it).
-	fetched *boundedMap[state.Identity, time.Time]
+	fetched *lru.Cache[state.Identity, time.Time]
 	// hasPrefs says whether any version of the table states AI usage
 	// preferences.
 	hasPrefs prefsFlag
@@ -62,7 +63,7 @@ func (p prefsFlag) Load() bool { return p.t.HasPreferences() }
 // the site table and who fetched /robots.txt.
 type tableEntry struct {
 	table   *sites.Table
-	fetched *boundedMap[state.Identity, time.Time]
+	fetched *lru.Cache[state.Identity, time.Time]
 }
 
 // Destruct implements caddy.Destructor.
@@ -97,7 +98,11 @@ func newRuleSource(h *Handler, ctx caddy.Context) (*ruleSource, error) {
 			t.FoldCase()
 			enforce.WarmFoldCase() // not on a request's time
 		}
-		return &tableEntry{table: t, fetched: newBoundedMap[state.Identity, time.Time](maxFetchers)}, nil
+		fetched, err := lru.New[state.Identity, time.Time](maxFetchers)
+		if err != nil {
+			return nil, fmt.Errorf("who fetched robots.txt: %w", err)
+		}
+		return &tableEntry{table: t, fetched: fetched}, nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("robots: version table: %w", err)
@@ -210,9 +215,6 @@ func storageOf(ctx caddy.Context) (st certmagic.Storage) {
 // readRobotsFile reads a robots.txt file as the loader does (at most one
 // byte past the size cap).
 func readRobotsFile(path string) ([]byte, error) { return sites.ReadFile(path) }
-
-// contentID is the short content hash that names a robots.txt version.
-func contentID(body []byte) string { return sites.ContentID(body) }
 
 // coarseNow is the loaders' clock in seconds (sites.Seconds), for
 // bookkeeping that must cost no clock read.

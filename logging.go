@@ -27,6 +27,7 @@ package caddyrobots
 
 import (
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
 	"time"
@@ -136,7 +137,6 @@ func (l *refusalLimiter) makeRoom(now time.Time) {
 // start (see the top of this file for the limits), and lowers the access
 // log level of the handler's own 503 answers to INFO.
 func (h *Handler) logRefusal(r *http.Request, o *outcome) {
-	a := &o.agent.Agent
 	if o.Mode == pipeline.Enforce && (o.action == policy.Throttle || o.reason == policy.Unavailable || o.reason == policy.Unverified) {
 		if _, set := caddyhttp.GetVar(r.Context(), caddyhttp.LogLevelVar).(string); !set {
 			caddyhttp.SetVar(r.Context(), caddyhttp.LogLevelVar, "INFO")
@@ -145,8 +145,6 @@ func (h *Handler) logRefusal(r *http.Request, o *outcome) {
 	if h.logger == nil || !h.logger.Core().Enabled(zapcore.InfoLevel) {
 		return
 	}
-	now := h.now()
-	host := o.Host
 	ip := o.Client.Addr
 	if !ip.IsValid() {
 		ip = clientIP(nil, r)
@@ -158,14 +156,33 @@ func (h *Handler) logRefusal(r *http.Request, o *outcome) {
 	case policy.Ban:
 		quiet, msg = max(o.retryAfter, refusalLogEvery), "robots: crawler banned"
 	}
-	// One key per mode (a switch from log to enforce logs its first
-	// refusals and bans at once, whatever log mode logged), site, action
-	// and identity as its state is kept: a rotating address's new names
-	// are one identity here too.
+	ok, suppressed, dropped := refusals.allow(refusalKey(o, ip), h.now(), quiet)
+	if !ok {
+		return
+	}
+	c := h.logger.Check(zapcore.InfoLevel, msg)
+	if c == nil {
+		return
+	}
+	fields := refusalFields(r, o, ip)
+	if suppressed > 0 {
+		fields = append(fields, zap.Int("suppressed", suppressed))
+	}
+	if dropped > 0 {
+		fields = append(fields, zap.Int("dropped", dropped))
+	}
+	c.Write(fields...)
+}
+
+// refusalKey is what a refusal's log line is limited by: one key per mode
+// (a switch from log to enforce logs its first refusals and bans at once,
+// whatever log mode logged), site, action and identity as its state is
+// kept: a rotating address's new names are one identity here too.
+func refusalKey(o *outcome, ip netip.Addr) string {
 	var key strings.Builder
 	key.WriteString(o.Mode.String())
 	key.WriteByte(0)
-	key.WriteString(host)
+	key.WriteString(o.Host)
 	key.WriteByte(0)
 	key.WriteString(o.action.String())
 	key.WriteByte(0)
@@ -174,17 +191,16 @@ func (h *Handler) logRefusal(r *http.Request, o *outcome) {
 		key.WriteByte(0)
 		key.WriteString(ip.String())
 	}
-	ok, suppressed, dropped := refusals.allow(key.String(), now, quiet)
-	if !ok {
-		return
-	}
-	c := h.logger.Check(zapcore.InfoLevel, msg)
-	if c == nil {
-		return
-	}
+	return key.String()
+}
+
+// refusalFields are the fields of a refusal's log line: the client, the
+// crawler, the decision and what it read.
+func refusalFields(r *http.Request, o *outcome, ip netip.Addr) []zap.Field {
+	a := &o.agent.Agent
 	fields := make([]zap.Field, 0, 18)
 	fields = append(fields,
-		zap.String("host", host),
+		zap.String("host", o.Host),
 		zap.String("remote_ip", ip.String()),
 		zap.String("user_agent", warnlimit.Shorten(userAgent(r), maxLoggedUA)),
 		zap.String("crawler", a.Name),
@@ -220,30 +236,29 @@ func (h *Handler) logRefusal(r *http.Request, o *outcome) {
 		fields = append(fields, zap.String("retry_after", policy.RetryAfterSeconds(o.retryAfter)))
 	}
 	if o.action == policy.Ban {
-		// Who earned the ban, where, and by which rules.
-		info := o.Ban.Info
-		if info.Scope != "" {
-			fields = append(fields, zap.String("ban_site", info.Scope))
-		}
-		if info.Crawler != "" && info.Crawler != a.Name {
-			fields = append(fields, zap.String("earned_by", info.Crawler))
-		}
-		if len(info.Strikes) > 0 {
-			lines := make([]int, len(info.Strikes))
-			for i, s := range info.Strikes {
-				lines[i] = s.Line
-			}
-			fields = append(fields, zap.Ints("strike_lines", lines), zap.String("strike_version", info.Strikes[len(info.Strikes)-1].Version))
-		}
-		if o.Who.Rotating {
-			fields = append(fields, zap.Bool("rotating_address", true))
-		}
+		fields = appendBanFields(fields, o)
 	}
-	if suppressed > 0 {
-		fields = append(fields, zap.Int("suppressed", suppressed))
+	return fields
+}
+
+// appendBanFields adds who earned a ban, where, and by which rules.
+func appendBanFields(fields []zap.Field, o *outcome) []zap.Field {
+	info := o.Ban.Info
+	if info.Scope != "" {
+		fields = append(fields, zap.String("ban_site", info.Scope))
 	}
-	if dropped > 0 {
-		fields = append(fields, zap.Int("dropped", dropped))
+	if info.Crawler != "" && info.Crawler != o.agent.Name {
+		fields = append(fields, zap.String("earned_by", info.Crawler))
 	}
-	c.Write(fields...)
+	if len(info.Strikes) > 0 {
+		lines := make([]int, len(info.Strikes))
+		for i, s := range info.Strikes {
+			lines[i] = s.Line
+		}
+		fields = append(fields, zap.Ints("strike_lines", lines), zap.String("strike_version", info.Strikes[len(info.Strikes)-1].Version))
+	}
+	if o.Who.Rotating {
+		fields = append(fields, zap.Bool("rotating_address", true))
+	}
+	return fields
 }

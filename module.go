@@ -21,6 +21,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyevents"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	lru "github.com/hashicorp/golang-lru/v2"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
@@ -213,7 +214,7 @@ type Handler struct {
 	// link it hidden in your pages, or with the {http.robots.trap_link}
 	// placeholder ({http.robots.trap} is the path). A client that asks for
 	// it is answered 403 and judged as an undeclared crawler for TrapHold
-	// (see trap.go for who is marked, and the text-browser rule). With
+	// (see undeclared.go for who is marked, and the text-browser rule). With
 	// source file and inline the served robots.txt carries the trap's
 	// Disallow line in every group; with source site the site's own file
 	// must disallow it for "*" (the handler warns when it does not).
@@ -252,7 +253,7 @@ type Handler struct {
 	stats *crawlerStats // decisions per crawler name, for the admin API
 	// named are the bots that sites' groups name in browsers' User-Agents
 	// (namedBySite), one answer per group token.
-	named    *boundedMap[string, *agents.Shared]
+	named    *lru.Cache[string, *agents.Shared]
 	store    state.Store
 	strikes  state.StrikePolicy
 	exempt   []netip.Prefix
@@ -296,10 +297,10 @@ type Handler struct {
 	// process's table, shared by every handler and kept across reloads).
 	rotations *state.Rotations
 	// untrustedProxy is the first peer found forwarding for others
-	// while the server does not trust it (proxies.go); nil until then.
+	// while the server does not trust it (scope.go); nil until then.
 	untrustedProxy *atomic.Pointer[netip.Addr]
 	// exemptProxy is the first exempt address found forwarding for
-	// others while the server does not trust it (proxies.go).
+	// others while the server does not trust it (scope.go).
 	exemptProxy   *atomic.Pointer[netip.Addr]
 	releaseRanges func() error // from startRanges; called by Cleanup
 	sigKey        string       // sigPool key of sig
@@ -420,7 +421,11 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	h.untrustedProxy = new(atomic.Pointer[netip.Addr])
 	h.exemptProxy = new(atomic.Pointer[netip.Addr])
 	h.stats = newCrawlerStats()
-	h.named = newBoundedMap[string, *agents.Shared](1024)
+	named, err := lru.New[string, *agents.Shared](1024)
+	if err != nil {
+		return fmt.Errorf("robots: the bots sites name: %w", err)
+	}
+	h.named = named
 	if h.now == nil {
 		h.now = time.Now
 	}
@@ -459,29 +464,9 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 
 	h.ident = sharedIdentifier()
 
-	vcfg := agents.VerifierConfig{}
-	if v := h.Verify; v != nil {
-		vcfg.Timeout = time.Duration(v.Timeout)
-		if v.Resolver != "" {
-			vcfg.Resolver = resolverFor(v.Resolver)
-		}
-	}
-	rcfg, err := newRangesConfig(h.Verify)
-	if err != nil {
-		return fmt.Errorf("robots: verify: %w", err)
-	}
-	if vcfg.Ranges, vcfg.RangesAsOf, err = rcfg.LoadFiles(); err != nil {
+	if err := h.provisionVerifier(ctx); err != nil {
 		return err
 	}
-	verifier, err := agents.NewVerifier(vcfg)
-	if err != nil {
-		return fmt.Errorf("robots: building verifier: %w", err)
-	}
-	h.verifier = verifier
-	if h.releaseRanges, err = startRanges(ctx, verifier, rcfg, h.logger); err != nil {
-		return err
-	}
-	ranges.WarnStale(h.logger, verifier, rcfg)
 
 	if err := h.provisionSignatures(h.Verify); err != nil {
 		return err
@@ -507,6 +492,36 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	h.rules = src
 	h.pipe = h.newPipeline()
 	registerHandler(h)
+	return nil
+}
+
+// provisionVerifier builds the verifier of crawler claims (verify: its
+// timeout, resolver and IP lists) and subscribes it to the loop that keeps
+// the operators' lists current.
+func (h *Handler) provisionVerifier(ctx caddy.Context) error {
+	vcfg := agents.VerifierConfig{}
+	if v := h.Verify; v != nil {
+		vcfg.Timeout = time.Duration(v.Timeout)
+		if v.Resolver != "" {
+			vcfg.Resolver = resolverFor(v.Resolver)
+		}
+	}
+	rcfg, err := newRangesConfig(h.Verify)
+	if err != nil {
+		return fmt.Errorf("robots: verify: %w", err)
+	}
+	if vcfg.Ranges, vcfg.RangesAsOf, err = rcfg.LoadFiles(); err != nil {
+		return err
+	}
+	verifier, err := agents.NewVerifier(vcfg)
+	if err != nil {
+		return fmt.Errorf("robots: building verifier: %w", err)
+	}
+	h.verifier = verifier
+	if h.releaseRanges, err = startRanges(ctx, verifier, rcfg, h.logger); err != nil {
+		return err
+	}
+	ranges.WarnStale(h.logger, verifier, rcfg)
 	return nil
 }
 
@@ -602,7 +617,7 @@ func (h *Handler) Validate() error {
 			errs = append(errs, errors.New("store: max_entries must not be negative"))
 		}
 	}
-	errs = append(errs, h.checkDisguised()...) // disguised.go
+	errs = append(errs, h.checkDisguised()...) // undeclared.go
 	if len(errs) > 0 {
 		return fmt.Errorf("robots: %w", errors.Join(errs...))
 	}

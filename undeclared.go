@@ -14,6 +14,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -516,10 +517,20 @@ type trapMark struct {
 }
 
 var (
-	trapMarks    = newBoundedMap[trapKey, *trapMark](trapMarksMax)
+	trapMarks    = newTrapMarks()
 	trapSeed     = maphash.MakeSeed()
 	trapLiveTill atomic.Int64 // unix seconds until which some mark may hold
 )
+
+// newTrapMarks is the table of clients that took a trap: at most
+// trapMarksMax, the least recently seen dropped first.
+func newTrapMarks() *lru.Cache[trapKey, *trapMark] {
+	c, err := lru.New[trapKey, *trapMark](trapMarksMax)
+	if err != nil {
+		panic(fmt.Sprintf("robots: trap marks: %v", err)) // trapMarksMax is a positive constant
+	}
+	return c
+}
 
 // live reports whether any mark may still hold: until the first trap is
 // taken, a person's request pays one atomic load here.
@@ -594,7 +605,7 @@ func (h *Handler) takeTrap(r *http.Request, t *trapConfig) *outcome {
 	m, found := trapMarks.Get(key)
 	if !found {
 		m = &trapMark{}
-		trapMarks.Put(key, m)
+		trapMarks.Add(key, m)
 	}
 	m.mu.Lock()
 	m.Take(now, t.hold, ua)
@@ -713,7 +724,8 @@ func userAgentLine(l string) (key, val string, ok bool) {
 }
 
 // trapRules adds the trap's Disallow line to a robots.txt file's body for
-// source file (loader.go, loadFile); the body is unchanged without a trap.
+// source file (sites.Config.Rules, which the loader applies to each
+// file it reads); the body is unchanged without a trap.
 func (h *Handler) trapRules(body []byte) []byte {
 	if h.undeclared == nil || h.undeclared.trap == nil {
 		return body

@@ -1,11 +1,13 @@
 // Package admin is what the admin API's routes under /robots/ show and do:
 // the status page and its JSON, the bans in force and lifting them,
-// reloading robots.txt and withdrawing versions.
+// reloading robots.txt, withdrawing versions, and checking what a request
+// would get (POST /robots/check).
 //
 // It knows nothing of Caddy. The root package registers the admin module
 // (admin.api.robots), describes each running robots handler as a Site for
-// every request, and turns an Error into the caddy.APIError Caddy's admin
-// server answers with.
+// every request, finds and judges a check's request through its Checker,
+// and turns an Error into the caddy.APIError Caddy's admin server answers
+// with.
 package admin
 
 import (
@@ -94,8 +96,8 @@ type CrawlerCount struct {
 type API struct {
 	// Sites describes the running handlers, oldest first.
 	Sites func() []Site
-	// Check answers POST /robots/check.
-	Check func(http.ResponseWriter, *http.Request) error
+	// Checker finds and judges the request of POST /robots/check.
+	Checker Checker
 	// Lifted announces a ban an admin request lifted, by the client at by.
 	Lifted func(id state.Identity, key, by string)
 	// Logger logs the bans lifted, with who asked.
@@ -119,7 +121,7 @@ func (e Error) Unwrap() error { return e.Err }
 
 // Serve answers one admin request under /robots/. An error is an Error
 // when the request is at fault or a store could not answer; an error of
-// Check is returned as it is.
+// the Checker is returned as it is.
 func (a *API) Serve(w http.ResponseWriter, r *http.Request) error {
 	path := r.URL.Path
 	switch {
@@ -137,7 +139,7 @@ func (a *API) Serve(w http.ResponseWriter, r *http.Request) error {
 		if err := allowMethods(w, r, http.MethodPost); err != nil {
 			return err
 		}
-		return a.Check(w, r)
+		return a.serveCheck(w, r)
 	case path == "/robots/bans":
 		if err := allowMethods(w, r, http.MethodGet, http.MethodDelete); err != nil {
 			return err

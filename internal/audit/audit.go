@@ -71,7 +71,7 @@ const OtherHosts = "(other hosts)"
 const NoUserAgentName = "(no User-Agent)"
 
 // The User-Agents of this plugin's own requests: the robots.txt loader
-// (loader.go) and the command line (command.go). They are counted apart,
+// (internal/sites) and the command line (internal/cli). They are counted apart,
 // never as crawlers.
 const (
 	OwnLoaderUserAgent = "caddy-robots (robots.txt loader)"

@@ -170,7 +170,7 @@ func (w *decisionWriter) robotsTxt(e *Entry, ue *uaEntry) error {
 }
 
 // judged writes a judged request's decision, as the admin API's check
-// renders an assessment (fillCheckResponse).
+// renders an assessment (admin.CheckResponse.Fill).
 func (w *decisionWriter) judged(e *Entry, ue *uaEntry, f *policy.Facts, as *policy.Assessment, j *judging) error {
 	if w == nil {
 		return nil

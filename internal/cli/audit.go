@@ -221,8 +221,8 @@ func (s *AuditSite) describe(r *audit.Report, logs []string, newSrc string) erro
 	return nil
 }
 
-// AuditSite is what the audit judges with, as the root package reads it
-// from the robots handler's options (Hooks.AuditSite).
+// AuditSite is what the audit judges with: the robots handler's options
+// and robots.txt (auditSite).
 type AuditSite struct {
 	// Config is the audit's configuration as far as the handler sets it:
 	// the rules, their version, the decision options, strikes, mode,
@@ -239,9 +239,39 @@ type AuditSite struct {
 	Parse func(body []byte) *enforce.Robots
 }
 
+// auditSite reads the handler's options and robots.txt for caddy robots
+// audit as caddy robots check reads them (newCheckEnv), with the audit's
+// own option flags (Site.Audit).
+func auditSite(env *Env, h Hooks) (*AuditSite, error) {
+	ce, err := newCheckEnv(env, h)
+	if err != nil {
+		return nil, err
+	}
+	site := ce.site
+	cfg, err := site.Audit(env.Flags)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Robots, cfg.Unavailable = ce.robots, ce.src.Unavailable
+	if ce.version != nil {
+		cfg.Version = ce.version.ID
+	}
+	// The handler keeps strikes and bans per site block: the lines of every
+	// host the block serves share them.
+	cfg.Block = site.Block
+	trapRules := ce.trapRules
+	parse := func(body []byte) *enforce.Robots {
+		if trapRules != "" {
+			body = []byte(site.WithTrapRules(string(body))) // as the judged rules
+		}
+		return site.Parse(body) // as the handler's own rules
+	}
+	return &AuditSite{Config: cfg, Source: ce.src, TrapRules: trapRules, Parse: parse}, nil
+}
+
 // auditConfig builds the audit's configuration: the handler's options and
-// robots.txt as caddy robots check reads them (Hooks.AuditSite), then
-// --site, --host and --max-crawlers.
+// robots.txt as caddy robots check reads them (auditSite), then --site,
+// --host and --max-crawlers.
 func auditConfig(env *Env, h Hooks) (*AuditSite, error) {
 	fl := env.Flags
 	cfgPath, _ := fl.GetString("config")
@@ -252,7 +282,7 @@ func auditConfig(env *Env, h Hooks) (*AuditSite, error) {
 			}
 		}
 	}
-	site, err := h.AuditSite(env)
+	site, err := auditSite(env, h)
 	if err != nil {
 		return nil, err
 	}

@@ -1,11 +1,12 @@
-// Package cli is the `caddy robots` command line: the lint, audit and
-// ranges subcommands, the plumbing every subcommand shares (exit codes,
+// Package cli is the `caddy robots` command line: the check, lint, audit
+// and ranges subcommands, the plumbing every subcommand shares (exit codes,
 // streams, reading a robots.txt from a file or a URL) and finding a site's
 // robots handler in a Caddy config.
 //
 // It cannot import the root package (the root registers the commands), so
-// what only the root knows (the robots handler's configuration, and the
-// check subcommand built on it) comes in through [Hooks]. It imports
+// what only the root knows (the robots handler's configuration: its option
+// flags, and a site's options read from them or from a config) comes in
+// through [Hooks]. It imports
 // Caddy's cmd and config packages because its job is Caddy's command line:
 // the exit codes must pass through Caddy's main, and a Caddyfile is read
 // with Caddy's own adapter.
@@ -36,15 +37,13 @@ const (
 // Hooks are what the subcommands need of the root package, which owns the
 // robots handler's configuration types.
 type Hooks struct {
-	// Check builds `caddy robots check`; record, when not nil, receives
-	// every exit code.
-	Check func(record func(int)) *cobra.Command
 	// OptionFlags adds the flags of the handler's options that bear on a
 	// decision (--mode, --preferences, ...), shared by check and audit.
 	OptionFlags func(*pflag.FlagSet)
-	// AuditSite reads the handler's options and robots.txt from the flags,
-	// or from the config given with --config, for the audit.
-	AuditSite func(env *Env) (*AuditSite, error)
+	// Site reads the handler's options from those flags, or from the
+	// handler that serves --site in the config given with --config, for
+	// check and audit.
+	Site func(env *Env) (*Site, error)
 }
 
 // Command is the `caddy robots` command to register with Caddy.
@@ -73,7 +72,7 @@ robots handler does (RFC 9309, read literally) and knows the same crawlers.
 // AddCommands adds the robots subcommands to cmd. record, when not nil,
 // receives every exit code (for in-process tests).
 func AddCommands(cmd *cobra.Command, h Hooks, record func(int)) {
-	cmd.AddCommand(h.Check(record), newLintCommand(record), newAuditCommand(h, record), newRangesCommand(record))
+	cmd.AddCommand(newCheckCommand(h, record), newLintCommand(record), newAuditCommand(h, record), newRangesCommand(record))
 }
 
 // Env is what a subcommand runs with: its flags, arguments and streams.

@@ -51,10 +51,11 @@ type Verifier interface {
 	Verify(ctx context.Context, a agents.Agent, ip netip.Addr) agents.Verdict
 }
 
-// FetchLog keeps when each crawler was last seen fetching /robots.txt.
+// FetchLog keeps when each crawler was last seen fetching /robots.txt. A
+// golang-lru Cache is one: Add reports whether it evicted an older entry.
 type FetchLog interface {
 	Get(id state.Identity) (time.Time, bool)
-	Put(id state.Identity, at time.Time)
+	Add(id state.Identity, at time.Time) (evicted bool)
 }
 
 // Config is what a Pipeline is built from: one per site block.
@@ -247,7 +248,7 @@ func (p *Pipeline) Fetched(ctx context.Context, j *Judgement) {
 		return
 	}
 	if p.cfg.Fetched != nil {
-		p.cfg.Fetched.Put(policy.FetchIdentity(j.Host, &j.Who, j.Addr()), clk.get())
+		p.cfg.Fetched.Add(policy.FetchIdentity(j.Host, &j.Who, j.Addr()), clk.get())
 	}
 	if r := p.cfg.Rotations; r != nil && !j.Who.Verified && !p.behindUntrustedProxy(j) {
 		r.Fetched(j.Block, j.Addr(), j.Recorded, j.Who.Name, clk.get())

@@ -1,11 +1,11 @@
 package policy
 
 // Undeclared crawlers: the pure part of what the handler does with clients
-// that wear a browser's User-Agent (disguised.go and trap.go in the root
-// package), here so that the handler and `caddy robots audit` apply the same
-// rules: which signal catches a request and in which mode, how a trap
-// request marks its client, when a text browser on probation is confirmed,
-// and whether robots.txt disallows the trap for "*". No I/O, no clock, no
+// that wear a browser's User-Agent (undeclared.go in the root package),
+// here so that the handler and `caddy robots audit` apply the same rules:
+// which signal catches a request and in which mode, how a trap request
+// marks its client, when a text browser on probation is confirmed, and
+// whether robots.txt disallows the trap for "*". No I/O, no clock, no
 // lock: the callers keep the marks and pass the time.
 
 import (

@@ -1,10 +1,13 @@
 package caddyrobots
 
+// The tests of caddy robots check run the command as Caddy registers it:
+// the check judges with the handler's options, read from flags or a
+// config by the root (command.go), so they live in the root package.
+
 import (
 	"net"
 	"os"
 	"path/filepath"
-
 	"strings"
 	"testing"
 	"time"

@@ -1,4 +1,7 @@
-package caddyrobots
+package cli
+
+// caddy robots check: what the robots handler would decide for URLs, from
+// the same pipeline the server judges with, without live state.
 
 import (
 	"bufio"
@@ -7,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
@@ -19,16 +23,19 @@ import (
 
 	"github.com/caddyrobots/caddy-robots/agents"
 	"github.com/caddyrobots/caddy-robots/enforce"
+	"github.com/caddyrobots/caddy-robots/internal/admin"
 	"github.com/caddyrobots/caddy-robots/internal/audit"
-	"github.com/caddyrobots/caddy-robots/internal/cli"
 	"github.com/caddyrobots/caddy-robots/internal/pipeline"
 	"github.com/caddyrobots/caddy-robots/internal/policy"
+	"github.com/caddyrobots/caddy-robots/internal/sites"
 )
 
 // defaultCheckDNSTimeout bounds a reverse-DNS verification in robots check.
 const defaultCheckDNSTimeout = 2 * time.Second
 
-func newCheckCommand(record func(int)) *cobra.Command {
+// newCheckCommand is `caddy robots check`; h reads the robots handler's
+// options.
+func newCheckCommand(h Hooks, record func(int)) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "check (--robots <file|url> | --config <Caddyfile> --site <host>) --agent <User-Agent> [--ip <addr>] <url>...",
 		Short: "Tells whether a crawler may fetch URLs, and which rule decides",
@@ -65,7 +72,7 @@ I/O error.`,
 		Example: `  $ caddy robots check --robots https://example.com/robots.txt --agent 'GPTBot/1.2' https://example.com/private/
   $ caddy robots check --config Caddyfile --site example.com --agent 'GPTBot/1.2' --explain '/public/..%2fprivate/x'
   $ caddy robots check --robots robots.txt --agent 'Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)' --ip 66.249.66.1 /search /`,
-		RunE: cli.RunE(runCheck, record),
+		RunE: RunE(func(env *Env) (int, error) { return runCheck(env, h) }, record),
 	}
 	f := c.Flags()
 	f.String("robots", "", "robots.txt to read: a file path or an http(s) URL")
@@ -80,28 +87,46 @@ I/O error.`,
 	f.String("resolver", "", "DNS server (host:port) for verification; default: the system's")
 	f.Bool("explain", false, "print every form of each target that was judged")
 	f.String("requests", "", "judge the requests of a JSON-lines file and print JSON decisions")
-	addOptionFlags(f)
+	h.OptionFlags(f)
 	return c
 }
 
-// addOptionFlags adds the handler's options that bear on a decision.
-func addOptionFlags(f *pflag.FlagSet) {
-	f.String("mode", "enforce", "enforce | log (log refuses nothing; the decision is the same)")
-	f.String("preferences", "expose", "expose | header | enforce: enforce refuses crawlers whose purpose the AI usage preference excludes")
-	f.String("crawl-delay", "on", "on | off | all: which crawlers Crawl-delay applies to")
-	f.String("spoofed", "block", "block | wildcard: what a provable impostor gets")
-	f.String("libraries", "crawler", "crawler | ignore: whether HTTP libraries are judged")
-	f.String("unavailable", "disallow", "disallow | allow: what crawlers get when robots.txt answers 5xx")
-	f.Duration("grace", DefaultGrace, "how long a crawler may keep an old robots.txt")
-	f.String("strikes", "", "off, or '<count> <window> <ban>' (default 10 10m 1h): whether a refusal counts as a strike")
+// Site is the robots handler a check or an audit judges with, as the root
+// package reads it (Hooks.Site) from the option flags or from the handler
+// that serves --site in the config given with --config.
+type Site struct {
+	// Mode and Libraries are the handler's options, as the config spells
+	// them.
+	Mode, Libraries string
+	// Source, File and Inline say where the handler reads robots.txt
+	// (site, file, inline), as the config does.
+	Source, File, Inline string
+	// Options are the decision's options.
+	Options policy.Options
+	// Trap is the trap path whose Disallow line the handler adds to every
+	// group of a file or inline robots.txt; "" when it adds none.
+	// WithTrapRules adds it to a robots.txt's text.
+	Trap          string
+	WithTrapRules func(text string) string
+	// Parse parses a robots.txt body as the handler parses its rules.
+	Parse func(body []byte) *enforce.Robots
+	// Block is the site block whose handler judges, known with --config
+	// only (nil without).
+	Block *audit.SiteBlock
+	// Audit is the audit's configuration as far as the handler alone sets
+	// it (strikes, exempt networks, the state's bound, the undeclared
+	// crawlers' modes and trap), after the audit's own option flags
+	// (--crawl-burst, --disguised, --trap, --trap-hold) are applied and
+	// checked as the config would check them.
+	Audit func(fl *pflag.FlagSet) (audit.Config, error)
 }
 
 // checkEnv is what judging a request needs in the CLI: the handler's
 // options, the rules, and a verifier.
 type checkEnv struct {
-	h        *Handler
+	site     *Site
 	robots   *enforce.Robots
-	src      *cli.Source
+	src      *Source
 	version  *policy.Version
 	ident    *agents.Identifier
 	timeout  time.Duration
@@ -111,9 +136,6 @@ type checkEnv struct {
 	// robots.txt in every group ("" when it adds none): the judged rules
 	// carry it, as the handler's do.
 	trapRules string
-	// block is the site block whose handler judges, known with --config
-	// only (nil without).
-	block *audit.SiteBlock
 	// pipe judges as the handler does, without state.
 	pipe *pipeline.Pipeline
 }
@@ -123,19 +145,19 @@ type verdictWhy struct {
 	why string
 }
 
-func runCheck(env *cli.Env) (int, error) {
+func runCheck(env *Env, h Hooks) (int, error) {
 	fl := env.Flags
 	ua, _ := fl.GetString("agent")
 	batch, _ := fl.GetString("requests")
 	if ua == "" && batch == "" {
-		return cli.ExitFailure, errors.New("robots check: --agent is required (or --requests)")
+		return ExitFailure, errors.New("robots check: --agent is required (or --requests)")
 	}
 	if batch == "" && len(env.Args) == 0 {
-		return cli.ExitFailure, errors.New("robots check: give at least one URL or path")
+		return ExitFailure, errors.New("robots check: give at least one URL or path")
 	}
-	ce, err := newCheckEnv(env)
+	ce, err := newCheckEnv(env, h)
 	if err != nil {
-		return cli.ExitFailure, fmt.Errorf("robots check: %w", err)
+		return ExitFailure, fmt.Errorf("robots check: %w", err)
 	}
 	if batch != "" {
 		return ce.runBatch(env, batch)
@@ -144,19 +166,19 @@ func runCheck(env *cli.Env) (int, error) {
 	var ip netip.Addr
 	if ipText != "" {
 		if ip, err = netip.ParseAddr(ipText); err != nil {
-			return cli.ExitFailure, fmt.Errorf("robots check: --ip: %w", err)
+			return ExitFailure, fmt.Errorf("robots check: --ip: %w", err)
 		}
 	}
 	method, _ := fl.GetString("method")
 	headers, err := headerFlags(fl)
 	if err != nil {
-		return cli.ExitFailure, fmt.Errorf("robots check: %w", err)
+		return ExitFailure, fmt.Errorf("robots check: %w", err)
 	}
 	targets := make([]string, len(env.Args))
 	for i, a := range env.Args {
 		t, err := targetOf(a)
 		if err != nil {
-			return cli.ExitFailure, fmt.Errorf("robots check: %w", err)
+			return ExitFailure, fmt.Errorf("robots check: %w", err)
 		}
 		targets[i] = t
 	}
@@ -164,38 +186,26 @@ func runCheck(env *cli.Env) (int, error) {
 	return ce.printText(env, ua, ip, method, headers, targets, explain)
 }
 
-// newCheckEnv reads the options and the robots.txt.
-func newCheckEnv(env *cli.Env) (*checkEnv, error) {
+// newCheckEnv reads the options (Hooks.Site) and the robots.txt.
+func newCheckEnv(env *Env, h Hooks) (*checkEnv, error) {
 	fl := env.Flags
 	ce := &checkEnv{ident: agents.NewIdentifier(4096), verdicts: map[string]verdictWhy{}}
 	ce.timeout, _ = fl.GetDuration("dns-timeout")
 	ce.resolver, _ = fl.GetString("resolver")
 	cfgPath, _ := fl.GetString("config")
 	robotsSrc, _ := fl.GetString("robots")
-	var err error
-	if cfgPath != "" {
-		site, _ := fl.GetString("site")
-		adapter, _ := fl.GetString("adapter")
-		var hosts []string
-		if ce.h, hosts, err = handlerFromConfig(cfgPath, adapter, site); err != nil {
-			return nil, err
-		}
-		ce.block = &audit.SiteBlock{Name: "every host", Hosts: hosts}
-		if len(hosts) > 0 {
-			ce.block.Name = strings.Join(hosts, ", ")
-		}
-	} else {
-		if ce.h, err = handlerFromFlags(fl); err != nil {
-			return nil, err
-		}
+	site, err := h.Site(env)
+	if err != nil {
+		return nil, err
 	}
+	ce.site = site
 	switch {
 	case robotsSrc != "":
-		ce.src, err = cli.LoadRobots(env.Ctx, robotsSrc)
-	case ce.h.Source == "inline":
-		ce.src = &cli.Source{Name: "inline text of the config", Body: []byte(ce.h.Inline)}
-	case ce.h.Source == "file":
-		ce.src, err = cli.LoadRobots(env.Ctx, ce.h.File)
+		ce.src, err = LoadRobots(env.Ctx, robotsSrc)
+	case site.Source == "inline":
+		ce.src = &Source{Name: "inline text of the config", Body: []byte(site.Inline)}
+	case site.Source == "file":
+		ce.src, err = LoadRobots(env.Ctx, site.File)
 	case cfgPath != "":
 		err = errors.New("the handler's source is the site itself: give its robots.txt with --robots (a file or the site's URL)")
 	default:
@@ -206,17 +216,17 @@ func newCheckEnv(env *cli.Env) (*checkEnv, error) {
 	}
 	if !ce.src.Unavailable {
 		body := ce.src.Body
-		if robotsSrc == "" && ce.h.servesTrapRules() {
-			// The loader serves and enforces a file or inline source with
-			// the trap's Disallow line in every group (trap.go): the rules,
-			// their line numbers and the version are those.
-			body = []byte(withTrapRules(string(body), ce.h.Trap))
-			ce.trapRules = ce.h.Trap
+		if robotsSrc == "" && site.Trap != "" {
+			// The handler serves and enforces a file or inline source with
+			// the trap's Disallow line in every group: the rules, their
+			// line numbers and the version are those.
+			body = []byte(site.WithTrapRules(string(body)))
+			ce.trapRules = site.Trap
 		}
-		ce.robots = ce.h.parseRules(body)
-		ce.version = &policy.Version{Robots: ce.robots, ID: contentID(body)}
+		ce.robots = site.Parse(body)
+		ce.version = &policy.Version{Robots: ce.robots, ID: sites.ContentID(body)}
 	}
-	ce.pipe = pipeline.New(pipeline.Config{Verifier: ce, Options: ce.h.decisionOptions(), Now: time.Now})
+	ce.pipe = pipeline.New(pipeline.Config{Verifier: ce, Options: site.Options, Now: time.Now})
 	return ce, nil
 }
 
@@ -259,7 +269,7 @@ func (ce *checkEnv) judge(ctx context.Context, ua string, ip netip.Addr, method,
 			sh = agents.NewShared(policy.NamedAgent(tok))
 		}
 	}
-	if !sh.Bot || (ce.h.Libraries == "ignore" && sh.Category == agents.CategoryHTTPLibrary) {
+	if !sh.Bot || (ce.site.Libraries == "ignore" && sh.Category == agents.CategoryHTTPLibrary) {
 		return j
 	}
 	j.agent = sh
@@ -301,9 +311,9 @@ func (ce *checkEnv) verify(ctx context.Context, a agents.Agent, ip netip.Addr) v
 }
 
 // printText judges each target for one client and prints the report.
-func (ce *checkEnv) printText(env *cli.Env, ua string, ip netip.Addr, method string, headers map[string]string, targets []string, explain bool) (int, error) {
+func (ce *checkEnv) printText(env *Env, ua string, ip netip.Addr, method string, headers map[string]string, targets []string, explain bool) (int, error) {
 	w := env.Stdout
-	fmt.Fprintf(w, "robots.txt  %s (%s", ce.src.Name, cli.Plural(len(ce.src.Body), "byte", "bytes"))
+	fmt.Fprintf(w, "robots.txt  %s (%s", ce.src.Name, Plural(len(ce.src.Body), "byte", "bytes"))
 	if ce.src.Note != "" {
 		fmt.Fprintf(w, "; %s", ce.src.Note)
 	}
@@ -314,10 +324,10 @@ func (ce *checkEnv) printText(env *cli.Env, ua string, ip netip.Addr, method str
 		for i, t := range targets {
 			fmt.Fprintf(w, "%s: allowed (not a crawler: robots.txt does not apply to people)\n", displayTarget(env.Args[i], t))
 		}
-		return cli.ExitOK, nil
+		return ExitOK, nil
 	}
 	a := first.agent.Agent
-	fmt.Fprintf(w, "crawler     %s\n", cli.DescribeAgent(a))
+	fmt.Fprintf(w, "crawler     %s\n", DescribeAgent(a))
 	if len(a.Tokens) > 0 {
 		fmt.Fprintf(w, "tokens      %s\n", strings.Join(a.Tokens, ", "))
 	}
@@ -342,9 +352,9 @@ func (ce *checkEnv) printText(env *cli.Env, ua string, ip netip.Addr, method str
 	}
 	fmt.Fprintf(w, "\n%d allowed, %d refused\n", len(targets)-refused, refused)
 	if refused > 0 {
-		return cli.ExitRefused, nil
+		return ExitRefused, nil
 	}
-	return cli.ExitOK, nil
+	return ExitOK, nil
 }
 
 // printGroup prints the group the crawler is judged by, and its interval.
@@ -451,16 +461,16 @@ type batchRequest struct {
 
 // runBatch judges every request of a JSON-lines file and prints one JSON
 // decision per line, in the shape of POST /robots/check's answer.
-func (ce *checkEnv) runBatch(env *cli.Env, path string) (int, error) {
+func (ce *checkEnv) runBatch(env *Env, path string) (int, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return cli.ExitFailure, fmt.Errorf("robots check: --requests: %w", err)
+		return ExitFailure, fmt.Errorf("robots check: --requests: %w", err)
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	enc := json.NewEncoder(env.Stdout)
-	code, line := cli.ExitOK, 0
+	code, line := ExitOK, 0
 	for sc.Scan() {
 		line++
 		if strings.TrimSpace(sc.Text()) == "" {
@@ -468,38 +478,38 @@ func (ce *checkEnv) runBatch(env *cli.Env, path string) (int, error) {
 		}
 		var br batchRequest
 		if err := json.Unmarshal(sc.Bytes(), &br); err != nil {
-			return cli.ExitFailure, fmt.Errorf("robots check: %s:%d: %w", path, line, err)
+			return ExitFailure, fmt.Errorf("robots check: %s:%d: %w", path, line, err)
 		}
 		res, err := ce.judgeBatch(env.Ctx, br)
 		if err != nil {
-			return cli.ExitFailure, fmt.Errorf("robots check: %s:%d: %w", path, line, err)
+			return ExitFailure, fmt.Errorf("robots check: %s:%d: %w", path, line, err)
 		}
 		if res.Decision != policy.Allow.String() {
-			code = cli.ExitRefused
+			code = ExitRefused
 		}
 		if err := enc.Encode(res); err != nil {
-			return cli.ExitFailure, fmt.Errorf("robots check: writing: %w", err)
+			return ExitFailure, fmt.Errorf("robots check: writing: %w", err)
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return cli.ExitFailure, fmt.Errorf("robots check: reading %s: %w", path, err)
+		return ExitFailure, fmt.Errorf("robots check: reading %s: %w", path, err)
 	}
 	return code, nil
 }
 
 // judgeBatch judges one batch request.
-func (ce *checkEnv) judgeBatch(ctx context.Context, br batchRequest) (checkResponse, error) {
+func (ce *checkEnv) judgeBatch(ctx context.Context, br batchRequest) (admin.CheckResponse, error) {
 	var ip netip.Addr
 	if br.IP != "" {
 		var err error
 		if ip, err = netip.ParseAddr(br.IP); err != nil {
-			return checkResponse{}, fmt.Errorf("ip %q: %w", br.IP, err)
+			return admin.CheckResponse{}, fmt.Errorf("ip %q: %w", br.IP, err)
 		}
 		ip = ip.Unmap()
 	}
 	target, err := targetOf(br.URL)
 	if err != nil {
-		return checkResponse{}, err
+		return admin.CheckResponse{}, err
 	}
 	method := br.Method
 	if method == "" {
@@ -510,7 +520,7 @@ func (ce *checkEnv) judgeBatch(ctx context.Context, br batchRequest) (checkRespo
 		hs[http.CanonicalHeaderKey(k)] = v
 	}
 	j := ce.judge(ctx, br.UserAgent, ip, method, target, hs)
-	res := checkResponse{Mode: ce.h.Mode}
+	res := admin.CheckResponse{Mode: ce.site.Mode}
 	switch {
 	case j.agent == nil:
 		res.Decision, res.Reason = policy.Allow.String(), "not a crawler"
@@ -519,10 +529,8 @@ func (ce *checkEnv) judgeBatch(ctx context.Context, br batchRequest) (checkRespo
 		res.Decision, res.Reason, res.Crawler = policy.Allow.String(), "/robots.txt is always served", j.agent.Name
 		return res, nil
 	}
-	o := outcome{published: published{agent: j.agent}, Judgement: j.Judgement}
-	o.publish()
 	res.Crawler = j.agent.Name
-	fillCheckResponse(&res, &o)
+	res.Fill(&j.Judgement)
 	return res, nil
 }
 
@@ -593,7 +601,7 @@ func verifyClaim(ctx context.Context, a agents.Agent, ip netip.Addr, timeout tim
 	}
 	cfg := agents.VerifierConfig{Timeout: timeout}
 	if resolver != "" {
-		cfg.Resolver = resolverFor(resolver)
+		cfg.Resolver = resolverAt(resolver)
 	}
 	v, err := agents.NewVerifier(cfg)
 	if err != nil {
@@ -624,4 +632,16 @@ func verifyClaim(ctx context.Context, a agents.Agent, ip netip.Addr, timeout tim
 		return verdict, fmt.Sprintf("reverse DNS did not answer within %s", timeout)
 	}
 	return verdict, "not in the published ranges, and reverse DNS failed"
+}
+
+// resolverAt returns a resolver that sends every query to addr (host:port),
+// for --resolver.
+func resolverAt(addr string) *net.Resolver {
+	return &net.Resolver{
+		PreferGo: true,
+		Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, network, addr)
+		},
+	}
 }

@@ -1,7 +1,7 @@
 package caddyrobots
 
 // The tests of caddy robots audit run the command as Caddy registers it:
-// the audit judges with the handler's options (cli_site.go), and several
+// the audit judges with the handler's options (command.go), and several
 // tests compare it with a live handler, so they live in the root package.
 // internal/cli tests what needs no handler.
 
