@@ -24,7 +24,7 @@ import (
 var metrics = newMetricSet()
 
 // metricSet holds every collector of the package but the IP lists' (see
-// ranges.go).
+// config.go).
 type metricSet struct {
 	// decisions and purposes count bot decisions (countDecision).
 	decisions *prometheus.CounterVec
@@ -53,7 +53,7 @@ type metricSet struct {
 	rulesAge *rulesAgeCollector
 	// bans is the number of bans in force, by store type.
 	bans *bansCollector
-	// disguised counts undeclared crawlers' requests (disguised.go).
+	// disguised counts undeclared crawlers' requests (undeclared.go).
 	disguised *disguisedCounters
 }
 
