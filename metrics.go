@@ -23,8 +23,8 @@ import (
 // and help texts: keep them.
 var metrics = newMetricSet()
 
-// metricSet holds every collector of the package but the IP lists' (see
-// config.go).
+// metricSet holds every collector of the package but the IP lists'
+// (internal/ranges, registered in config.go).
 type metricSet struct {
 	// decisions and purposes count bot decisions (countDecision).
 	decisions *prometheus.CounterVec
