@@ -7,11 +7,15 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -61,7 +65,7 @@ func (n *clusterNode) kill() {
 // with redis-cli --cluster create: three masters and three replicas. Each
 // node's cluster bus port is set explicitly (cluster-port), from the same
 // reserved free ports as the client ports.
-func needRedisCluster(t *testing.T) *redisCluster {
+func needRedisCluster(t testing.TB) *redisCluster {
 	t.Helper()
 	server, cli := clusterTools(t)
 	ports, err := freeport.Take(12)
@@ -93,7 +97,7 @@ func needRedisCluster(t *testing.T) *redisCluster {
 	}
 	for _, n := range c.nodes {
 		nc := n.client(t)
-		eventually(t, 10*time.Second, "redis-server "+n.addr()+" to answer PING", func() bool {
+		waitFor(t, 10*time.Second, "redis-server "+n.addr()+" to answer PING", func() bool {
 			return nc.Ping(context.Background()).Err() == nil
 		})
 	}
@@ -109,7 +113,7 @@ func needRedisCluster(t *testing.T) *redisCluster {
 	}
 	// Ready: every node sees the cluster as ok, and every master has a
 	// replica in sync (or a failover would lose the keys).
-	eventually(t, 30*time.Second, "the cluster to be ok with a replica per master", func() bool {
+	waitFor(t, 30*time.Second, "the cluster to be ok with a replica per master", func() bool {
 		masters := 0
 		for _, n := range c.nodes {
 			info, err := n.client(t).ClusterInfo(context.Background()).Result()
@@ -134,10 +138,24 @@ func needRedisCluster(t *testing.T) *redisCluster {
 	return c
 }
 
+// waitFor is eventually for tests and benchmarks: it retries f until it
+// returns true, failing tb after timeout.
+func waitFor(tb testing.TB, timeout time.Duration, what string, f func() bool) {
+	tb.Helper()
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if f() {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	tb.Fatalf("timed out after %s waiting for %s", timeout, what)
+}
+
 // clusterTools returns the paths of redis-server and redis-cli. Without them
 // the test fails under CI=true and skips elsewhere, like the other Redis
 // tests (make test installs both: scripts/need-redis.sh).
-func clusterTools(t *testing.T) (server, cli string) {
+func clusterTools(t testing.TB) (server, cli string) {
 	t.Helper()
 	for _, name := range []string{"redis-server", "redis-cli"} {
 		p, err := exec.LookPath(name)
@@ -162,7 +180,7 @@ func (c *redisCluster) url() string {
 }
 
 // role returns "master" or "slave" for the node, as it says itself.
-func (c *redisCluster) role(t *testing.T, n *clusterNode) string {
+func (c *redisCluster) role(t testing.TB, n *clusterNode) string {
 	r, err := n.client(t).Do(context.Background(), "ROLE").Slice()
 	if err != nil || len(r) == 0 {
 		return ""
@@ -173,7 +191,7 @@ func (c *redisCluster) role(t *testing.T, n *clusterNode) string {
 
 // holder returns the live master holding a key that matches pattern, and
 // its replica, or nil.
-func (c *redisCluster) holder(t *testing.T, pattern string) (master, replica *clusterNode) {
+func (c *redisCluster) holder(t testing.TB, pattern string) (master, replica *clusterNode) {
 	for _, n := range c.nodes {
 		if n.cmd == nil || c.role(t, n) != "master" {
 			continue
@@ -509,4 +527,90 @@ func ownsSlot(t *testing.T, n *clusterNode, slot int64) bool {
 		}
 	}
 	return false
+}
+
+// BenchmarkRedisClusterSharedBudget: three stores (three instances) on one
+// real 3-master Redis Cluster, nine goroutines beside the benchmark's own
+// (three per store) all spending one crawler's Crawl-delay budget (5ms,
+// burst 1) as fast as they can, each request being what a bot's request
+// asks the store: its ban, then its budget. Reported:
+//
+//   - %over-budget: how many more requests were admitted than the budget
+//     allows over the run (GCRA: 1 + (elapsed + tolerance)/interval), in
+//     percent of it; the goal is at most 1.
+//   - %of-budget: admitted in percent of that budget (how much of it the
+//     shared budget actually used).
+//   - p50-µs, p99-µs: what a bot request pays for Redis (both calls).
+//   - errors: calls that failed (each would have been decided locally).
+//
+// Run it with: go test ./integration -run '^$' -bench RedisClusterSharedBudget -benchtime 3s
+func BenchmarkRedisClusterSharedBudget(b *testing.B) {
+	cluster := needRedisCluster(b)
+	prefix := fmt.Sprintf("bench%d", time.Now().UnixNano())
+	var stores []*state.Redis
+	for range 3 {
+		opts, err := state.RedisClientOptions(cluster.url(), nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		s, err := state.NewRedis(state.RedisConfig{Client: redis.NewUniversalClient(opts), Prefix: prefix,
+			Timeout: time.Second, CloseClient: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = s.Close() })
+		if err := s.Start(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		stores = append(stores, s)
+	}
+	id := state.NewIdentity("SprayBot", false, netip.MustParseAddr("198.51.100.9"))
+	pace := state.Pace{Interval: 5 * time.Millisecond}
+	var admitted, failed atomic.Int64
+	request := func(s *state.Redis, lat *[]time.Duration) {
+		start := time.Now()
+		_, err1 := s.Banned(context.Background(), id, start)
+		res, err2 := s.ThrottlePace(context.Background(), id, pace, start)
+		*lat = append(*lat, time.Since(start))
+		if err1 != nil || err2 != nil {
+			failed.Add(1)
+		} else if res.Allowed {
+			admitted.Add(1)
+		}
+	}
+	const perStore = 3
+	lats := make([][]time.Duration, 3*perStore+1)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	begin := time.Now()
+	for i := range 3 * perStore {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+					request(stores[i%3], &lats[i+1])
+				}
+			}
+		})
+	}
+	for b.Loop() {
+		request(stores[0], &lats[0])
+	}
+	close(stop)
+	wg.Wait()
+	elapsed := time.Since(begin)
+	budget := 1 + int64((elapsed+state.Tolerance(pace.Interval))/pace.Interval)
+	over := max(admitted.Load()-budget, 0)
+	all := slices.Concat(lats...)
+	slices.Sort(all)
+	pct := func(p float64) float64 { return float64(all[int(p*float64(len(all)-1))].Microseconds()) }
+	b.ReportMetric(100*float64(over)/float64(budget), "%over-budget")
+	b.ReportMetric(100*float64(admitted.Load())/float64(budget), "%of-budget")
+	b.ReportMetric(pct(0.50), "p50-µs")
+	b.ReportMetric(pct(0.99), "p99-µs")
+	b.ReportMetric(float64(failed.Load()), "errors")
+	b.Logf("[report] redis cluster, 3 instances, %d requests over %s: %d admitted, budget %d (%.2f%% over), p50 %.0fµs, p99 %.0fµs, %d errors",
+		len(all), elapsed.Round(time.Millisecond), admitted.Load(), budget, 100*float64(over)/float64(budget), pct(0.5), pct(0.99), failed.Load())
 }
