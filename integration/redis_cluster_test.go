@@ -614,3 +614,103 @@ func BenchmarkRedisClusterSharedBudget(b *testing.B) {
 	b.Logf("[report] redis cluster, 3 instances, %d requests over %s: %d admitted, budget %d (%.2f%% over), p50 %.0fµs, p99 %.0fµs, %d errors",
 		len(all), elapsed.Round(time.Millisecond), admitted.Load(), budget, 100*float64(over)/float64(budget), pct(0.5), pct(0.99), failed.Load())
 }
+
+// tlsRedis starts a redis-server that speaks only TLS on a free port, with
+// ca's server certificate for 127.0.0.1, and returns the port.
+func tlsRedis(t *testing.T, ca testCA) int {
+	t.Helper()
+	server, _ := clusterTools(t)
+	ports, err := freeport.Take(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cmd := exec.Command(server, "--port", "0", "--tls-port", strconv.Itoa(ports[0]), "--bind", "127.0.0.1",
+		"--tls-cert-file", ca.certFile, "--tls-key-file", ca.keyFile, "--tls-ca-cert-file", ca.caFile,
+		"--tls-auth-clients", "no", "--save", "", "--appendonly", "no", "--dir", dir,
+		"--logfile", filepath.Join(dir, "redis.log"))
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting a TLS redis-server: %v", err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	eventually(t, 10*time.Second, "the TLS redis-server to listen", func() bool {
+		c, err := net.DialTimeout("tcp", hostPort("127.0.0.1", ports[0]), 100*time.Millisecond)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+	return ports[0]
+}
+
+// TestRedisTLSThroughCaddy: two sites on one TLS-only Redis. The one whose
+// tls block names the CA shares its state through Redis; the one without
+// (the system's roots, which do not know this CA) still serves, from local
+// state, and the status page names the certificate error instead of a bare
+// "context deadline exceeded".
+func TestRedisTLSThroughCaddy(t *testing.T) {
+	ca := newTestCA(t, "127.0.0.1")
+	port := tlsRedis(t, ca)
+	url := fmt.Sprintf("rediss://127.0.0.1:%d", port)
+	prefix := fmt.Sprintf("tls%d", time.Now().UnixNano())
+	site := func(host, tlsBlock string) string {
+		return fmt.Sprintf(`http://%s {
+	robots {
+		crawl_burst 1
+		source inline "User-agent: *\nCrawl-delay: 3\n"
+		store redis %s {
+			prefix %s-%s
+			%s
+		}
+	}
+	respond "ok"
+}
+`, at(host), url, prefix, strings.Split(host, ".")[0], tlsBlock)
+	}
+	c := newClient(t, globals+site("tlsgood.localhost", "tls {\n\t\t\t\tca "+ca.caFile+"\n\t\t\t}")+site("tlsbad.localhost", ""))
+
+	var st struct {
+		Handlers []struct {
+			Store struct {
+				Healthy         bool   `json:"healthy"`
+				DecidingLocally bool   `json:"deciding_locally"`
+				Error           string `json:"error"`
+			} `json:"store"`
+		} `json:"handlers"`
+	}
+	healthy, named, shown := 0, 0, ""
+	eventually(t, 10*time.Second, "the status page to show one store healthy and name the other's certificate error", func() bool {
+		adminJSON(t, http.MethodGet, "/robots/status", nil, http.StatusOK, &st)
+		healthy, named = 0, 0
+		for _, h := range st.Handlers {
+			switch {
+			case h.Store.Healthy && !h.Store.DecidingLocally:
+				healthy++
+			case strings.Contains(h.Store.Error, "certificate signed by unknown authority"):
+				named++
+				shown = h.Store.Error
+			}
+		}
+		return healthy == 1 && named == 1
+	})
+	t.Logf("[report] redis: the status page's store error for a server signed by an unknown CA: %s", shown)
+
+	// Requests once the good site's store is up (before, they are decided
+	// locally: fail open).
+	const ua = "TLSBot/1.0 (+https://tls.example/bot)"
+	c.expect(siteURL("tlsgood.localhost")+"/a", ua, 200)
+	c.expect(siteURL("tlsgood.localhost")+"/b", ua, 503)
+	// Decided locally (fail open): served, and throttled from local state.
+	c.expect(siteURL("tlsbad.localhost")+"/a", ua, 200)
+
+	// The good site's budget is in Redis, over TLS.
+	rc := redis.NewClient(&redis.Options{Addr: hostPort("127.0.0.1", port), TLSConfig: ca.clientTLS(t)})
+	defer rc.Close()
+	keys, err := rc.Keys(context.Background(), prefix+"-tlsgood:*").Result()
+	if err != nil || len(keys) == 0 {
+		t.Errorf("no key of the TLS site in Redis: %v %v", keys, err)
+	}
+	if bad, _ := rc.Keys(context.Background(), prefix+"-tlsbad:*").Result(); len(bad) != 0 {
+		t.Errorf("the site without the CA wrote to Redis: %v", bad)
+	}
+}

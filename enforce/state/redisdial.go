@@ -54,8 +54,9 @@ func (w *dialWatch) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 	return next
 }
 
-// explain adds the last dial error to err when err is a timeout or
-// cancellation that hides it; otherwise it returns err unchanged.
+// explain puts the last dial error before err when err is a timeout or
+// cancellation that hides it; otherwise it returns err unchanged. Both
+// stay in the chain (errors.Is and errors.As find either).
 func (w *dialWatch) explain(err error) error {
 	if w == nil || err == nil {
 		return err
@@ -67,5 +68,5 @@ func (w *dialWatch) explain(err error) error {
 	if p == nil {
 		return err
 	}
-	return fmt.Errorf("%w (last connection attempt: %w)", err, *p)
+	return fmt.Errorf("cannot connect: %w (%w while retrying)", *p, err)
 }
