@@ -604,6 +604,9 @@ func (h *Handler) Validate() error {
 		if s.Type == "redis" && s.URL == "" {
 			errs = append(errs, errors.New("store redis needs a URL"))
 		}
+		if s.TLS != nil && s.Type != "redis" {
+			errs = append(errs, errors.New("store: tls is for store redis (a memory store makes no connection)"))
+		}
 		if s.MaxEntries < 0 {
 			errs = append(errs, errors.New("store: max_entries must not be negative"))
 		}

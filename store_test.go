@@ -54,6 +54,16 @@ func TestStoreRedisTLSProvisionErrors(t *testing.T) {
 	}
 }
 
+// TestStoreTLSWithoutRedis: a tls block on a memory store (JSON only: the
+// Caddyfile's store memory takes no block) is an error, not ignored.
+func TestStoreTLSWithoutRedis(t *testing.T) {
+	_, err := provisionJSON(t, `{"source":"inline","inline":"User-agent: *\nDisallow: /x\n",
+		"store":{"type":"memory","tls":{"ca":"/etc/ca.pem"}}}`)
+	if err == nil || !strings.Contains(err.Error(), "store: tls is for store redis") {
+		t.Errorf("got %v, want the tls-without-redis error", err)
+	}
+}
+
 // TestStoreRedisStartErrorLogged: Redis does not answer at start. The config
 // loads (decisions fail open to local state) and the log names the real
 // cause and its fix, not a call timeout.
