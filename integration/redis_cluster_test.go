@@ -515,15 +515,20 @@ func clusterBudgetShared(t *testing.T, ins []clusterInstance, addr string) {
 		n, elapsed.Round(time.Millisecond), admitted, bound)
 }
 
-// ownsSlot reports whether node n (a master) serves slot.
+// ownsSlot reports whether node n is the master serving slot.
 func ownsSlot(t *testing.T, n *clusterNode, slot int64) bool {
-	shards, err := n.client(t).ClusterSlots(context.Background()).Result()
+	shards, err := n.client(t).ClusterShards(context.Background()).Result()
 	if err != nil {
-		t.Fatalf("CLUSTER SLOTS: %v", err)
+		t.Fatalf("CLUSTER SHARDS: %v", err)
 	}
 	for _, s := range shards {
-		if int64(s.Start) <= slot && slot <= int64(s.End) && len(s.Nodes) > 0 && s.Nodes[0].Addr == n.addr() {
-			return true
+		mine := slices.ContainsFunc(s.Nodes, func(x redis.Node) bool {
+			return x.Role == "master" && x.Port == int64(n.port) && x.Health == "online"
+		})
+		for _, r := range s.Slots {
+			if mine && r.Start <= slot && slot <= r.End {
+				return true
+			}
 		}
 	}
 	return false
