@@ -19,13 +19,15 @@ import (
 const (
 	// DefaultRedisDialTimeout bounds one connection attempt, TCP connect
 	// and TLS handshake together. A TLS handshake can take longer than a
-	// whole call may (50ms), so connections are made ahead of the calls
-	// (see DefaultRedisMinIdleConns) under this bound instead.
+	// whole call may (50ms); go-redis (v9.23) dials apart from the call
+	// that asked, under this bound, and keeps a connection that outlived
+	// its call for the next one, so the call timeout never cuts a
+	// handshake (it only stops the call waiting for it).
 	DefaultRedisDialTimeout = 5 * time.Second
 	// DefaultRedisMinIdleConns is how many connections the client keeps
-	// open and idle per server, dialing them in the background with
-	// DefaultRedisDialTimeout: a request then finds a connection whose
-	// handshake is done rather than paying for one within its call timeout.
+	// open and idle per server, dialed in the background: requests find a
+	// connection whose handshake is done, at start and after a connection
+	// is dropped, rather than waiting for one within their call timeout.
 	DefaultRedisMinIdleConns = 2
 	// RedisStartTimeout bounds the PING a new store sends at start, which
 	// also makes its first connections: long enough for a TLS handshake

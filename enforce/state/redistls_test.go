@@ -305,3 +305,45 @@ func TestRedisSlowHandshakeNotCut(t *testing.T) {
 		}
 	}
 }
+
+// TestRedisTLSHandshakeBoundedByCall: a server that accepts connections and
+// never answers the TLS handshake holds a call for its timeout (50ms), not
+// for the dial timeout (5s): the dial goes on apart from the call (go-redis
+// v9.23's pool; its TLS dialer itself ignores the call's context).
+func TestRedisTLSHandshakeBoundedByCall(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var held []net.Conn
+	t.Cleanup(func() {
+		l.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range held {
+			c.Close()
+		}
+	})
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c) // silent: no handshake, no close
+			mu.Unlock()
+		}
+	}()
+	s := tlsStore(t, "rediss://"+l.Addr().String(), nil)
+	start := time.Now()
+	_, err = s.Banned(ctx0, Identity{Name: "mute", Verified: true}, start)
+	took := time.Since(start)
+	if err == nil {
+		t.Fatal("a call to a server that never answers succeeded")
+	}
+	if took >= DefaultRedisDialTimeout/2 {
+		t.Errorf("a call waited %s for a TLS handshake that never came; want about its 50ms timeout, far below the %s dial timeout", took, DefaultRedisDialTimeout)
+	}
+}
