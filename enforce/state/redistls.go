@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"strings"
@@ -149,7 +150,7 @@ func RedisErrorHint(err error) string {
 		return "the server asks for a client certificate: give one with tls { cert <file> key <file> } in store redis"
 	case strings.Contains(msg, "WRONGPASS") || strings.Contains(msg, "NOAUTH"):
 		return "the server refused the credentials: check user:password in the URL"
-	case strings.Contains(msg, "connection reset") || errors.Is(err, syscall.ECONNRESET):
+	case errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || strings.Contains(msg, "connection reset"):
 		return "the server closed the connection: if it expects TLS, use rediss:// or a tls block"
 	}
 	return ""

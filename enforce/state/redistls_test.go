@@ -194,6 +194,20 @@ func TestRedisTLSUnknownAuthorityNamed(t *testing.T) {
 	}
 }
 
+// TestRedisPlainToTLSPortNamed: redis:// to a port that speaks only TLS;
+// the start check's hint says to use TLS.
+func TestRedisPlainToTLSPortNamed(t *testing.T) {
+	p := newTestPKI(t)
+	port := startTLSRedis(t, p, false)
+	err := tlsStore(t, fmt.Sprintf("redis://127.0.0.1:%d", port), nil).Start(ctx0)
+	if err == nil {
+		t.Fatal("a plain connection to a TLS port answered PING")
+	}
+	if h := RedisErrorHint(err); !strings.Contains(h, "rediss://") {
+		t.Errorf("hint for %v = %q, want one naming rediss://", err, h)
+	}
+}
+
 // TestRedisRefusedNamed: nothing listens; the start check says so.
 func TestRedisRefusedNamed(t *testing.T) {
 	s := tlsStore(t, fmt.Sprintf("redis://127.0.0.1:%d", freePort(t)), nil)
