@@ -102,8 +102,11 @@ func storeErrorReporter(logger *zap.Logger) func(error) {
 	return func(err error) {
 		metrics.stateErrors.WithLabelValues("redis").Inc()
 		if ok, suppressed := limit.allow(time.Now()); ok {
-			logger.Warn("robots: shared state unavailable; deciding from local state (fail open)",
-				zap.Error(err), zap.Int("suppressed_since_last_warning", suppressed))
+			fields := []zap.Field{zap.Error(err), zap.Int("suppressed_since_last_warning", suppressed)}
+			if fix := state.RedisErrorHint(err); fix != "" {
+				fields = append(fields, zap.String("fix", fix))
+			}
+			logger.Warn("robots: shared state unavailable; deciding from local state (fail open)", fields...)
 		}
 	}
 }

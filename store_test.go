@@ -1,6 +1,9 @@
 package caddyrobots
 
 import (
+	"context"
+	"crypto/x509"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -99,4 +102,20 @@ func TestStoreRedisStartErrorLogged(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Fatalf("no start-up error logged within 10s; logs: %v", logs.All())
+}
+
+// TestStoreErrorWarningNamesFix: the rate-limited warning of a failing
+// store carries the fix when the cause is known.
+func TestStoreErrorWarningNamesFix(t *testing.T) {
+	core, logs := observer.New(zapcore.WarnLevel)
+	report := storeErrorReporter(zap.New(core))
+	report(fmt.Errorf("state: redis ban check x: cannot connect: %w (%w while retrying)",
+		x509.UnknownAuthorityError{}, context.DeadlineExceeded))
+	all := logs.All()
+	if len(all) != 1 {
+		t.Fatalf("%d warnings, want 1", len(all))
+	}
+	if fix, _ := all[0].ContextMap()["fix"].(string); !strings.Contains(fix, "tls { ca <file> }") {
+		t.Errorf("fix = %q, want the CA fix", fix)
+	}
 }
