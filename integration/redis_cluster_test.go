@@ -410,27 +410,7 @@ func TestRedisClusterThreeInstances(t *testing.T) {
 		t.Errorf("banned GreedyBot's /robots.txt: %d", res.status)
 	}
 
-	// The ban's master crashes once its replica holds the ban.
-	banKeys := prefix + ":*:ban"
-	master, replica := cluster.holder(t, banKeys)
-	if master == nil || replica == nil {
-		t.Fatalf("no live master with a replica holds %s", banKeys)
-	}
-	rc := replica.client(t)
-	eventually(t, 10*time.Second, "the replica to hold the ban", func() bool {
-		keys, err := rc.Do(context.Background(), "KEYS", banKeys).StringSlice()
-		return err == nil && len(keys) == 1
-	})
-	master.kill()
-	killed := time.Now()
-	eventually(t, 30*time.Second, "the replica of the crashed master to be promoted", func() bool {
-		return cluster.role(t, replica) == "master"
-	})
-	t.Logf("[report] redis cluster: replica of the crashed master promoted after %s (cluster-node-timeout %s)",
-		time.Since(killed).Round(100*time.Millisecond), clusterNodeTimeout)
-	if got, _ := cluster.holder(t, banKeys); got != replica {
-		t.Fatalf("the promoted replica does not hold the ban")
-	}
+	promoted := crashBanHolder(t, cluster, prefix+":*:ban")
 
 	// Every instance answers from the cluster again (not from its local
 	// copy) and enforces the ban it holds.
@@ -455,25 +435,55 @@ func TestRedisClusterThreeInstances(t *testing.T) {
 		})
 	}
 	// Budgets stay shared, for an address whose budget lives on the
-	// promoted master (the keys of other addresses live elsewhere). The
-	// key of an address is the first spray's key with its address
-	// replaced.
-	addr := ""
-	for i := 1; i < 200 && addr == ""; i++ {
+	// promoted master (the keys of other addresses live elsewhere).
+	addr := addressOn(t, promoted, sprayKey, sprayAddr)
+	t.Run("budget shared after failover", func(t *testing.T) { clusterBudgetShared(t, ins, addr) })
+}
+
+// crashBanHolder kills the master holding the ban keys (banKeys, a
+// pattern) once its replica holds them too, waits for the replica's
+// promotion, and returns it.
+func crashBanHolder(t *testing.T, cluster *redisCluster, banKeys string) *clusterNode {
+	t.Helper()
+	master, replica := cluster.holder(t, banKeys)
+	if master == nil || replica == nil {
+		t.Fatalf("no live master with a replica holds %s", banKeys)
+	}
+	rc := replica.client(t)
+	eventually(t, 10*time.Second, "the replica to hold the ban", func() bool {
+		keys, err := rc.Do(context.Background(), "KEYS", banKeys).StringSlice()
+		return err == nil && len(keys) == 1
+	})
+	master.kill()
+	killed := time.Now()
+	eventually(t, 30*time.Second, "the replica of the crashed master to be promoted", func() bool {
+		return cluster.role(t, replica) == "master"
+	})
+	t.Logf("[report] redis cluster: replica of the crashed master promoted after %s (cluster-node-timeout %s)",
+		time.Since(killed).Round(100*time.Millisecond), clusterNodeTimeout)
+	if got, _ := cluster.holder(t, banKeys); got != replica {
+		t.Fatalf("the promoted replica does not hold the ban")
+	}
+	return replica
+}
+
+// addressOn returns an address of 192.0.2.0/24 whose throttle key lives on
+// node n: the key of an address is key (that of keyAddr) with its address
+// replaced.
+func addressOn(t *testing.T, n *clusterNode, key, keyAddr string) string {
+	t.Helper()
+	for i := 1; i < 255; i++ {
 		a := fmt.Sprintf("192.0.2.%d", i)
-		key := strings.Replace(sprayKey, sprayAddr, a, 1)
-		slot, err := replica.client(t).ClusterKeySlot(context.Background(), key).Result()
+		slot, err := n.client(t).ClusterKeySlot(context.Background(), strings.Replace(key, keyAddr, a, 1)).Result()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ownsSlot(t, replica, slot) {
-			addr = a
+		if ownsSlot(t, n, slot) {
+			return a
 		}
 	}
-	if addr == "" {
-		t.Fatal("no address of 192.0.2.0/24 has its key on the promoted master")
-	}
-	t.Run("budget shared after failover", func(t *testing.T) { clusterBudgetShared(t, ins, addr) })
+	t.Fatalf("no address of 192.0.2.0/24 has its key on %s", n.addr())
+	return ""
 }
 
 // clusterBudgetShared sprays a crawler's requests from addr across the
