@@ -47,6 +47,11 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //			prefix      <prefix>             # default caddy-robots
 //			timeout     <duration>           # 1ms..10s, default 50ms
 //			max_entries <n>                  # local fallback store
+//			tls {                            # TLS, also with redis://
+//				ca   <file>                  # default: the system's roots
+//				cert <file>                  # client certificate, with key
+//				key  <file>
+//			}
 //		}
 //		verify {
 //			timeout  <duration>              # 100ms..30s, default 2s
@@ -344,6 +349,10 @@ func (h *Handler) parseStore(d *caddyfile.Dispenser) error {
 					return d.Errf("robots: store redis: max_entries %q is not a positive number", d.Val())
 				}
 				s.MaxEntries = n
+			case "tls":
+				if err := parseStoreTLS(d, s); err != nil {
+					return err
+				}
 			default:
 				return d.Errf("robots: store redis: unrecognized option %q", opt)
 			}
@@ -352,6 +361,43 @@ func (h *Handler) parseStore(d *caddyfile.Dispenser) error {
 		return d.Errf("robots: store: unknown store %q (want memory or redis)", s.Type)
 	}
 	h.Store = s
+	return nil
+}
+
+// parseStoreTLS parses store redis's tls block: ca, cert and key, each a
+// file, each at most once.
+func parseStoreTLS(d *caddyfile.Dispenser, s *StoreConfig) error {
+	if d.NextArg() {
+		return d.Errf("robots: store redis: tls takes no argument; files go in its block (ca, cert, key)")
+	}
+	s.TLS = &StoreTLSConfig{}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		opt := d.Val()
+		var dst *string
+		switch opt {
+		case "ca":
+			dst = &s.TLS.CA
+		case "cert":
+			dst = &s.TLS.Cert
+		case "key":
+			dst = &s.TLS.Key
+		default:
+			return d.Errf("robots: store redis: tls: unrecognized option %q (want ca, cert or key)", opt)
+		}
+		if *dst != "" {
+			return d.Errf("robots: store redis: tls: %s given twice", opt)
+		}
+		if !d.NextArg() || d.Val() == "" {
+			return d.Errf("robots: store redis: tls: %s needs a file", opt)
+		}
+		*dst = d.Val()
+		if d.NextArg() {
+			return d.Errf("robots: store redis: tls: %s takes one file", opt)
+		}
+	}
+	if (s.TLS.Cert == "") != (s.TLS.Key == "") {
+		return d.Errf("robots: store redis: tls: cert and key go together (give both or neither)")
+	}
 	return nil
 }
 

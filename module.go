@@ -331,17 +331,35 @@ type StoreConfig struct {
 	// With Redis it caps the local fallback store.
 	MaxEntries int `json:"max_entries,omitempty"`
 	// URL is the Redis address, e.g. redis://user:pass@host:6379/0,
-	// rediss://... for TLS, redis-sentinel://host:26379/master or
-	// redis-cluster://h1:6379,h2:6379. Placeholders such as
-	// {env.REDIS_URL} are resolved at provision time; a URL that is empty
-	// once they are replaced fails when the config loads.
+	// rediss://host:6380 for TLS,
+	// redis+sentinel://host:26379?master_name=mymaster&addr=host2:26379
+	// or redis+cluster://h1:6379?addr=h2:6379&addr=h3:6379 (the forms of
+	// state.ParseRedisURL). Placeholders such as {env.REDIS_URL} are
+	// resolved at provision time; a URL that is empty once they are
+	// replaced fails when the config loads.
 	URL string `json:"url,omitempty"`
+	// TLS connects to Redis over TLS (also with a redis:// URL) with the
+	// files given; unreadable or invalid files fail the config load.
+	TLS *StoreTLSConfig `json:"tls,omitempty"`
 	// Prefix starts every Redis key. Default "caddy-robots".
 	Prefix string `json:"prefix,omitempty"`
 	// Timeout bounds each Redis call; on error or timeout the request is
 	// decided from local state (fail open). 1ms..10s, default 50ms
 	// (omitted or 0 in JSON; in the Caddyfile `timeout 0` is an error).
 	Timeout caddy.Duration `json:"timeout,omitempty"`
+}
+
+// StoreTLSConfig names the PEM files of a TLS connection to Redis. The
+// server's certificate must name the URL's host. Placeholders are resolved
+// at provision time.
+type StoreTLSConfig struct {
+	// CA holds the certificates of the authorities that sign the Redis
+	// server's certificate. Default: the system's roots.
+	CA string `json:"ca,omitempty"`
+	// Cert and Key are the client certificate and key, for a server that
+	// asks for one (tls-auth-clients yes). Both or neither.
+	Cert string `json:"cert,omitempty"`
+	Key  string `json:"key,omitempty"`
 }
 
 // VerifyConfig tunes crawler verification.
@@ -612,6 +630,9 @@ func (h *Handler) Validate() error {
 		checkEnum("store", s.Type, "", "memory", "redis")
 		if s.Type == "redis" && s.URL == "" {
 			errs = append(errs, errors.New("store redis needs a URL"))
+		}
+		if s.TLS != nil && s.Type != "redis" {
+			errs = append(errs, errors.New("store: tls is for store redis (a memory store makes no connection)"))
 		}
 		if s.MaxEntries < 0 {
 			errs = append(errs, errors.New("store: max_entries must not be negative"))

@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
-# Makes sure redis-server is on PATH: the state and integration tests start a
-# real one on a free loopback port. Installs it with apt-get when missing and
-# running as root; otherwise says exactly what to install.
+# Makes sure redis-server and redis-cli are on PATH: the state and integration
+# tests start a real redis-server on a free loopback port, and the cluster test
+# joins six of them into a Redis Cluster with redis-cli --cluster create.
+# Installs them with apt-get when missing and running as root; otherwise says
+# exactly what to install.
 set -euo pipefail
 . "$(dirname "$0")/apt.sh"
-if command -v redis-server >/dev/null 2>&1; then exit 0; fi
+have() { command -v redis-server >/dev/null 2>&1 && command -v redis-cli >/dev/null 2>&1; }
+if have; then exit 0; fi
 if can_apt; then
-  echo "redis-server missing: installing it with apt-get" >&2
-  apt_install redis-server
+  echo "redis-server or redis-cli missing: installing them with apt-get" >&2
+  # redis-tools holds redis-cli (redis-server depends on it; named for clarity).
+  apt_install redis-server redis-tools
   # The package starts a system service on :6379; the tests run their own.
   (service redis-server stop || systemctl stop redis-server || true) >/dev/null 2>&1
-  command -v redis-server >/dev/null && exit 0
+  have && exit 0
 fi
-echo "redis-server is required for the tests: install it (Debian/Ubuntu: apt-get install redis-server; macOS: brew install redis)" >&2
+echo "redis-server and redis-cli are required for the tests: install them (Debian/Ubuntu: apt-get install redis-server redis-tools; macOS: brew install redis)" >&2
 exit 1

@@ -262,7 +262,7 @@ func (e *entry) lift() {
 // Ping implements [Pinger]: one PING to the server.
 func (r *Redis) Ping(ctx context.Context) error {
 	if err := r.client.Ping(ctx).Err(); err != nil {
-		return fmt.Errorf("state: redis ping: %w", err)
+		return fmt.Errorf("state: redis ping: %w", r.dials.explain(err))
 	}
 	return nil
 }

@@ -20,9 +20,12 @@ const (
 // RedisConfig configures [NewRedis].
 type RedisConfig struct {
 	// Client is the Redis client (single node, Sentinel or Cluster); see
-	// [ParseRedisURL] and [RedisOptions]. Build it with
-	// ContextTimeoutEnabled set, or a stalled server holds calls for the
-	// client's read timeout instead of Timeout.
+	// [RedisClientOptions], [ParseRedisURL] and [RedisOptions]. Build it
+	// with ContextTimeoutEnabled set, or a stalled server holds calls for
+	// the client's read timeout instead of Timeout. NewRedis installs a
+	// hook on it that remembers why the last connection attempt failed, to
+	// name that cause in the errors of calls that time out: give it a
+	// Cluster client before its first command.
 	Client redis.UniversalClient
 	// Prefix starts every key (default "caddy-robots").
 	Prefix string
@@ -73,6 +76,7 @@ type Redis struct {
 	prefix  string // "{Prefix}:{Site}:"
 	timeout time.Duration
 	close   bool
+	dials   *dialWatch // why the client's last connection attempt failed
 	// callerClock makes the throttle script decide at the now passed to
 	// each call instead of the server's TIME. Only this package's tests
 	// set it, to run a schedule on virtual time, decision for decision,
@@ -81,7 +85,8 @@ type Redis struct {
 	callerClock bool
 }
 
-// NewRedis returns a Redis store. It does not contact the server.
+// NewRedis returns a Redis store. It does not contact the server; see
+// [Redis.Start] for a check at start.
 func NewRedis(cfg RedisConfig) (*Redis, error) {
 	if cfg.Client == nil {
 		return nil, errors.New("state: redis store needs a client")
@@ -102,6 +107,7 @@ func NewRedis(cfg RedisConfig) (*Redis, error) {
 		prefix:  cfg.Prefix + ":" + cfg.Site + ":",
 		timeout: cfg.Timeout,
 		close:   cfg.CloseClient,
+		dials:   watchDials(cfg.Client),
 	}, nil
 }
 
@@ -205,7 +211,7 @@ func (r *Redis) pace(ctx context.Context, id Identity, p Pace, now time.Time, pe
 	res, err := paceScript.Run(ctx, r.client, []string{r.key(id) + ":rate"},
 		max(em.Microseconds(), 1), tau.Microseconds(), fetch, head, FetchPairWindow.Microseconds(), peekArg(peek), at).Int64Slice()
 	if err != nil {
-		return ThrottleResult{}, fmt.Errorf("state: redis throttle %s: %w", id, err)
+		return ThrottleResult{}, fmt.Errorf("state: redis throttle %s: %w", id, r.dials.explain(err))
 	}
 	if len(res) != 4 {
 		return ThrottleResult{}, fmt.Errorf("state: redis throttle %s: script returned %d values, want 4", id, len(res))
@@ -289,7 +295,7 @@ func (r *Redis) Strike(ctx context.Context, id Identity, p StrikePolicy, now tim
 		p.Strikes, max(p.Window.Milliseconds(), 1), max(p.Ban.Milliseconds(), 1),
 		strikeRecordJSON(info, now), banHeadJSON(info, now), MaxStrikeRecords).Slice()
 	if err != nil {
-		return BanResult{}, fmt.Errorf("state: redis strike %s: %w", id, err)
+		return BanResult{}, fmt.Errorf("state: redis strike %s: %w", id, r.dials.explain(err))
 	}
 	return banResult(res, now)
 }
@@ -301,7 +307,7 @@ func (r *Redis) Banned(ctx context.Context, id Identity, now time.Time) (BanResu
 	defer cancel()
 	res, err := bannedScript.Run(ctx, r.client, strikeKeys(r.key(id))[:2]).Slice()
 	if err != nil {
-		return BanResult{}, fmt.Errorf("state: redis ban check %s: %w", id, err)
+		return BanResult{}, fmt.Errorf("state: redis ban check %s: %w", id, r.dials.explain(err))
 	}
 	return banResult(res, now)
 }
@@ -327,6 +333,21 @@ func banResult(res []any, now time.Time) (BanResult, error) {
 		}
 	}
 	return b, nil
+}
+
+// Start checks that the server answers PING within [RedisStartTimeout]
+// (or ctx's earlier deadline), which also opens the client's first
+// connections. Its error is the real cause (a refused connection, an
+// unknown certificate authority), not a call timeout; see
+// [RedisErrorHint] for what to do about it. The store works without
+// Start, and after a failed one: each call tries the server again.
+func (r *Redis) Start(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, RedisStartTimeout)
+	defer cancel()
+	if err := r.client.Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("state: redis: no answer to PING at start: %w", r.dials.explain(err))
+	}
+	return nil
 }
 
 // Close implements [Store.Close]: it closes the client if

@@ -1,0 +1,72 @@
+package state
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync/atomic"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// dialWatch is a go-redis hook that remembers why the last connection
+// attempt failed. go-redis retries a failed dial with a backoff that
+// outlasts a short call timeout, so a call fails with "context deadline
+// exceeded" however the dial failed (an unknown certificate authority, a
+// refused connection); the store adds the remembered error to such calls'
+// errors, so that logs and the status page name the real cause.
+type dialWatch struct {
+	last atomic.Pointer[error] // the last failed dial's error; nil after a success
+}
+
+// watchDials installs a dialWatch on c. With a Cluster client it is
+// installed on each node's client as the client creates it, so call it
+// before c sends its first command.
+func watchDials(c redis.UniversalClient) *dialWatch {
+	w := new(dialWatch)
+	if cc, ok := c.(*redis.ClusterClient); ok {
+		cc.OnNewNode(func(n *redis.Client) { n.AddHook(w) })
+	} else {
+		c.AddHook(w)
+	}
+	return w
+}
+
+// DialHook implements [redis.Hook]: it records each dial's outcome.
+func (w *dialWatch) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := next(ctx, network, addr)
+		if err != nil {
+			w.last.Store(&err)
+		} else {
+			w.last.Store(nil)
+		}
+		return conn, err
+	}
+}
+
+// ProcessHook implements [redis.Hook]; commands pass unchanged.
+func (w *dialWatch) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+
+// ProcessPipelineHook implements [redis.Hook]; pipelines pass unchanged.
+func (w *dialWatch) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// explain puts the last dial error before err when err is a timeout or
+// cancellation that hides it; otherwise it returns err unchanged. Both
+// stay in the chain (errors.Is and errors.As find either).
+func (w *dialWatch) explain(err error) error {
+	if w == nil || err == nil {
+		return err
+	}
+	if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	p := w.last.Load()
+	if p == nil {
+		return err
+	}
+	return fmt.Errorf("cannot connect: %w (%w while retrying)", *p, err)
+}
