@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -155,7 +156,62 @@ func TestAuditHTMLInChromium(t *testing.T) {
 		if red == 0 {
 			t.Errorf("%v: no red pixels: the violation figures and bars should show", args)
 		}
+		// On a laptop's screen nothing is cut off: the page does not
+		// scroll sideways, nor does any table inside its box.
+		for _, w := range []int{1280, 1366} {
+			if over := overflowAt(t, chromium, report, w, 768); over != "" {
+				t.Errorf("%v at %d px: %s", args, w, over)
+			}
+		}
+		if keep := os.Getenv("ROBOTS_SCREENSHOT"); keep != "" {
+			chromiumtest.Screenshot(t, chromium, "file://"+report, 1280, 768, strings.TrimSuffix(keep, ".png")+fmt.Sprintf("-1280-%d.png", i))
+		}
 	}
+}
+
+// overflowAt loads the HTML report at path in chromium with a window of
+// width × height and returns what overflows sideways ("" for nothing): the
+// page wider than the window, or an element (a table in its scrolling box)
+// wider than its box. A script appended to a copy of the report measures
+// the laid-out page and writes the answer into the DOM that chromium
+// dumps.
+func overflowAt(t *testing.T, chromium, path string, width, height int) string {
+	t.Helper()
+	page, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const probe = `<script>
+window.addEventListener("load", () => {
+  const out = [];
+  const de = document.documentElement;
+  if (de.scrollWidth > window.innerWidth) out.push("page " + de.scrollWidth + " px wide in a " + window.innerWidth + " px window");
+  document.querySelectorAll("main *").forEach(el => {
+    if (el.scrollWidth > el.clientWidth + 1 && getComputedStyle(el).overflowX !== "visible") {
+      out.push((el.firstElementChild ? el.firstElementChild.tagName + " in " : "") + el.tagName + "." + el.className + " " + el.scrollWidth + " px in " + el.clientWidth);
+    }
+  });
+  const p = document.createElement("pre");
+  p.id = "overflow";
+  p.textContent = "OVERFLOW[" + out.join("; ") + "]";
+  document.body.appendChild(p);
+});
+</script>`
+	probed := filepath.Join(t.TempDir(), "probe.html")
+	writeFile(t, probed, strings.Replace(string(page), "</body>", probe+"</body>", 1))
+	cmd := exec.Command(chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+		"--user-data-dir="+filepath.Join(t.TempDir(), "profile"), fmt.Sprintf("--window-size=%d,%d", width, height),
+		"--virtual-time-budget=2000", "--dump-dom", "file://"+probed)
+	dom, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("chromium: %v", err)
+	}
+	_, rest, ok := strings.Cut(string(dom), `<pre id="overflow">OVERFLOW[`)
+	if !ok {
+		t.Fatalf("the probe did not run:\n%.500s", dom)
+	}
+	got, _, _ := strings.Cut(rest, "]")
+	return got
 }
 
 // TestAuditNothingReadable: a log with no request in a format the audit

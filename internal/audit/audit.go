@@ -299,6 +299,10 @@ type crawler struct {
 	traps, probation int64
 	trapsUnmarked    int64 // trap requests another page or the browser caused
 	refusedLog       int64
+	// The judged requests split by the claim's verdict (claims.go), and
+	// the bans already attributed to one.
+	claims      [3]claimCount
+	bansTallied int64
 }
 
 // New returns an Auditor for cfg.
@@ -798,6 +802,7 @@ func (a *Auditor) series(c *crawler, t time.Time, refused bool) {
 
 // count adds one assessment to the crawler's counts.
 func (a *Auditor) count(c *crawler, ue *uaEntry, f *policy.Facts, as *policy.Assessment) {
+	c.tallyClaim(f, as)
 	if as.Refused() {
 		c.refused++
 		c.reasons[as.Reason]++

@@ -191,7 +191,16 @@ type CrawlerReport struct {
 	Strikes      int64            `json:"strikes"` // refusals that counted as strikes
 	Bans         int64            `json:"bans"`    // bans the strikes started
 	Spoofed      int64            `json:"spoofed"` // requests from addresses outside the operator's lists
-	Exempt       int64            `json:"exempt,omitempty"`
+	// Claims split the judged requests (not the fetches of /robots.txt,
+	// nor exempt ones) by what verifying the crawler's claim found:
+	// verified, unverified, spoofed, each with its refusals, its bans and
+	// the addresses behind them.
+	Claims []ClaimReport `json:"claims,omitempty"`
+	// Verifiable is set for a crawler whose operator publishes a way to
+	// verify it (IP lists or reverse DNS): only then can a claim be
+	// verified or spoofed, and the text and HTML reports show the split.
+	Verifiable bool  `json:"verifiable"`
+	Exempt     int64 `json:"exempt,omitempty"`
 	// Interval is the Crawl-delay / Request-rate interval enforced on it
 	// (0: none); CrawlDelay the one its group states, enforced or not.
 	Interval          Seconds `json:"interval_seconds"`
@@ -401,6 +410,8 @@ func (c *crawler) report() CrawlerReport {
 		Strikes:                  c.strikes,
 		Bans:                     c.bans,
 		Spoofed:                  c.spoofed,
+		Claims:                   c.claimReports(),
+		Verifiable:               c.agent.Profile.Verify != "",
 		Exempt:                   c.exempt,
 		Interval:                 Seconds(c.interval),
 		CrawlDelay:               Seconds(c.groupInterval),
@@ -879,6 +890,52 @@ func (r *Report) writeUndeclared(b *strings.Builder, list []CrawlerReport) error
 	return nil
 }
 
+// claimsText says, for a verifiable crawler with refusals or bans, how
+// they split by verdict and which addresses they came from; "" when
+// nothing was refused or the crawler cannot be verified (every claim of it
+// is unverified).
+func claimsText(c *CrawlerReport) string {
+	if !c.Verifiable {
+		return ""
+	}
+	claims := c.Claims
+	show := false
+	for _, k := range claims {
+		show = show || k.Refused > 0 || k.Bans > 0
+	}
+	if !show {
+		return ""
+	}
+	parts := make([]string, 0, len(claims))
+	for _, k := range claims {
+		p := fmt.Sprintf("%s %s, %d refused", k.Verdict, plural(k.Requests, "request"), k.Refused)
+		if k.Banned > 0 || k.Bans > 0 {
+			p += fmt.Sprintf(" (%d while banned), %s", k.Banned, plural(k.Bans, "ban"))
+		}
+		if len(k.TopAddresses) > 0 {
+			addrs := make([]string, len(k.TopAddresses))
+			for i, ac := range k.TopAddresses {
+				addrs[i] = ac.text()
+			}
+			p += ", from " + strings.Join(addrs, ", ")
+		}
+		parts = append(parts, p)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// text is the address with its counts, as the table's notes show it.
+func (ac AddressCount) text() string {
+	s := fmt.Sprintf("%s (%d refused", ac.Addr, ac.Refused)
+	if ac.Bans > 0 {
+		s += ", " + plural(ac.Bans, "ban")
+	}
+	if ac.Overcount > 0 {
+		s += fmt.Sprintf(", up to %d of them others'", ac.Overcount)
+	}
+	return s + ")"
+}
+
 // signalsCell lists an undeclared crawler's requests per signal.
 func signalsCell(m map[string]int64) string {
 	var parts []string
@@ -921,6 +978,9 @@ func (r *Report) writeDetails(b *strings.Builder, list []CrawlerReport) {
 		if c.Bans > 0 || c.Banned > 0 {
 			line("%s: banned %s after %s (strikes %s); %s refused while banned\n", c.Name, times(c.Bans), plural(c.Strikes, "strike"),
 				r.Options.Strikes, plural(c.Banned, "request"))
+		}
+		if text := claimsText(&c); text != "" {
+			line("%s: %s\n", c.Name, text)
 		}
 		if c.Exempt > 0 {
 			line("%s: %s from exempt networks, not judged\n", c.Name, plural(c.Exempt, "request"))

@@ -1,0 +1,111 @@
+package audit
+
+import (
+	"bytes"
+	"net/netip"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/caddyrobots/caddy-robots/enforce/state"
+)
+
+const uaGoogle = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)"
+
+// TestAuditorClaimsSplit: a fake Googlebot's refusals and ban are reported
+// as the unverified claim's they are (no DNS: a Googlebot claim outside
+// Google's list is unverified), with the address behind them, apart from
+// the real Googlebot's verified requests; a GPTBot claim outside OpenAI's
+// list is spoofed.
+func TestAuditorClaimsSplit(t *testing.T) {
+	const robots = "User-agent: *\nDisallow: /private/\n"
+	p := state.StrikePolicy{Strikes: 3, Window: 10 * time.Minute, Ban: time.Hour}
+	var reqs []req
+	for i := range 4 {
+		reqs = append(reqs, req{ts: t0 + float64(i), uri: "/", ua: uaGoogle, ip: "66.249.66.1"})
+	}
+	for i := range 10 {
+		reqs = append(reqs, req{ts: t0 + 10 + float64(i), uri: "/private/x", ua: uaGoogle, ip: "203.0.113.9"})
+	}
+	reqs = append(reqs, req{ts: t0 + 25, uri: "/", ua: uaGoogle, ip: "203.0.113.10"})
+	for i := range 3 {
+		reqs = append(reqs, req{ts: t0 + 30 + float64(i), uri: "/", ua: uaGPTBot, ip: "203.0.113.7"})
+	}
+	a, _ := audit(t, Config{Strikes: &p}, robots, reqs)
+	r := a.Report()
+	g := crawlerReport(t, r, "Googlebot")
+	want := []ClaimReport{
+		{Verdict: "verified", Requests: 4},
+		{Verdict: "unverified", Requests: 11, Refused: 10, Banned: 7, Bans: 1,
+			TopAddresses: []AddressCount{{Addr: "203.0.113.9", Refused: 10, Bans: 1}}},
+	}
+	if !reflect.DeepEqual(g.Claims, want) {
+		t.Errorf("Googlebot's claims:\n got %+v\nwant %+v", g.Claims, want)
+	}
+	gpt := crawlerReport(t, r, "GPTBot")
+	wantGPT := []ClaimReport{{Verdict: "spoofed", Requests: 3, Refused: 3,
+		TopAddresses: []AddressCount{{Addr: "203.0.113.7", Refused: 3}}}}
+	if !reflect.DeepEqual(gpt.Claims, wantGPT) {
+		t.Errorf("GPTBot's claims:\n got %+v\nwant %+v", gpt.Claims, wantGPT)
+	}
+	var table bytes.Buffer
+	if err := r.WriteTable(&table); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{
+		"Googlebot: verified 4 requests, 0 refused; unverified 11 requests, 10 refused (7 while banned), 1 ban, from 203.0.113.9 (10 refused, 1 ban)",
+		"GPTBot: spoofed 3 requests, 3 refused, from 203.0.113.7 (3 refused)",
+	} {
+		if !strings.Contains(table.String(), w) {
+			t.Errorf("table lacks %q:\n%s", w, table.String())
+		}
+	}
+	var js bytes.Buffer
+	if err := r.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(js.String(), `"verdict": "unverified"`) || !strings.Contains(js.String(), `"addr": "203.0.113.9"`) {
+		t.Errorf("JSON lacks the claims:\n%s", js.String())
+	}
+}
+
+// TestTopAddrsBounded: the table of addresses stays at topKept entries
+// however many addresses come, and still finds the heavy hitters exactly
+// when they stand out; the report names at most topShown.
+func TestTopAddrsBounded(t *testing.T) {
+	var top topAddrs
+	heavy := []netip.Addr{netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("2001:db8::1")}
+	for i := range 100000 {
+		top.add(netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}), true, 0)
+		if i%10 == 0 {
+			top.add(heavy[0], true, 0)
+		}
+		if i%20 == 0 {
+			top.add(heavy[1], true, 0)
+		}
+	}
+	top.add(heavy[0], false, 1)
+	if len(top.slots) != topKept {
+		t.Fatalf("%d slots, want %d", len(top.slots), topKept)
+	}
+	got := top.report()
+	if len(got) != topShown {
+		t.Fatalf("%d addresses shown, want %d", len(got), topShown)
+	}
+	if got[0].Addr != "192.0.2.1" || got[1].Addr != "2001:db8::1" {
+		t.Fatalf("top two: %+v", got[:2])
+	}
+	// Their counts are upper bounds, at most Overcount above the truth.
+	for k, want := range []int64{10000, 5000} {
+		if a := got[k]; a.Refused < want || a.Refused-a.Overcount > want {
+			t.Errorf("%s: refused %d (overcount %d), true count %d", a.Addr, a.Refused, a.Overcount, want)
+		}
+	}
+	if got[0].Bans != 1 {
+		t.Errorf("bans of %s: %d, want 1", got[0].Addr, got[0].Bans)
+	}
+	if got[2].Overcount == 0 {
+		t.Errorf("a light address's count %d is given as exact", got[2].Refused)
+	}
+}
