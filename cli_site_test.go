@@ -865,3 +865,59 @@ c.example {
 		t.Errorf("--robots (each host its own block): %s, want %s", got, want)
 	}
 }
+
+// TestAuditLogFormats: a vhost_combined log read as the default format is
+// refused with the line, the field and the fix; with --log-format
+// vhost_combined, or the nginx log_format string the server uses, the
+// client is the address and the Host the line's.
+func TestAuditLogFormats(t *testing.T) {
+	const vhostLog, timedLog = "testdata/cli/apache-vhost.log", "testdata/cli/nginx-timed.log"
+	code, out, _, err := runCLI(t, "audit", "--robots", siteRobots, vhostLog)
+	if code != cli.ExitFailure || err == nil || out != "" {
+		t.Fatalf("vhost_combined read as combined: code %d, err %v:\n%s", code, err, out)
+	}
+	for _, w := range []string{vhostLog + ":1:", `the first field is not the client's address: "example.com:443"`, "--log-format vhost_combined"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error lacks %q: %v", w, err)
+		}
+	}
+	const nginxFormat = `$time_iso8601 $host $remote_addr "$request" $status $body_bytes_sent $request_time "$http_user_agent"`
+	for _, tc := range []struct {
+		log    string
+		format string
+		hosts  []string
+	}{
+		{vhostLog, "vhost_combined", []string{"example.com", "shop.example.com"}},
+		{timedLog, nginxFormat, []string{"example.com"}},
+	} {
+		code, out, _, err := runCLI(t, "audit", "--robots", siteRobots, "--log-format", tc.format, "--format", "json", tc.log)
+		if code != cli.ExitOK || err != nil {
+			t.Fatalf("%s: code %d err %v", tc.format, code, err)
+		}
+		var r audit.Report
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatal(err)
+		}
+		var hosts []string
+		for _, h := range r.Hosts {
+			hosts = append(hosts, h.Host)
+		}
+		if strings.Join(hosts, " ") != strings.Join(tc.hosts, " ") || r.Browsers != 1 || r.Unreadable != 0 {
+			t.Errorf("%s: hosts %q, %d browser requests, %d unreadable", tc.format, hosts, r.Browsers, r.Unreadable)
+		}
+		for _, c := range r.Crawler {
+			if c.Name == "ExampleCrawler" && (c.RefusedRule == 0 || c.Claims[0].TopAddresses[0].Addr != "192.0.2.10") {
+				t.Errorf("%s: ExampleCrawler %+v", tc.format, c)
+			}
+		}
+	}
+	// The Host read from the line lets --host select.
+	code, out, _, err = runCLI(t, "audit", "--robots", siteRobots, "--log-format", "vhost_combined", "--host", "shop.example.com", vhostLog)
+	if code != cli.ExitOK || err != nil || !strings.Contains(out, "host         shop.example.com") || !strings.Contains(out, "vhost-combined 4") {
+		t.Errorf("--host with vhost_combined: code %d err %v:\n%s", code, err, out)
+	}
+	if code, _, _, err := runCLI(t, "audit", "--robots", siteRobots, "--log-format", "apache", vhostLog); code != cli.ExitFailure || err == nil ||
+		!strings.Contains(err.Error(), "vhost_combined") {
+		t.Errorf("--log-format apache: code %d err %v", code, err)
+	}
+}

@@ -155,6 +155,10 @@ type Config struct {
 	// Decisions, when set, receives one JSON line (a Decision) per
 	// request judged, in log order.
 	Decisions io.Writer
+	// LogFormat is how the lines that are not Caddy's JSON are written
+	// (ParseLogFormat); the zero value reads the Combined and Common Log
+	// Formats, and refuses a line whose first field is not an address.
+	LogFormat LogFormat
 }
 
 // DefaultOptions are the decision options of a robots handler configured
@@ -187,6 +191,7 @@ type Auditor struct {
 
 	scanner  Scanner
 	clf      CLFParser
+	nginx    nginxParser // with Config.LogFormat an nginx log_format
 	entry    Entry
 	ident    *agents.Identifier
 	verifier *agents.Verifier
@@ -399,7 +404,10 @@ func (a *Auditor) Line(line []byte) error {
 	if i < len(line) && line[i] == '{' {
 		ok = a.scanner.Parse(line, e)
 	} else {
-		ok = a.clf.Parse(line, e)
+		var err error
+		if ok, err = a.parseText(line, e); err != nil {
+			return err
+		}
 	}
 	if !ok {
 		if len(line) > 0 {
@@ -1022,6 +1030,10 @@ func formatLabel(f Format) string {
 		return "Combined Log Format"
 	case FormatCommon:
 		return "Common Log Format"
+	case FormatVhostCombined:
+		return "vhost_combined log"
+	case FormatNginx:
+		return "nginx log_format"
 	}
 	return "log line"
 }

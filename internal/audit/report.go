@@ -24,8 +24,11 @@ type Report struct {
 	Logs      []string `json:"logs"`                 // the access logs read
 	// Options are the handler's options the requests were judged with.
 	Options Options `json:"options"`
+	// LogFormat is the --log-format the lines that are not JSON were read
+	// with, "" for the default (Combined and Common).
+	LogFormat string `json:"log_format,omitempty"`
 	// Formats counts the lines read per format: caddy-json, combined,
-	// common.
+	// common, vhost-combined, nginx.
 	Formats    map[string]int64 `json:"formats"`
 	Lines      int64            `json:"lines"`                 // access-log lines read (those --host kept)
 	Unreadable int64            `json:"unreadable"`            // lines of no format the audit reads
@@ -281,9 +284,10 @@ var otherReasons = []otherReason{
 // Report returns the report of everything read so far.
 func (a *Auditor) Report() *Report {
 	r := &Report{
-		Options: a.options(),
-		Formats: map[string]int64{},
-		Lines:   a.lines, Unreadable: a.bad, NotAccess: a.notAccess, OtherHosts: a.skipped, OtherHostNames: a.skippedHosts,
+		Options:   a.options(),
+		Formats:   map[string]int64{},
+		LogFormat: a.cfg.LogFormat.label(),
+		Lines:     a.lines, Unreadable: a.bad, NotAccess: a.notAccess, OtherHosts: a.skipped, OtherHostNames: a.skippedHosts,
 		Browsers: a.browsers, Crawlers: a.bots, Undeclared: a.undeclared, Own: a.own, NotJudged: a.ignored, NoUserAgent: a.noUA,
 		OutOfOrder: a.outOfOrder, FirstUnreadable: a.firstBad,
 		First: a.first, Last: a.last,
@@ -528,11 +532,15 @@ func (r *Report) Readable() error {
 		return fmt.Errorf("%s: no lines to read", logs)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "nothing readable in %s: %d lines, none a request in the formats expected: %s", logs, total, Expected)
+	if r.LogFormat != "" {
+		fmt.Fprintf(&b, "nothing readable in %s: %d lines, none a request in the formats expected: Caddy's JSON access log, or --log-format %s", logs, total, r.LogFormat)
+	} else {
+		fmt.Fprintf(&b, "nothing readable in %s: %d lines, none a request in the formats expected: %s", logs, total, Expected)
+	}
 	if n := r.Formats[FormatCaddyJSON.String()]; n > 0 {
 		fmt.Fprintf(&b, "; %d are JSON lines without request.uri: Caddy's runtime log, not an access log (add the log directive to the site block)", n)
 	}
-	if n := r.Formats[FormatCombined.String()] + r.Formats[FormatCommon.String()]; n > 0 {
+	if n := r.Formats[FormatCombined.String()] + r.Formats[FormatCommon.String()] + r.Formats[FormatVhostCombined.String()] + r.Formats[FormatNginx.String()]; n > 0 {
 		fmt.Fprintf(&b, "; %d are Common or Combined Log Format lines whose request is not one (\"-\", or bytes that are no HTTP request)", n)
 	}
 	if u := r.FirstUnreadable; u != nil {
