@@ -395,7 +395,9 @@ func New(cfg Config) (*Auditor, error) {
 // Line judges one access-log line (without its newline). Lines that are
 // not access-log lines are counted; an error is returned only when the
 // audit cannot go on: a line without a Host while Config.Hosts selects
-// lines by Host, or a decision that cannot be written.
+// lines by Host, a Combined or Common line whose first field is not an
+// address (ErrNotAddress: the log is of another format), or a decision
+// that cannot be written.
 func (a *Auditor) Line(line []byte) error {
 	a.lineNo++
 	e := &a.entry

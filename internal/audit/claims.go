@@ -66,7 +66,8 @@ func (c *crawler) tallyClaim(f *policy.Facts, as *policy.Assessment) {
 // its count as a possible overcount. Any address refused more than
 // 1/topKept of the class's refusals is sure to be kept.
 type topAddrs struct {
-	slots []addrSlot
+	slots   []addrSlot
+	evicted bool // an address gave its slot to another
 }
 
 type addrSlot struct {
@@ -100,6 +101,7 @@ func (t *topAddrs) add(addr netip.Addr, refused bool, bans int64) {
 		}
 	}
 	least := t.slots[low].refused
+	t.evicted = true
 	t.slots[low] = addrSlot{addr: addr, refused: least + n, over: least, bans: bans}
 }
 
@@ -124,8 +126,12 @@ type ClaimReport struct {
 	Banned   int64  `json:"banned"`  // refused while banned
 	Bans     int64  `json:"bans"`    // bans started
 	// TopAddresses are the addresses refused most (at most five), the
-	// most refused first.
+	// most refused first: those whose counts are exact, or that certainly
+	// stand out from the rest, and those that started a ban.
 	TopAddresses []AddressCount `json:"top_addresses,omitempty"`
+	// ManyAddresses is set when the refusals came from more addresses
+	// than the audit tracks (32): the ones not named did not stand out.
+	ManyAddresses bool `json:"many_addresses,omitempty"`
 }
 
 // claimReports lists the classes that received requests, in the order
@@ -138,24 +144,38 @@ func (c *crawler) claimReports() []ClaimReport {
 			continue
 		}
 		out = append(out, ClaimReport{Verdict: v.String(), Requests: k.requests, Refused: k.refused,
-			Banned: k.banned, Bans: k.bans, TopAddresses: k.top.report()})
+			Banned: k.banned, Bans: k.bans, TopAddresses: k.top.report(), ManyAddresses: k.top != nil && k.top.evicted})
 	}
 	return out
 }
 
-// report returns the addresses refused most, or that started a ban.
+// report returns the addresses refused most: those counted exactly, or
+// whose refusals beyond any overcount exceed the least counted slot (so
+// they certainly stand out), and those that started a ban.
 func (t *topAddrs) report() []AddressCount {
 	if t == nil {
 		return nil
 	}
+	least := int64(-1)
+	if t.evicted {
+		for _, s := range t.slots {
+			if least < 0 || s.refused < least {
+				least = s.refused
+			}
+		}
+	}
 	slots := make([]addrSlot, 0, len(t.slots))
 	for _, s := range t.slots {
-		if s.refused > 0 || s.bans > 0 {
+		sure := s.over == 0 || s.refused-s.over > least
+		if s.bans > 0 || s.refused > 0 && sure {
 			slots = append(slots, s)
 		}
 	}
 	sort.Slice(slots, func(i, j int) bool {
 		a, b := slots[i], slots[j]
+		if a.bans > 0 != (b.bans > 0) {
+			return a.bans > 0
+		}
 		if a.refused != b.refused {
 			return a.refused > b.refused
 		}

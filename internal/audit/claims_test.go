@@ -71,8 +71,9 @@ func TestAuditorClaimsSplit(t *testing.T) {
 }
 
 // TestTopAddrsBounded: the table of addresses stays at topKept entries
-// however many addresses come, and still finds the heavy hitters exactly
-// when they stand out; the report names at most topShown.
+// however many addresses come, and still finds the heavy hitters when they
+// stand out, naming only them (their counts at most Overcount above the
+// truth), not the long tail whose counts are mostly others'.
 func TestTopAddrsBounded(t *testing.T) {
 	var top topAddrs
 	heavy := []netip.Addr{netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("2001:db8::1")}
@@ -85,27 +86,31 @@ func TestTopAddrsBounded(t *testing.T) {
 			top.add(heavy[1], true, 0)
 		}
 	}
-	top.add(heavy[0], false, 1)
-	if len(top.slots) != topKept {
-		t.Fatalf("%d slots, want %d", len(top.slots), topKept)
+	if len(top.slots) != topKept || !top.evicted {
+		t.Fatalf("%d slots (evicted %v), want %d", len(top.slots), top.evicted, topKept)
 	}
 	got := top.report()
-	if len(got) != topShown {
-		t.Fatalf("%d addresses shown, want %d", len(got), topShown)
+	if len(got) != 2 || got[0].Addr != "192.0.2.1" || got[1].Addr != "2001:db8::1" {
+		t.Fatalf("shown: %+v", got)
 	}
-	if got[0].Addr != "192.0.2.1" || got[1].Addr != "2001:db8::1" {
-		t.Fatalf("top two: %+v", got[:2])
-	}
-	// Their counts are upper bounds, at most Overcount above the truth.
 	for k, want := range []int64{10000, 5000} {
 		if a := got[k]; a.Refused < want || a.Refused-a.Overcount > want {
 			t.Errorf("%s: refused %d (overcount %d), true count %d", a.Addr, a.Refused, a.Overcount, want)
 		}
 	}
-	if got[0].Bans != 1 {
-		t.Errorf("bans of %s: %d, want 1", got[0].Addr, got[0].Bans)
+
+	// Few addresses: exact counts, at most topShown named, a ban first.
+	var few topAddrs
+	for i := range 7 {
+		for range 10 + i {
+			few.add(netip.AddrFrom4([4]byte{192, 0, 2, byte(i)}), true, 0)
+		}
 	}
-	if got[2].Overcount == 0 {
-		t.Errorf("a light address's count %d is given as exact", got[2].Refused)
+	few.add(netip.AddrFrom4([4]byte{192, 0, 2, 0}), false, 1)
+	got = few.report()
+	want := []AddressCount{{Addr: "192.0.2.0", Refused: 10, Bans: 1}, {Addr: "192.0.2.6", Refused: 16}, {Addr: "192.0.2.5", Refused: 15},
+		{Addr: "192.0.2.4", Refused: 14}, {Addr: "192.0.2.3", Refused: 13}}
+	if !reflect.DeepEqual(got, want) || few.evicted {
+		t.Errorf("few addresses:\n got %+v\nwant %+v", got, want)
 	}
 }

@@ -291,7 +291,7 @@ code { font-size:.85rem; background:var(--card); padding:1px 4px; border-radius:
 <table>
 <thead><tr><th>Crawler</th><th class="l">Claim</th><th>Requests</th><th>Refused</th><th>While banned</th><th>Bans</th><th class="l">Addresses refused most (refused, bans)</th></tr></thead>
 <tbody>
-{{range .All}}{{$c := .}}{{if refusedClaims .}}{{range .Claims}}<tr><td>{{$c.Name}}{{if $.Split}} ({{host $c.Host}}){{end}}</td><td class="l">{{.Verdict}}</td><td>{{.Requests}}</td><td{{if .Refused}} class="bad"{{end}}>{{.Refused}}</td><td{{if .Banned}} class="bad"{{end}}>{{.Banned}}</td><td{{if .Bans}} class="bad"{{end}}>{{.Bans}}</td><td class="addrs">{{range $i, $a := .TopAddresses}}{{if $i}}, {{end}}<code>{{$a.Addr}}</code> ({{$a.Refused}}{{if $a.Bans}}, {{plural $a.Bans "ban"}}{{end}}{{if $a.Overcount}}, ≤{{$a.Overcount}} others'{{end}}){{end}}</td></tr>
+{{range .All}}{{$c := .}}{{if refusedClaims .}}{{range .Claims}}<tr><td>{{$c.Name}}{{if $.Split}} ({{host $c.Host}}){{end}}</td><td class="l">{{.Verdict}}</td><td>{{.Requests}}</td><td{{if .Refused}} class="bad"{{end}}>{{.Refused}}</td><td{{if .Banned}} class="bad"{{end}}>{{.Banned}}</td><td{{if .Bans}} class="bad"{{end}}>{{.Bans}}</td><td class="addrs">{{range $i, $a := .TopAddresses}}{{if $i}}, {{end}}<code>{{$a.Addr}}</code> ({{$a.Refused}}{{if $a.Bans}}, {{plural $a.Bans "ban"}}{{end}}{{if $a.Overcount}}, ≤{{$a.Overcount}} others'{{end}}){{end}}{{if .ManyAddresses}}{{if .TopAddresses}}; {{end}}many addresses, none standing out{{end}}</td></tr>
 {{end}}{{end}}{{end}}</tbody>
 </table>
 </div>

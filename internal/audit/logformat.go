@@ -112,7 +112,7 @@ func (a *Auditor) parseVhost(line []byte, e *Entry) bool {
 // an address: Apache's vhost_combined (and formats with a host name
 // first) would otherwise be audited with the virtual host as the client.
 func clientField(e *Entry) error {
-	if _, err := netip.ParseAddr(string(e.RemoteIP)); err == nil {
+	if isAddr(e.RemoteIP) {
 		return nil
 	}
 	hint := "give --log-format with the format your server writes (vhost_combined, or your nginx log_format string)"
@@ -121,6 +121,32 @@ func clientField(e *Entry) error {
 			"for nginx, give --log-format with your log_format string"
 	}
 	return fmt.Errorf("%w: %q (a %s line starts with it): %s", ErrNotAddress, e.RemoteIP, formatLabel(e.Format), hint)
+}
+
+// isAddr reports whether b is an IP address. A dotted IPv4 address, the
+// usual case, is checked here without converting b to a string, which
+// would cost every line an allocation; anything else netip decides.
+func isAddr(b []byte) bool {
+	parts, n, digits := 0, 0, 0
+	for _, c := range b {
+		switch {
+		case c >= '0' && c <= '9' && !(digits > 0 && n == 0):
+			n, digits = n*10+int(c-'0'), digits+1
+			if n > 255 {
+				return netipAddr(b)
+			}
+		case c == '.' && digits > 0:
+			parts, n, digits = parts+1, 0, 0
+		default:
+			return netipAddr(b)
+		}
+	}
+	return parts == 3 && digits > 0 || netipAddr(b)
+}
+
+func netipAddr(b []byte) bool {
+	_, err := netip.ParseAddr(string(b))
+	return err == nil
 }
 
 // ErrNotAddress is the error of a Combined or Common Log Format line whose

@@ -2,6 +2,7 @@ package audit
 
 import (
 	"errors"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -129,6 +130,17 @@ func TestNginxLogFormat(t *testing.T) {
 	} {
 		if lf, err := ParseLogFormat(bad); err == nil {
 			t.Errorf("%s: accepted as %s", bad, lf)
+		}
+	}
+}
+
+// TestIsAddr: the IPv4 fast path agrees with netip.ParseAddr.
+func TestIsAddr(t *testing.T) {
+	for _, s := range []string{"192.0.2.1", "0.0.0.0", "255.255.255.255", "256.1.1.1", "1.2.3", "1.2.3.4.5", "01.2.3.4", "1..2.3", ".1.2.3",
+		"1.2.3.", "2001:db8::1", "::ffff:192.0.2.1", "fe80::1%eth0", "example.com", "example.com:443", "cafe.be:80", "-", "", "1.2.3.4:80"} {
+		_, err := netip.ParseAddr(s)
+		if got := isAddr([]byte(s)); got != (err == nil) {
+			t.Errorf("isAddr(%q) = %v, netip says %v", s, got, err == nil)
 		}
 	}
 }

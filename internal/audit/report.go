@@ -927,6 +927,9 @@ func claimsText(c *CrawlerReport) string {
 			}
 			p += ", from " + strings.Join(addrs, ", ")
 		}
+		if k.ManyAddresses {
+			p += ", and from more addresses than the audit tracks, none standing out"
+		}
 		parts = append(parts, p)
 	}
 	return strings.Join(parts, "; ")
