@@ -906,7 +906,7 @@ func TestAuditLogFormats(t *testing.T) {
 			t.Errorf("%s: hosts %q, %d browser requests, %d unreadable", tc.format, hosts, r.Browsers, r.Unreadable)
 		}
 		for _, c := range r.Crawler {
-			if c.Name == "ExampleCrawler" && (c.RefusedRule == 0 || c.Claims[0].TopAddresses[0].Addr != "192.0.2.10") {
+			if c.Name == "ExampleCrawler" && (c.RefusedRule == 0 || c.Claims[0].RefusedBy[0].Addr != "192.0.2.10") {
 				t.Errorf("%s: ExampleCrawler %+v", tc.format, c)
 			}
 		}

@@ -10,12 +10,13 @@ import (
 
 // A crawler's requests are split by what verifying its claim found
 // (agents.Verdict): one fake Googlebot's ban must not be read as the real
-// Googlebot's. Each class keeps its counts and the addresses refused most,
-// in a bounded table (topAddrs), never a map of every address seen.
+// Googlebot's. Each class keeps its counts and the addresses behind its
+// refusals and its bans, in bounded tables (topAddrs), never a map of
+// every address seen.
 
-// topShown is how many addresses the report names per crawler and class;
-// topKept is how many the table tracks to find them (more than shown, so
-// that the ones shown are exact unless the traffic is very spread).
+// topShown is how many addresses the report names per crawler, class and
+// table; topKept is how many a table tracks to find them (more than shown,
+// so that the ones shown are exact unless the traffic is very spread).
 const (
 	topShown = 5
 	topKept  = 32
@@ -25,7 +26,9 @@ const (
 // unverified, spoofed) received.
 type claimCount struct {
 	requests, refused, banned, bans int64
-	top                             *topAddrs // nil until the first refusal
+	// The addresses refused most, and those that started most bans; nil
+	// until the first.
+	refusedBy, bannedBy *topAddrs
 }
 
 // tallyClaim adds one judged request to the class of its verdict. judge
@@ -42,78 +45,76 @@ func (c *crawler) tallyClaim(f *policy.Facts, as *policy.Assessment) {
 	c.bansTallied = c.bans
 	k.bans += started
 	refused := as.Refused()
-	if !refused && started == 0 {
-		return
-	}
 	if refused {
 		k.refused++
 		if as.Reason == policy.Banned {
 			k.banned++
 		}
 	}
-	if !f.Client.Addr.IsValid() {
+	addr := f.Client.Addr
+	if !addr.IsValid() {
 		return
 	}
-	if k.top == nil {
-		k.top = &topAddrs{}
+	if refused {
+		if k.refusedBy == nil {
+			k.refusedBy = &topAddrs{}
+		}
+		k.refusedBy.add(addr, 1)
 	}
-	k.top.add(f.Client.Addr, refused, started)
+	if started > 0 {
+		if k.bannedBy == nil {
+			k.bannedBy = &topAddrs{}
+		}
+		k.bannedBy.add(addr, started)
+	}
 }
 
-// topAddrs finds the addresses refused most with the Space-Saving
+// topAddrs finds the addresses counted most with the Space-Saving
 // algorithm (Metwally, Agrawal and El Abbadi, 2005): it tracks topKept
-// addresses; a new one takes the place of the least refused, inheriting
-// its count as a possible overcount. Any address refused more than
-// 1/topKept of the class's refusals is sure to be kept.
+// addresses; a new one takes the place of the least counted, inheriting
+// its count as a possible overcount. Any address with more than 1/topKept
+// of the total is sure to be kept.
 type topAddrs struct {
 	slots   []addrSlot
 	evicted bool // an address gave its slot to another
 }
 
 type addrSlot struct {
-	addr    netip.Addr
-	refused int64 // an upper bound: over counts at most over
-	over    int64 // refusals of the evicted addresses this slot inherited
-	bans    int64 // bans started since the address took the slot
+	addr  netip.Addr
+	count int64 // an upper bound: at most over too many
+	over  int64 // the count of the evicted address this slot inherited
 }
 
-// add counts a request of addr: refused or not, and the bans it started.
-func (t *topAddrs) add(addr netip.Addr, refused bool, bans int64) {
-	var n int64
-	if refused {
-		n = 1
-	}
+// add counts n for addr.
+func (t *topAddrs) add(addr netip.Addr, n int64) {
 	for i := range t.slots {
 		if s := &t.slots[i]; s.addr == addr {
-			s.refused += n
-			s.bans += bans
+			s.count += n
 			return
 		}
 	}
 	if len(t.slots) < topKept {
-		t.slots = append(t.slots, addrSlot{addr: addr, refused: n, bans: bans})
+		t.slots = append(t.slots, addrSlot{addr: addr, count: n})
 		return
 	}
 	low := 0
 	for i := range t.slots {
-		if t.slots[i].refused < t.slots[low].refused {
+		if t.slots[i].count < t.slots[low].count {
 			low = i
 		}
 	}
-	least := t.slots[low].refused
+	least := t.slots[low].count
 	t.evicted = true
-	t.slots[low] = addrSlot{addr: addr, refused: least + n, over: least, bans: bans}
+	t.slots[low] = addrSlot{addr: addr, count: least + n, over: least}
 }
 
-// AddressCount is one address behind a crawler's refusals.
+// AddressCount is one address behind a crawler's refusals or bans.
 type AddressCount struct {
-	Addr    string `json:"addr"`
-	Refused int64  `json:"refused"` // requests refused (at most Overcount more than the truth)
-	Bans    int64  `json:"bans"`    // bans it started
-	// Overcount is set when the address's counts are estimates: the table
-	// of addresses was full and the address took the place of others, of
-	// whose refusals it may carry up to Overcount (its Bans count only
-	// from then).
+	Addr  string `json:"addr"`
+	Count int64  `json:"count"`
+	// Overcount is set when the count is an estimate: the table of
+	// addresses was full and the address took the place of another, of
+	// whose count it may carry up to Overcount.
 	Overcount int64 `json:"overcount,omitempty"`
 }
 
@@ -125,12 +126,14 @@ type ClaimReport struct {
 	Refused  int64  `json:"refused"` // for any reason
 	Banned   int64  `json:"banned"`  // refused while banned
 	Bans     int64  `json:"bans"`    // bans started
-	// TopAddresses are the addresses refused most (at most five), the
-	// most refused first: those whose counts are exact, or that certainly
-	// stand out from the rest, and those that started a ban.
-	TopAddresses []AddressCount `json:"top_addresses,omitempty"`
-	// ManyAddresses is set when the refusals came from more addresses
-	// than the audit tracks (32): the ones not named did not stand out.
+	// RefusedBy are the addresses refused most and BannedBy those that
+	// started most bans (at most five each, the most first): those whose
+	// counts are exact or certainly stand out from the rest.
+	RefusedBy []AddressCount `json:"refused_by,omitempty"`
+	BannedBy  []AddressCount `json:"banned_by,omitempty"`
+	// ManyAddresses is set when the refusals or bans came from more
+	// addresses than the audit tracks (32): the ones not named did not
+	// stand out.
 	ManyAddresses bool `json:"many_addresses,omitempty"`
 }
 
@@ -144,14 +147,18 @@ func (c *crawler) claimReports() []ClaimReport {
 			continue
 		}
 		out = append(out, ClaimReport{Verdict: v.String(), Requests: k.requests, Refused: k.refused,
-			Banned: k.banned, Bans: k.bans, TopAddresses: k.top.report(), ManyAddresses: k.top != nil && k.top.evicted})
+			Banned: k.banned, Bans: k.bans, RefusedBy: k.refusedBy.report(), BannedBy: k.bannedBy.report(),
+			ManyAddresses: k.refusedBy.spread() || k.bannedBy.spread()})
 	}
 	return out
 }
 
-// report returns the addresses refused most: those counted exactly, or
-// whose refusals beyond any overcount exceed the least counted slot (so
-// they certainly stand out), and those that started a ban.
+// spread reports whether the table could not hold every address.
+func (t *topAddrs) spread() bool { return t != nil && t.evicted }
+
+// report returns the addresses counted most: those counted exactly, or
+// whose count beyond any overcount exceeds the least counted slot (so
+// they certainly stand out).
 func (t *topAddrs) report() []AddressCount {
 	if t == nil {
 		return nil
@@ -159,37 +166,29 @@ func (t *topAddrs) report() []AddressCount {
 	least := int64(-1)
 	if t.evicted {
 		for _, s := range t.slots {
-			if least < 0 || s.refused < least {
-				least = s.refused
+			if least < 0 || s.count < least {
+				least = s.count
 			}
 		}
 	}
 	slots := make([]addrSlot, 0, len(t.slots))
 	for _, s := range t.slots {
-		sure := s.over == 0 || s.refused-s.over > least
-		if s.bans > 0 || s.refused > 0 && sure {
+		if s.over == 0 || s.count-s.over > least {
 			slots = append(slots, s)
 		}
 	}
 	sort.Slice(slots, func(i, j int) bool {
-		a, b := slots[i], slots[j]
-		if a.bans > 0 != (b.bans > 0) {
-			return a.bans > 0
+		if slots[i].count != slots[j].count {
+			return slots[i].count > slots[j].count
 		}
-		if a.refused != b.refused {
-			return a.refused > b.refused
-		}
-		if a.bans != b.bans {
-			return a.bans > b.bans
-		}
-		return a.addr.Less(b.addr)
+		return slots[i].addr.Less(slots[j].addr)
 	})
 	if len(slots) > topShown {
 		slots = slots[:topShown]
 	}
 	out := make([]AddressCount, len(slots))
 	for i, s := range slots {
-		out[i] = AddressCount{Addr: s.addr.String(), Refused: s.refused, Bans: s.bans, Overcount: s.over}
+		out[i] = AddressCount{Addr: s.addr.String(), Count: s.count, Overcount: s.over}
 	}
 	return out
 }

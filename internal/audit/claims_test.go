@@ -38,14 +38,14 @@ func TestAuditorClaimsSplit(t *testing.T) {
 	want := []ClaimReport{
 		{Verdict: "verified", Requests: 4},
 		{Verdict: "unverified", Requests: 11, Refused: 10, Banned: 7, Bans: 1,
-			TopAddresses: []AddressCount{{Addr: "203.0.113.9", Refused: 10, Bans: 1}}},
+			RefusedBy: []AddressCount{{Addr: "203.0.113.9", Count: 10}}, BannedBy: []AddressCount{{Addr: "203.0.113.9", Count: 1}}},
 	}
 	if !reflect.DeepEqual(g.Claims, want) {
 		t.Errorf("Googlebot's claims:\n got %+v\nwant %+v", g.Claims, want)
 	}
 	gpt := crawlerReport(t, r, "GPTBot")
 	wantGPT := []ClaimReport{{Verdict: "spoofed", Requests: 3, Refused: 3,
-		TopAddresses: []AddressCount{{Addr: "203.0.113.7", Refused: 3}}}}
+		RefusedBy: []AddressCount{{Addr: "203.0.113.7", Count: 3}}}}
 	if !reflect.DeepEqual(gpt.Claims, wantGPT) {
 		t.Errorf("GPTBot's claims:\n got %+v\nwant %+v", gpt.Claims, wantGPT)
 	}
@@ -54,8 +54,9 @@ func TestAuditorClaimsSplit(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, w := range []string{
-		"Googlebot: verified 4 requests, 0 refused; unverified 11 requests, 10 refused (7 while banned), 1 ban, from 203.0.113.9 (10 refused, 1 ban)",
-		"GPTBot: spoofed 3 requests, 3 refused, from 203.0.113.7 (3 refused)",
+		"Googlebot, verified claims: 4 requests, 0 refused\n",
+		"Googlebot, unverified claims: 11 requests, 10 refused (7 while banned), 1 ban; bans started by 203.0.113.9 (1); refused most: 203.0.113.9 (10)\n",
+		"GPTBot, spoofed claims: 3 requests, 3 refused; refused most: 203.0.113.7 (3)\n",
 	} {
 		if !strings.Contains(table.String(), w) {
 			t.Errorf("table lacks %q:\n%s", w, table.String())
@@ -78,12 +79,12 @@ func TestTopAddrsBounded(t *testing.T) {
 	var top topAddrs
 	heavy := []netip.Addr{netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("2001:db8::1")}
 	for i := range 100000 {
-		top.add(netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}), true, 0)
+		top.add(netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}), 1)
 		if i%10 == 0 {
-			top.add(heavy[0], true, 0)
+			top.add(heavy[0], 1)
 		}
 		if i%20 == 0 {
-			top.add(heavy[1], true, 0)
+			top.add(heavy[1], 1)
 		}
 	}
 	if len(top.slots) != topKept || !top.evicted {
@@ -94,22 +95,20 @@ func TestTopAddrsBounded(t *testing.T) {
 		t.Fatalf("shown: %+v", got)
 	}
 	for k, want := range []int64{10000, 5000} {
-		if a := got[k]; a.Refused < want || a.Refused-a.Overcount > want {
-			t.Errorf("%s: refused %d (overcount %d), true count %d", a.Addr, a.Refused, a.Overcount, want)
+		if a := got[k]; a.Count < want || a.Count-a.Overcount > want {
+			t.Errorf("%s: count %d (overcount %d), true count %d", a.Addr, a.Count, a.Overcount, want)
 		}
 	}
 
-	// Few addresses: exact counts, at most topShown named, a ban first.
+	// Few addresses: exact counts, at most topShown named.
 	var few topAddrs
 	for i := range 7 {
-		for range 10 + i {
-			few.add(netip.AddrFrom4([4]byte{192, 0, 2, byte(i)}), true, 0)
-		}
+		few.add(netip.AddrFrom4([4]byte{192, 0, 2, byte(i)}), int64(10+i))
 	}
-	few.add(netip.AddrFrom4([4]byte{192, 0, 2, 0}), false, 1)
+	few.add(netip.AddrFrom4([4]byte{192, 0, 2, 0}), 10)
 	got = few.report()
-	want := []AddressCount{{Addr: "192.0.2.0", Refused: 10, Bans: 1}, {Addr: "192.0.2.6", Refused: 16}, {Addr: "192.0.2.5", Refused: 15},
-		{Addr: "192.0.2.4", Refused: 14}, {Addr: "192.0.2.3", Refused: 13}}
+	want := []AddressCount{{Addr: "192.0.2.0", Count: 20}, {Addr: "192.0.2.6", Count: 16}, {Addr: "192.0.2.5", Count: 15},
+		{Addr: "192.0.2.4", Count: 14}, {Addr: "192.0.2.3", Count: 13}}
 	if !reflect.DeepEqual(got, want) || few.evicted {
 		t.Errorf("few addresses:\n got %+v\nwant %+v", got, want)
 	}

@@ -151,7 +151,7 @@ var htmlPage = template.Must(template.New("report").Funcs(template.FuncMap{
 	"times":         times,
 	"throttled":     func(c CrawlerReport) string { return throttledCell(&c) },
 	"signals":       signalsCell,
-	"refusedClaims": func(c CrawlerReport) bool { return claimsText(&c) != "" },
+	"refusedClaims": func(c CrawlerReport) bool { return claimsText(&c) != nil },
 	"enforced":      func(c CrawlerReport) int64 { return c.Refused - c.RefusedLogMode },
 	"secs":          func(s Seconds) string { return shortDuration(time.Duration(s)) },
 	"other": func(c CrawlerReport, r policy.Reason) int64 {
@@ -289,9 +289,9 @@ code { font-size:.85rem; background:var(--card); padding:1px 4px; border-radius:
 <p class="meta">A crawler's judged requests split by what verifying its claim found (the published IP lists; no DNS): verified, unverified, or spoofed (an address the operator's list provably excludes). One fake's refusals and bans are not the real crawler's.</p>
 <div class="scroll">
 <table>
-<thead><tr><th>Crawler</th><th class="l">Claim</th><th>Requests</th><th>Refused</th><th>While banned</th><th>Bans</th><th class="l">Addresses refused most (refused, bans)</th></tr></thead>
+<thead><tr><th>Crawler</th><th class="l">Claim</th><th>Requests</th><th>Refused</th><th>While banned</th><th>Bans</th><th class="l">Addresses behind them</th></tr></thead>
 <tbody>
-{{range .All}}{{$c := .}}{{if refusedClaims .}}{{range .Claims}}<tr><td>{{$c.Name}}{{if $.Split}} ({{host $c.Host}}){{end}}</td><td class="l">{{.Verdict}}</td><td>{{.Requests}}</td><td{{if .Refused}} class="bad"{{end}}>{{.Refused}}</td><td{{if .Banned}} class="bad"{{end}}>{{.Banned}}</td><td{{if .Bans}} class="bad"{{end}}>{{.Bans}}</td><td class="addrs">{{range $i, $a := .TopAddresses}}{{if $i}}, {{end}}<code>{{$a.Addr}}</code> ({{$a.Refused}}{{if $a.Bans}}, {{plural $a.Bans "ban"}}{{end}}{{if $a.Overcount}}, ≤{{$a.Overcount}} others'{{end}}){{end}}{{if .ManyAddresses}}{{if .TopAddresses}}; {{end}}many addresses, none standing out{{end}}</td></tr>
+{{range .All}}{{$c := .}}{{if refusedClaims .}}{{range .Claims}}<tr><td>{{$c.Name}}{{if $.Split}} ({{host $c.Host}}){{end}}</td><td class="l">{{.Verdict}}</td><td>{{.Requests}}</td><td{{if .Refused}} class="bad"{{end}}>{{.Refused}}</td><td{{if .Banned}} class="bad"{{end}}>{{.Banned}}</td><td{{if .Bans}} class="bad"{{end}}>{{.Bans}}</td><td class="addrs">{{.Addresses}}</td></tr>
 {{end}}{{end}}{{end}}</tbody>
 </table>
 </div>

@@ -68,7 +68,7 @@ func TestAuditReadsVhostCombined(t *testing.T) {
 		t.Fatalf("formats %v, lines %d, other hosts %d, log format %q", r.Formats, r.Lines, r.OtherHosts, r.LogFormat)
 	}
 	c := crawlerReport(t, r, "ExampleCrawler")
-	if c.Host != "shop.example.com" || c.RefusedRule != 1 || len(c.Claims) != 1 || c.Claims[0].TopAddresses[0].Addr != "192.0.2.10" {
+	if c.Host != "shop.example.com" || c.RefusedRule != 1 || len(c.Claims) != 1 || c.Claims[0].RefusedBy[0].Addr != "192.0.2.10" {
 		t.Errorf("ExampleCrawler: host %q, %d by rule, claims %+v", c.Host, c.RefusedRule, c.Claims)
 	}
 }

@@ -899,52 +899,62 @@ func (r *Report) writeUndeclared(b *strings.Builder, list []CrawlerReport) error
 }
 
 // claimsText says, for a verifiable crawler with refusals or bans, how
-// they split by verdict and which addresses they came from; "" when
-// nothing was refused or the crawler cannot be verified (every claim of it
-// is unverified).
-func claimsText(c *CrawlerReport) string {
+// they split by verdict and which addresses they came from, a line per
+// verdict; nil when nothing was refused or the crawler cannot be verified
+// (every claim of it is unverified).
+func claimsText(c *CrawlerReport) []string {
 	if !c.Verifiable {
-		return ""
+		return nil
 	}
-	claims := c.Claims
 	show := false
-	for _, k := range claims {
+	for _, k := range c.Claims {
 		show = show || k.Refused > 0 || k.Bans > 0
 	}
 	if !show {
-		return ""
+		return nil
 	}
-	parts := make([]string, 0, len(claims))
-	for _, k := range claims {
-		p := fmt.Sprintf("%s %s, %d refused", k.Verdict, plural(k.Requests, "request"), k.Refused)
+	lines := make([]string, 0, len(c.Claims))
+	for _, k := range c.Claims {
+		l := fmt.Sprintf("%s claims: %s, %d refused", k.Verdict, plural(k.Requests, "request"), k.Refused)
 		if k.Banned > 0 || k.Bans > 0 {
-			p += fmt.Sprintf(" (%d while banned), %s", k.Banned, plural(k.Bans, "ban"))
+			l += fmt.Sprintf(" (%d while banned), %s", k.Banned, plural(k.Bans, "ban"))
 		}
-		if len(k.TopAddresses) > 0 {
-			addrs := make([]string, len(k.TopAddresses))
-			for i, ac := range k.TopAddresses {
-				addrs[i] = ac.text()
-			}
-			p += ", from " + strings.Join(addrs, ", ")
+		if a := k.Addresses(); a != "" {
+			l += "; " + a
 		}
-		if k.ManyAddresses {
-			p += ", and from more addresses than the audit tracks, none standing out"
-		}
-		parts = append(parts, p)
+		lines = append(lines, l)
+	}
+	return lines
+}
+
+// Addresses names the addresses behind the class's bans and refusals, as
+// the text and HTML reports show them: "bans started by 203.0.113.9 (1);
+// refused most: 203.0.113.9 (982)".
+func (k ClaimReport) Addresses() string {
+	var parts []string
+	if len(k.BannedBy) > 0 {
+		parts = append(parts, "bans started by "+addrList(k.BannedBy))
+	}
+	if len(k.RefusedBy) > 0 {
+		parts = append(parts, "refused most: "+addrList(k.RefusedBy))
+	}
+	if k.ManyAddresses {
+		parts = append(parts, "more addresses than the audit tracks, the others not standing out")
 	}
 	return strings.Join(parts, "; ")
 }
 
-// text is the address with its counts, as the table's notes show it.
-func (ac AddressCount) text() string {
-	s := fmt.Sprintf("%s (%d refused", ac.Addr, ac.Refused)
-	if ac.Bans > 0 {
-		s += ", " + plural(ac.Bans, "ban")
+// addrList lists addresses with their counts: 203.0.113.9 (982).
+func addrList(list []AddressCount) string {
+	parts := make([]string, len(list))
+	for i, ac := range list {
+		parts[i] = fmt.Sprintf("%s (%d", ac.Addr, ac.Count)
+		if ac.Overcount > 0 {
+			parts[i] += fmt.Sprintf(", up to %d of them others'", ac.Overcount)
+		}
+		parts[i] += ")"
 	}
-	if ac.Overcount > 0 {
-		s += fmt.Sprintf(", up to %d of them others'", ac.Overcount)
-	}
-	return s + ")"
+	return strings.Join(parts, ", ")
 }
 
 // signalsCell lists an undeclared crawler's requests per signal.
@@ -990,8 +1000,8 @@ func (r *Report) writeDetails(b *strings.Builder, list []CrawlerReport) {
 			line("%s: banned %s after %s (strikes %s); %s refused while banned\n", c.Name, times(c.Bans), plural(c.Strikes, "strike"),
 				r.Options.Strikes, plural(c.Banned, "request"))
 		}
-		if text := claimsText(&c); text != "" {
-			line("%s: %s\n", c.Name, text)
+		for _, text := range claimsText(&c) {
+			line("%s, %s\n", c.Name, text)
 		}
 		if c.Exempt > 0 {
 			line("%s: %s from exempt networks, not judged\n", c.Name, plural(c.Exempt, "request"))
