@@ -48,9 +48,13 @@ the Crawl-delay; refused while banned; spoofed claims (an address outside
 the operator's published IP ranges; embedded lists only, no DNS); strikes;
 fetches of /robots.txt; first and last seen. This plugin's own requests
 (its robots.txt loader, this command line) are counted apart, never as
-crawlers. The report splits by site when the log holds several; --host
-keeps the lines of the sites named (Caddy's JSON records the Host, the
-Common and Combined Log Formats do not).
+crawlers. Each crawler's judged requests are split by what verifying its
+claim found: verified, unverified, spoofed, each with its refusals, its
+bans and the addresses behind them (at most five, from bounded tables), so
+that one fake Googlebot's ban is not blamed on the real one. The report
+splits by site when the log holds several; --host keeps the lines of the
+sites named (Caddy's JSON, vhost_combined and an nginx format with $host
+record the Host; the Common and Combined Log Formats do not).
 
 The handler's options come from the same flags as caddy robots check
 (--mode, --preferences, --crawl-delay, --spoofed, --libraries,
