@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -155,7 +156,62 @@ func TestAuditHTMLInChromium(t *testing.T) {
 		if red == 0 {
 			t.Errorf("%v: no red pixels: the violation figures and bars should show", args)
 		}
+		// On a laptop's screen nothing is cut off: the page does not
+		// scroll sideways, nor does any table inside its box.
+		for _, w := range []int{1280, 1366} {
+			if over := overflowAt(t, chromium, report, w, 768); over != "" {
+				t.Errorf("%v at %d px: %s", args, w, over)
+			}
+		}
+		if keep := os.Getenv("ROBOTS_SCREENSHOT"); keep != "" {
+			chromiumtest.Screenshot(t, chromium, "file://"+report, 1280, 768, strings.TrimSuffix(keep, ".png")+fmt.Sprintf("-1280-%d.png", i))
+		}
 	}
+}
+
+// overflowAt loads the HTML report at path in chromium with a window of
+// width × height and returns what overflows sideways ("" for nothing): the
+// page wider than the window, or an element (a table in its scrolling box)
+// wider than its box. A script appended to a copy of the report measures
+// the laid-out page and writes the answer into the DOM that chromium
+// dumps.
+func overflowAt(t *testing.T, chromium, path string, width, height int) string {
+	t.Helper()
+	page, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const probe = `<script>
+window.addEventListener("load", () => {
+  const out = [];
+  const de = document.documentElement;
+  if (de.scrollWidth > window.innerWidth) out.push("page " + de.scrollWidth + " px wide in a " + window.innerWidth + " px window");
+  document.querySelectorAll("main *").forEach(el => {
+    if (el.scrollWidth > el.clientWidth + 1 && getComputedStyle(el).overflowX !== "visible") {
+      out.push((el.firstElementChild ? el.firstElementChild.tagName + " in " : "") + el.tagName + "." + el.className + " " + el.scrollWidth + " px in " + el.clientWidth);
+    }
+  });
+  const p = document.createElement("pre");
+  p.id = "overflow";
+  p.textContent = "OVERFLOW[" + out.join("; ") + "]";
+  document.body.appendChild(p);
+});
+</script>`
+	probed := filepath.Join(t.TempDir(), "probe.html")
+	writeFile(t, probed, strings.Replace(string(page), "</body>", probe+"</body>", 1))
+	cmd := exec.Command(chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+		"--user-data-dir="+filepath.Join(t.TempDir(), "profile"), fmt.Sprintf("--window-size=%d,%d", width, height),
+		"--virtual-time-budget=2000", "--dump-dom", "file://"+probed)
+	dom, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("chromium: %v", err)
+	}
+	_, rest, ok := strings.Cut(string(dom), `<pre id="overflow">OVERFLOW[`)
+	if !ok {
+		t.Fatalf("the probe did not run:\n%.500s", dom)
+	}
+	got, _, _ := strings.Cut(rest, "]")
+	return got
 }
 
 // TestAuditNothingReadable: a log with no request in a format the audit
@@ -807,5 +863,61 @@ c.example {
 	ds = decisionsOf(t, "--robots", robots, "--strikes", "2 10m 1h", "--crawl-delay", "off", log)
 	if got, want := decisions(ds), "block block allow block allow"; got != want {
 		t.Errorf("--robots (each host its own block): %s, want %s", got, want)
+	}
+}
+
+// TestAuditLogFormats: a vhost_combined log read as the default format is
+// refused with the line, the field and the fix; with --log-format
+// vhost_combined, or the nginx log_format string the server uses, the
+// client is the address and the Host the line's.
+func TestAuditLogFormats(t *testing.T) {
+	const vhostLog, timedLog = "testdata/cli/apache-vhost.log", "testdata/cli/nginx-timed.log"
+	code, out, _, err := runCLI(t, "audit", "--robots", siteRobots, vhostLog)
+	if code != cli.ExitFailure || err == nil || out != "" {
+		t.Fatalf("vhost_combined read as combined: code %d, err %v:\n%s", code, err, out)
+	}
+	for _, w := range []string{vhostLog + ":1:", `the first field is not the client's address: "example.com:443"`, "--log-format vhost_combined"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error lacks %q: %v", w, err)
+		}
+	}
+	const nginxFormat = `$time_iso8601 $host $remote_addr "$request" $status $body_bytes_sent $request_time "$http_user_agent"`
+	for _, tc := range []struct {
+		log    string
+		format string
+		hosts  []string
+	}{
+		{vhostLog, "vhost_combined", []string{"example.com", "shop.example.com"}},
+		{timedLog, nginxFormat, []string{"example.com"}},
+	} {
+		code, out, _, err := runCLI(t, "audit", "--robots", siteRobots, "--log-format", tc.format, "--format", "json", tc.log)
+		if code != cli.ExitOK || err != nil {
+			t.Fatalf("%s: code %d err %v", tc.format, code, err)
+		}
+		var r audit.Report
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatal(err)
+		}
+		var hosts []string
+		for _, h := range r.Hosts {
+			hosts = append(hosts, h.Host)
+		}
+		if strings.Join(hosts, " ") != strings.Join(tc.hosts, " ") || r.Browsers != 1 || r.Unreadable != 0 {
+			t.Errorf("%s: hosts %q, %d browser requests, %d unreadable", tc.format, hosts, r.Browsers, r.Unreadable)
+		}
+		for _, c := range r.Crawler {
+			if c.Name == "ExampleCrawler" && (c.RefusedRule == 0 || c.Claims[0].RefusedBy[0].Addr != "192.0.2.10") {
+				t.Errorf("%s: ExampleCrawler %+v", tc.format, c)
+			}
+		}
+	}
+	// The Host read from the line lets --host select.
+	code, out, _, err = runCLI(t, "audit", "--robots", siteRobots, "--log-format", "vhost_combined", "--host", "shop.example.com", vhostLog)
+	if code != cli.ExitOK || err != nil || !strings.Contains(out, "host         shop.example.com") || !strings.Contains(out, "vhost-combined 4") {
+		t.Errorf("--host with vhost_combined: code %d err %v:\n%s", code, err, out)
+	}
+	if code, _, _, err := runCLI(t, "audit", "--robots", siteRobots, "--log-format", "apache", vhostLog); code != cli.ExitFailure || err == nil ||
+		!strings.Contains(err.Error(), "vhost_combined") {
+		t.Errorf("--log-format apache: code %d err %v", code, err)
 	}
 }

@@ -156,6 +156,10 @@ type Config struct {
 	// Decisions, when set, receives one JSON line (a Decision) per
 	// request judged, in log order.
 	Decisions io.Writer
+	// LogFormat is how the lines that are not Caddy's JSON are written
+	// (ParseLogFormat); the zero value reads the Combined and Common Log
+	// Formats, and refuses a line whose first field is not an address.
+	LogFormat LogFormat
 }
 
 // DefaultOptions are the decision options of a robots handler configured
@@ -188,6 +192,7 @@ type Auditor struct {
 
 	scanner  Scanner
 	clf      CLFParser
+	nginx    nginxParser // with Config.LogFormat an nginx log_format
 	entry    Entry
 	ident    *agents.Identifier
 	verifier *agents.Verifier
@@ -302,6 +307,10 @@ type crawler struct {
 	traps, probation int64
 	trapsUnmarked    int64 // trap requests another page or the browser caused
 	refusedLog       int64
+	// The judged requests split by the claim's verdict (claims.go), and
+	// the bans already attributed to one.
+	claims      [3]claimCount
+	bansTallied int64
 }
 
 // New returns an Auditor for cfg.
@@ -398,7 +407,9 @@ func New(cfg Config) (*Auditor, error) {
 // Line judges one access-log line (without its newline). Lines that are
 // not access-log lines are counted; an error is returned only when the
 // audit cannot go on: a line without a Host while Config.Hosts selects
-// lines by Host, or a decision that cannot be written.
+// lines by Host, a Combined or Common line whose first field is not an
+// address (ErrNotAddress: the log is of another format), or a decision
+// that cannot be written.
 func (a *Auditor) Line(line []byte) error {
 	a.lineNo++
 	e := &a.entry
@@ -407,7 +418,10 @@ func (a *Auditor) Line(line []byte) error {
 	if i < len(line) && line[i] == '{' {
 		ok = a.scanner.Parse(line, e)
 	} else {
-		ok = a.clf.Parse(line, e)
+		var err error
+		if ok, err = a.parseText(line, e); err != nil {
+			return err
+		}
 	}
 	if !ok {
 		if len(line) > 0 {
@@ -771,6 +785,7 @@ func (a *Auditor) series(c *crawler, t time.Time, refused bool) {
 
 // count adds one assessment to the crawler's counts.
 func (a *Auditor) count(c *crawler, ue *uaEntry, f *policy.Facts, as *policy.Assessment) {
+	c.tallyClaim(f, as)
 	if as.Refused() {
 		c.refused++
 		c.reasons[as.Reason]++
@@ -991,6 +1006,10 @@ func formatLabel(f Format) string {
 		return "Combined Log Format"
 	case FormatCommon:
 		return "Common Log Format"
+	case FormatVhostCombined:
+		return "vhost_combined log"
+	case FormatNginx:
+		return "nginx log_format"
 	}
 	return "log line"
 }

@@ -177,6 +177,16 @@ func quoted(line []byte, i int, buf *[]byte) ([]byte, int, bool) {
 	if !esc || buf == nil {
 		return v, j + 1, true
 	}
+	return unescape(v, buf), j + 1, true
+}
+
+// unescape returns v with the escapes nginx and Apache write in a quoted
+// field undone (see CLFParser), into *buf; v itself when it holds no
+// backslash.
+func unescape(v []byte, buf *[]byte) []byte {
+	if bytes.IndexByte(v, '\\') < 0 {
+		return v
+	}
 	out := (*buf)[:0]
 	for k := 0; k < len(v); k++ {
 		c := v[k]
@@ -212,7 +222,7 @@ func quoted(line []byte, i int, buf *[]byte) ([]byte, int, bool) {
 		}
 	}
 	*buf = out
-	return out, j + 1, true
+	return out
 }
 
 func unhex(c byte) (byte, bool) {

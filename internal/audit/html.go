@@ -145,14 +145,15 @@ func (r *Report) svg(c CrawlerReport) string {
 }
 
 var htmlPage = template.Must(template.New("report").Funcs(template.FuncMap{
-	"t":         fmtTime,
-	"host":      HostLabel,
-	"plural":    plural,
-	"times":     times,
-	"throttled": func(c CrawlerReport) string { return throttledCell(&c) },
-	"signals":   signalsCell,
-	"enforced":  func(c CrawlerReport) int64 { return c.Refused - c.RefusedLogMode },
-	"secs":      func(s Seconds) string { return shortDuration(time.Duration(s)) },
+	"t":             fmtTime,
+	"host":          HostLabel,
+	"plural":        plural,
+	"times":         times,
+	"throttled":     func(c CrawlerReport) string { return throttledCell(&c) },
+	"signals":       signalsCell,
+	"refusedClaims": func(c CrawlerReport) bool { return claimsText(&c) != nil },
+	"enforced":      func(c CrawlerReport) int64 { return c.Refused - c.RefusedLogMode },
+	"secs":          func(s Seconds) string { return shortDuration(time.Duration(s)) },
 	"other": func(c CrawlerReport, r policy.Reason) int64 {
 		return c.RefusedOther[r.String()]
 	},
@@ -172,7 +173,7 @@ var htmlPage = template.Must(template.New("report").Funcs(template.FuncMap{
 :root { --fg:#1b1f24; --muted:#5b6570; --line:#d8dee4; --req:#4a78b5; --viol:#d0312d; --bg:#fff; --card:#f6f8fa; --warn:#b35900; }
 * { box-sizing: border-box; }
 body { margin:0; font:16px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif; color:var(--fg); background:var(--bg); }
-main { max-width:1100px; margin:0 auto; padding:16px; }
+main { max-width:1240px; margin:0 auto; padding:16px; }
 h1 { font-size:1.4rem; margin:0 0 4px; }
 h2 { font-size:1.15rem; margin:28px 0 8px; }
 .meta { color:var(--muted); font-size:.9rem; margin:0; }
@@ -187,7 +188,12 @@ h2 { font-size:1.15rem; margin:28px 0 8px; }
 table { border-collapse:separate; border-spacing:0; width:100%; font-size:.9rem; }
 th, td { text-align:right; padding:6px 8px; border-bottom:1px solid var(--line); white-space:nowrap; }
 th:first-child, td:first-child { text-align:left; position:sticky; left:0; background:var(--bg); }
-th { font-size:.8rem; color:var(--muted); font-weight:600; }
+th { font-size:.8rem; color:var(--muted); font-weight:600; white-space:normal; vertical-align:bottom; }
+td.wrap { white-space:normal; }
+td.when { white-space:normal; min-width:6.5em; }
+th.l, td.l { text-align:left; }
+td.addrs { white-space:normal; text-align:left; min-width:14em; }
+td.addrs code { white-space:nowrap; }
 td.bad { color:var(--viol); font-weight:600; }
 td.warn { color:var(--warn); font-weight:600; }
 .charts { display:grid; grid-template-columns:1fr; gap:12px; }
@@ -235,7 +241,7 @@ code { font-size:.85rem; background:var(--card); padding:1px 4px; border-radius:
 <table>
 <thead><tr><th>Crawler</th><th>Requests</th><th>By rule</th>{{if $.R.Preferences}}<th>{{if $.PrefsEnforced}}By preference{{else}}Pref. conflicts{{end}}</th>{{end}}<th>Throttled</th><th>Banned</th><th>Strikes</th><th>Spoofed</th><th>robots.txt</th>{{if $.R.Preview}}<th>Newly refused</th>{{end}}{{if $.NewPrefs}}<th>Newly conflicting</th>{{end}}<th>First seen</th><th>Last seen</th></tr></thead>
 <tbody>
-{{range .Crawlers}}<tr><td>{{.Name}}</td><td>{{.Requests}}</td><td{{if .RefusedRule}} class="bad"{{end}}>{{.RefusedRule}}</td>{{if $.R.Preferences}}<td{{if .PreferenceConflicts}} class="warn"{{end}}>{{if $.PrefsEnforced}}{{.RefusedPreference}}{{else}}{{.PreferenceConflicts}}{{end}}</td>{{end}}<td{{if .Throttled}} class="bad"{{end}}>{{throttled .}}</td><td{{if .Banned}} class="bad"{{end}}>{{.Banned}}</td><td{{if .Strikes}} class="bad"{{end}}>{{.Strikes}}</td><td{{if .Spoofed}} class="bad"{{end}}>{{.Spoofed}}</td><td>{{if .FetchedRobotsTxt}}yes ({{.RobotsTxtFetches}}){{else}}no{{end}}</td>{{if $.R.Preview}}<td{{if .NewlyRefused}} class="bad"{{end}}>{{.NewlyRefused}}</td>{{end}}{{if $.NewPrefs}}<td{{if .NewlyConflicting}} class="warn"{{end}}>{{.NewlyConflicting}}</td>{{end}}<td>{{t .First}}</td><td>{{t .Last}}</td></tr>
+{{range .Crawlers}}<tr><td>{{.Name}}</td><td>{{.Requests}}</td><td{{if .RefusedRule}} class="bad"{{end}}>{{.RefusedRule}}</td>{{if $.R.Preferences}}<td{{if .PreferenceConflicts}} class="warn"{{end}}>{{if $.PrefsEnforced}}{{.RefusedPreference}}{{else}}{{.PreferenceConflicts}}{{end}}</td>{{end}}<td{{if .Throttled}} class="bad"{{end}}>{{throttled .}}</td><td{{if .Banned}} class="bad"{{end}}>{{.Banned}}</td><td{{if .Strikes}} class="bad"{{end}}>{{.Strikes}}</td><td{{if .Spoofed}} class="bad"{{end}}>{{.Spoofed}}</td><td>{{if .FetchedRobotsTxt}}yes ({{.RobotsTxtFetches}}){{else}}no{{end}}</td>{{if $.R.Preview}}<td{{if .NewlyRefused}} class="bad"{{end}}>{{.NewlyRefused}}</td>{{end}}{{if $.NewPrefs}}<td{{if .NewlyConflicting}} class="warn"{{end}}>{{.NewlyConflicting}}</td>{{end}}<td class="when">{{t .First}}</td><td class="when">{{t .Last}}</td></tr>
 {{end}}</tbody>
 </table>
 </div>
@@ -245,7 +251,7 @@ code { font-size:.85rem; background:var(--card); padding:1px 4px; border-radius:
 <table>
 <thead><tr><th>Undeclared crawler</th><th>Requests</th><th>Refused</th><th>Log mode</th><th>By rule</th><th>Throttled</th><th>Banned</th><th>Strikes</th><th>Trap</th><th>Signals</th><th>First seen</th><th>Last seen</th></tr></thead>
 <tbody>
-{{range .Undeclared}}{{$e := enforced .}}<tr><td>{{.Name}}</td><td>{{.Requests}}</td><td{{if $e}} class="bad"{{end}}>{{$e}}</td><td{{if .RefusedLogMode}} class="warn"{{end}}>{{.RefusedLogMode}}</td><td{{if .RefusedRule}} class="bad"{{end}}>{{.RefusedRule}}</td><td{{if .Throttled}} class="bad"{{end}}>{{throttled .}}</td><td{{if .Banned}} class="bad"{{end}}>{{.Banned}}</td><td{{if .Strikes}} class="bad"{{end}}>{{.Strikes}}</td><td>{{.TrapRequests}}{{if .TrapProbation}} ({{.TrapProbation}} probation){{end}}</td><td>{{signals .Signals}}</td><td>{{t .First}}</td><td>{{t .Last}}</td></tr>
+{{range .Undeclared}}{{$e := enforced .}}<tr><td>{{.Name}}</td><td>{{.Requests}}</td><td{{if $e}} class="bad"{{end}}>{{$e}}</td><td{{if .RefusedLogMode}} class="warn"{{end}}>{{.RefusedLogMode}}</td><td{{if .RefusedRule}} class="bad"{{end}}>{{.RefusedRule}}</td><td{{if .Throttled}} class="bad"{{end}}>{{throttled .}}</td><td{{if .Banned}} class="bad"{{end}}>{{.Banned}}</td><td{{if .Strikes}} class="bad"{{end}}>{{.Strikes}}</td><td>{{.TrapRequests}}{{if .TrapProbation}} ({{.TrapProbation}} probation){{end}}</td><td class="wrap">{{signals .Signals}}</td><td class="when">{{t .First}}</td><td class="when">{{t .Last}}</td></tr>
 {{end}}</tbody>
 </table>
 </div>
@@ -278,6 +284,17 @@ code { font-size:.85rem; background:var(--card); padding:1px 4px; border-radius:
 {{range .All}}{{$c := .}}{{range $.Others}}{{$n := other $c .Reason}}{{if $n}}<li><b>{{$c.Name}}</b>: {{$n}} × {{.Text}}</li>
 {{end}}{{end}}{{if or .Bans .Banned}}<li><b>{{.Name}}</b>: banned {{times .Bans}} after {{plural .Strikes "strike"}}; {{plural .Banned "request"}} refused while banned</li>
 {{end}}{{end}}</ul>
+{{end}}
+{{$claims := false}}{{range .All}}{{if refusedClaims .}}{{$claims = true}}{{end}}{{end}}{{if $claims}}<h2>Refusals by claim</h2>
+<p class="meta">A crawler's judged requests split by what verifying its claim found (the published IP lists; no DNS): verified, unverified, or spoofed (an address the operator's list provably excludes). One fake's refusals and bans are not the real crawler's.</p>
+<div class="scroll">
+<table>
+<thead><tr><th>Crawler</th><th class="l">Claim</th><th>Requests</th><th>Refused</th><th>While banned</th><th>Bans</th><th class="l">Addresses behind them</th></tr></thead>
+<tbody>
+{{range .All}}{{$c := .}}{{if refusedClaims .}}{{range .Claims}}<tr><td>{{$c.Name}}{{if $.Split}} ({{host $c.Host}}){{end}}</td><td class="l">{{.Verdict}}</td><td>{{.Requests}}</td><td{{if .Refused}} class="bad"{{end}}>{{.Refused}}</td><td{{if .Banned}} class="bad"{{end}}>{{.Banned}}</td><td{{if .Bans}} class="bad"{{end}}>{{.Bans}}</td><td class="addrs">{{.Addresses}}</td></tr>
+{{end}}{{end}}{{end}}</tbody>
+</table>
+</div>
 {{end}}
 {{$prefs := false}}{{range .R.Crawler}}{{if .PreferenceRefusals}}{{$prefs = true}}{{end}}{{end}}{{if $prefs}}<h2>AI usage preferences {{if .PrefsEnforced}}that refused{{else}}that would refuse{{end}}</h2>
 <ul>

@@ -24,8 +24,11 @@ type Report struct {
 	Logs      []string `json:"logs"`                 // the access logs read
 	// Options are the handler's options the requests were judged with.
 	Options Options `json:"options"`
+	// LogFormat is the --log-format the lines that are not JSON were read
+	// with, "" for the default (Combined and Common).
+	LogFormat string `json:"log_format,omitempty"`
 	// Formats counts the lines read per format: caddy-json, combined,
-	// common.
+	// common, vhost-combined, nginx.
 	Formats    map[string]int64 `json:"formats"`
 	Lines      int64            `json:"lines"`                 // access-log lines read (those --host kept)
 	Unreadable int64            `json:"unreadable"`            // lines of no format the audit reads
@@ -191,7 +194,16 @@ type CrawlerReport struct {
 	Strikes      int64            `json:"strikes"` // refusals that counted as strikes
 	Bans         int64            `json:"bans"`    // bans the strikes started
 	Spoofed      int64            `json:"spoofed"` // requests from addresses outside the operator's lists
-	Exempt       int64            `json:"exempt,omitempty"`
+	// Claims split the judged requests (not the fetches of /robots.txt,
+	// nor exempt ones) by what verifying the crawler's claim found:
+	// verified, unverified, spoofed, each with its refusals, its bans and
+	// the addresses behind them.
+	Claims []ClaimReport `json:"claims,omitempty"`
+	// Verifiable is set for a crawler whose operator publishes a way to
+	// verify it (IP lists or reverse DNS): only then can a claim be
+	// verified or spoofed, and the text and HTML reports show the split.
+	Verifiable bool  `json:"verifiable"`
+	Exempt     int64 `json:"exempt,omitempty"`
 	// Interval is the Crawl-delay / Request-rate interval enforced on it
 	// (0: none); CrawlDelay the one its group states, enforced or not.
 	Interval          Seconds `json:"interval_seconds"`
@@ -272,9 +284,10 @@ var otherReasons = []otherReason{
 // Report returns the report of everything read so far.
 func (a *Auditor) Report() *Report {
 	r := &Report{
-		Options: a.options(),
-		Formats: map[string]int64{},
-		Lines:   a.lines, Unreadable: a.bad, NotAccess: a.notAccess, OtherHosts: a.skipped, OtherHostNames: a.skippedHosts,
+		Options:   a.options(),
+		Formats:   map[string]int64{},
+		LogFormat: a.cfg.LogFormat.label(),
+		Lines:     a.lines, Unreadable: a.bad, NotAccess: a.notAccess, OtherHosts: a.skipped, OtherHostNames: a.skippedHosts,
 		Browsers: a.browsers, Crawlers: a.bots, Undeclared: a.undeclared, Own: a.own, NotJudged: a.ignored, NoUserAgent: a.noUA,
 		OutOfOrder: a.outOfOrder, FirstUnreadable: a.firstBad,
 		First: a.first, Last: a.last,
@@ -401,6 +414,8 @@ func (c *crawler) report() CrawlerReport {
 		Strikes:                  c.strikes,
 		Bans:                     c.bans,
 		Spoofed:                  c.spoofed,
+		Claims:                   c.claimReports(),
+		Verifiable:               c.agent.Profile.Verify != "",
 		Exempt:                   c.exempt,
 		Interval:                 Seconds(c.interval),
 		CrawlDelay:               Seconds(c.groupInterval),
@@ -517,11 +532,15 @@ func (r *Report) Readable() error {
 		return fmt.Errorf("%s: no lines to read", logs)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "nothing readable in %s: %d lines, none a request in the formats expected: %s", logs, total, Expected)
+	if r.LogFormat != "" {
+		fmt.Fprintf(&b, "nothing readable in %s: %d lines, none a request in the formats expected: Caddy's JSON access log, or --log-format %s", logs, total, r.LogFormat)
+	} else {
+		fmt.Fprintf(&b, "nothing readable in %s: %d lines, none a request in the formats expected: %s", logs, total, Expected)
+	}
 	if n := r.Formats[FormatCaddyJSON.String()]; n > 0 {
 		fmt.Fprintf(&b, "; %d are JSON lines without request.uri: Caddy's runtime log, not an access log (add the log directive to the site block)", n)
 	}
-	if n := r.Formats[FormatCombined.String()] + r.Formats[FormatCommon.String()]; n > 0 {
+	if n := r.Formats[FormatCombined.String()] + r.Formats[FormatCommon.String()] + r.Formats[FormatVhostCombined.String()] + r.Formats[FormatNginx.String()]; n > 0 {
 		fmt.Fprintf(&b, "; %d are Common or Combined Log Format lines whose request is not one (\"-\", or bytes that are no HTTP request)", n)
 	}
 	if u := r.FirstUnreadable; u != nil {
@@ -879,6 +898,65 @@ func (r *Report) writeUndeclared(b *strings.Builder, list []CrawlerReport) error
 	return nil
 }
 
+// claimsText says, for a verifiable crawler with refusals or bans, how
+// they split by verdict and which addresses they came from, a line per
+// verdict; nil when nothing was refused or the crawler cannot be verified
+// (every claim of it is unverified).
+func claimsText(c *CrawlerReport) []string {
+	if !c.Verifiable {
+		return nil
+	}
+	show := false
+	for _, k := range c.Claims {
+		show = show || k.Refused > 0 || k.Bans > 0
+	}
+	if !show {
+		return nil
+	}
+	lines := make([]string, 0, len(c.Claims))
+	for _, k := range c.Claims {
+		l := fmt.Sprintf("%s claims: %s, %d refused", k.Verdict, plural(k.Requests, "request"), k.Refused)
+		if k.Banned > 0 || k.Bans > 0 {
+			l += fmt.Sprintf(" (%d while banned), %s", k.Banned, plural(k.Bans, "ban"))
+		}
+		if a := k.Addresses(); a != "" {
+			l += "; " + a
+		}
+		lines = append(lines, l)
+	}
+	return lines
+}
+
+// Addresses names the addresses behind the class's bans and refusals, as
+// the text and HTML reports show them: "bans started by 203.0.113.9 (1);
+// refused most: 203.0.113.9 (982)".
+func (k ClaimReport) Addresses() string {
+	var parts []string
+	if len(k.BannedBy) > 0 {
+		parts = append(parts, "bans started by "+addrList(k.BannedBy))
+	}
+	if len(k.RefusedBy) > 0 {
+		parts = append(parts, "refused most: "+addrList(k.RefusedBy))
+	}
+	if k.ManyAddresses {
+		parts = append(parts, "more addresses than the audit tracks, the others not standing out")
+	}
+	return strings.Join(parts, "; ")
+}
+
+// addrList lists addresses with their counts: 203.0.113.9 (982).
+func addrList(list []AddressCount) string {
+	parts := make([]string, len(list))
+	for i, ac := range list {
+		parts[i] = fmt.Sprintf("%s (%d", ac.Addr, ac.Count)
+		if ac.Overcount > 0 {
+			parts[i] += fmt.Sprintf(", up to %d of them others'", ac.Overcount)
+		}
+		parts[i] += ")"
+	}
+	return strings.Join(parts, ", ")
+}
+
 // signalsCell lists an undeclared crawler's requests per signal.
 func signalsCell(m map[string]int64) string {
 	var parts []string
@@ -921,6 +999,9 @@ func (r *Report) writeDetails(b *strings.Builder, list []CrawlerReport) {
 		if c.Bans > 0 || c.Banned > 0 {
 			line("%s: banned %s after %s (strikes %s); %s refused while banned\n", c.Name, times(c.Bans), plural(c.Strikes, "strike"),
 				r.Options.Strikes, plural(c.Banned, "request"))
+		}
+		for _, text := range claimsText(&c) {
+			line("%s, %s\n", c.Name, text)
 		}
 		if c.Exempt > 0 {
 			line("%s: %s from exempt networks, not judged\n", c.Name, plural(c.Exempt, "request"))

@@ -26,13 +26,19 @@ const (
 	// FormatCommon is the Common Log Format (Apache's "common"): no
 	// User-Agent, no host.
 	FormatCommon
+	// FormatVhostCombined is Apache's vhost_combined: the virtual host
+	// and port, then the Combined Log Format.
+	FormatVhostCombined
+	// FormatNginx is a line read by the nginx log_format given with
+	// --log-format.
+	FormatNginx
 	formats
 )
 
-var formatNames = [...]string{"unreadable", "caddy-json", "combined", "common"}
+var formatNames = [...]string{"unreadable", "caddy-json", "combined", "common", "vhost-combined", "nginx"}
 
 // String is the format's name as the report shows it: caddy-json,
-// combined or common.
+// combined, common, vhost-combined or nginx.
 func (f Format) String() string { return formatNames[f] }
 
 // Entry holds the fields of one access-log line that the audit uses.

@@ -29,7 +29,17 @@ order: replaying a server's own access log with its options gives the
 server's decisions. It reads Caddy's JSON access log, and the Combined and
 Common Log Formats of nginx and Apache, line by line (a file may mix them).
 The Common Log Format records no User-Agent: its lines cannot be told to
-be a person's or a crawler's, and are counted apart, not judged.
+be a person's or a crawler's, and are counted apart, not judged. A
+Combined or Common line whose first field is not the client's address is
+an error that names the line: give --log-format vhost_combined for
+Apache's vhost_combined ("%v:%p %h %l %u %t \"%r\" %>s %O ...", Debian's
+other_vhosts_access.log), or --log-format with the nginx log_format string
+the server uses (e.g. '$remote_addr - $remote_user [$time_local]
+"$request" $status $body_bytes_sent "$http_referer" "$http_user_agent"').
+Of an nginx format the audit reads $remote_addr, $time_local,
+$time_iso8601, $msec, $request, $request_method, $request_uri, $status,
+$http_user_agent, and $host, $http_host or $server_name; any other
+variable is a field it skips.
 
 Per site and crawler it reports: requests; refused by a rule (and which
 rules); refused by an AI usage preference (with --preferences enforce; else
@@ -38,9 +48,13 @@ the Crawl-delay; refused while banned; spoofed claims (an address outside
 the operator's published IP ranges; embedded lists only, no DNS); strikes;
 fetches of /robots.txt; first and last seen. This plugin's own requests
 (its robots.txt loader, this command line) are counted apart, never as
-crawlers. The report splits by site when the log holds several; --host
-keeps the lines of the sites named (Caddy's JSON records the Host, the
-Common and Combined Log Formats do not).
+crawlers. Each crawler's judged requests are split by what verifying its
+claim found: verified, unverified, spoofed, each with its refusals, its
+bans and the addresses behind them (at most five, from bounded tables), so
+that one fake Googlebot's ban is not blamed on the real one. The report
+splits by site when the log holds several; --host keeps the lines of the
+sites named (Caddy's JSON, vhost_combined and an nginx format with $host
+record the Host; the Common and Combined Log Formats do not).
 
 The handler's options come from the same flags as caddy robots check
 (--mode, --preferences, --crawl-delay, --spoofed, --libraries,
@@ -104,7 +118,8 @@ func newAuditCommand(h Hooks, record func(int)) *cobra.Command {
 	f.String("adapter", "", "the config adapter for --config (default: caddyfile, or json for *.json)")
 	f.String("site", "", "with --config: the site (host[:port]) whose robots handler judges; also the host of Common and Combined Log Format lines")
 	f.String("robots-new", "", "a changed robots.txt to preview: what would it newly refuse?")
-	f.StringArray("host", nil, "keep only the requests for this host (repeatable); Caddy JSON logs only")
+	f.StringArray("host", nil, "keep only the requests for this host (repeatable); logs that record the Host only (Caddy JSON, vhost_combined, an nginx format with $host)")
+	f.String("log-format", "combined", "how lines that are not Caddy's JSON are written: combined (Combined or Common, nginx and Apache), vhost_combined (Apache's other_vhosts_access.log), or an nginx log_format string ('$remote_addr - $remote_user [$time_local] \"$request\" ...')")
 	f.String("format", "table", "report format: "+strings.Join(auditFormats, ", "))
 	f.String("out", "", "write the report to this file instead of stdout")
 	f.Int("max-crawlers", audit.DefaultMaxCrawlers, "crawlers reported by name; the others are counted together")
@@ -298,6 +313,10 @@ func auditConfig(env *Env, h Hooks) (*AuditSite, error) {
 	}
 	cfg.Hosts = hosts
 	cfg.MaxCrawlers, _ = fl.GetInt("max-crawlers")
+	logFormat, _ := fl.GetString("log-format")
+	if cfg.LogFormat, err = audit.ParseLogFormat(logFormat); err != nil {
+		return nil, err
+	}
 	return site, nil
 }
 

@@ -35,3 +35,13 @@ func TestAuditProgressBar(t *testing.T) {
 		t.Errorf("progress line %q", got)
 	}
 }
+
+// TestAuditHelpNamesNginxVariables: --help lists every nginx variable the
+// audit reads, as audit.NginxVariables has them.
+func TestAuditHelpNamesNginxVariables(t *testing.T) {
+	for _, v := range audit.NginxVariables {
+		if !strings.Contains(auditLong, v) {
+			t.Errorf("caddy robots audit --help does not name %s", v)
+		}
+	}
+}
