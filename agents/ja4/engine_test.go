@@ -94,7 +94,9 @@ func TestClassifyFacts(t *testing.T) {
 		f(&hb)
 		return hb
 	}
-	drop := func(list []uint16, v uint16) []uint16 { return slices.DeleteFunc(list, func(x uint16) bool { return x == v }) }
+	drop := func(list []uint16, v uint16) []uint16 {
+		return slices.DeleteFunc(list, func(x uint16) bool { return x == v })
+	}
 	cases := []struct {
 		name string
 		hb   helloBuilder
