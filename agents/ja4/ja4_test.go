@@ -282,7 +282,7 @@ func FuzzParseClientHello(f *testing.F) {
 			}
 			return
 		}
-		if s := h.JA4(); !shapeOK(s) {
+		if s := h.JA4(); !shapeOK(s) || !IsFingerprint(s) {
 			t.Fatalf("JA4 %q has not the shape of one", s)
 		}
 		// The classification runs on whatever parsed: an engine in range,
@@ -405,4 +405,29 @@ func (hb helloBuilder) record() []byte {
 	msg := append([]byte{handshakeClientHello, byte(len(body) >> 16), byte(len(body) >> 8), byte(len(body))}, body...)
 	rec := []byte{contentTypeHandshake, 0x03, 0x01}
 	return vec16(rec, msg)
+}
+
+// TestIsFingerprint: the shape IsFingerprint accepts is the shape JA4
+// computes, and nothing a header could carry besides.
+func TestIsFingerprint(t *testing.T) {
+	for s, want := range map[string]bool{
+		"t13d1517h2_8daaf6152771_cb7bf5808d99":  true,
+		"q13d0310h3_55b375c5d22e_cd85d2d88918":  true,
+		"t12i01023d_000000000000_000000000000":  true,
+		"T13d1517h2_8daaf6152771_cb7bf5808d99":  false,
+		"t14d1517h2_8daaf6152771_cb7bf5808d99":  false,
+		"t13x1517h2_8daaf6152771_cb7bf5808d99":  false,
+		"t13d15a7h2_8daaf6152771_cb7bf5808d99":  false,
+		"t13d1517h-_8daaf6152771_cb7bf5808d99":  false,
+		"t13d1517h2_8DAAF6152771_cb7bf5808d99":  false,
+		"t13d1517h2-8daaf6152771_cb7bf5808d99":  false,
+		"t13d1517h2_8daaf6152771_cb7bf5808d9":   false,
+		"t13d1517h2_8daaf6152771_cb7bf5808d99x": false,
+		"t13d1517h2_8daaf6152771_cb7bf5808d9g":  false,
+		"":                                      false,
+	} {
+		if IsFingerprint(s) != want || want != shapeOK(s) {
+			t.Errorf("IsFingerprint(%q) = %v, want %v (shape %v)", s, !want, want, shapeOK(s))
+		}
+	}
 }
