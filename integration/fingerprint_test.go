@@ -194,3 +194,45 @@ print(urllib.request.urlopen(sys.argv[1], context=ctx).read().decode())`, url, c
 		t.Errorf("without robots_fingerprint: %q, want the placeholder left as written", body)
 	}
 }
+
+// TestMissingFingerprintWrapperWarned: a robots handler with its
+// undeclared-crawler checks on, on a server that serves HTTPS without
+// robots_fingerprint, says so once the config has started, with the fix,
+// in /robots/status; with the wrapper, or with disguised off, it does not.
+func TestMissingFingerprintWrapperWarned(t *testing.T) {
+	ca := newTestCA(t, "localhost", "127.0.0.1")
+	const want = "without the robots_fingerprint listener wrapper"
+	get := func() {
+		t.Helper()
+		tr := &http.Transport{TLSClientConfig: ca.clientTLS(t)}
+		defer tr.CloseIdleConnections()
+		// resetRetrier: a connection the reloaded server's old socket took
+		// may be reset unread.
+		res, err := (&http.Client{Transport: resetRetrier{tr}, Timeout: 20 * time.Second}).Get(fmt.Sprintf("https://localhost:%d/page", httpsPort))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+	}
+
+	newClient(t, fingerprintConfig(ca, false))
+	get()
+	eventually(t, 5*time.Second, "the missing wrapper warning", func() bool {
+		return hasWarning(configWarnings(t), want) && hasWarning(configWarnings(t), "servers { listener_wrappers { robots_fingerprint tls } }")
+	})
+
+	for name, cfg := range map[string]string{
+		"with the wrapper": fingerprintConfig(ca, true),
+		"disguised off":    strings.Replace(fingerprintConfig(ca, false), "\t\tstrikes off\n", "\t\tstrikes off\n\t\tdisguised off\n", 1),
+	} {
+		if !strings.Contains(cfg, "robots_fingerprint") && !strings.Contains(cfg, "disguised off") {
+			t.Fatalf("%s: the config is not what the case says:\n%s", name, cfg)
+		}
+		newClient(t, cfg)
+		get()
+		time.Sleep(300 * time.Millisecond)
+		if ws := configWarnings(t); hasWarning(ws, want) {
+			t.Errorf("%s: warned %v", name, ws)
+		}
+	}
+}
