@@ -26,9 +26,11 @@ func init() {
 // FingerprintListener is the listener wrapper caddy.listeners.robots_fingerprint.
 // Placed before Caddy's TLS layer, it reads each connection's ClientHello as
 // the TLS layer reads it, computes its JA4 TLS client fingerprint
-// (agents/ja4), and hands it to the HTTP handlers of every request on that
-// connection: the {http.robots.tls_fingerprint} placeholder, for logs and
-// the operator's own matchers, and the robots handler's judgement. A
+// (agents/ja4) and the engine it comes from (ja4.Classify: chromium,
+// firefox, safari, library or unknown), and hands both to the HTTP handlers
+// of every request on that connection: the {http.robots.tls_fingerprint}
+// and {http.robots.tls_engine} placeholders, for logs and the operator's
+// own matchers, and the robots handler's judgement. A
 // ClientHello is chosen by the client's TLS library, not by the script
 // that uses it, which headers are.
 //
@@ -246,17 +248,25 @@ func (c *fingerprintConn) finish(record []byte) {
 	c.fp.Store(&tlsFingerprint{JA4: h.JA4(), Hello: h, Verdict: ja4.Classify(h)})
 }
 
-// placeholder resolves {http.robots.tls_fingerprint}: the connection's JA4,
-// or empty when its first record was not a ClientHello this package could
+// placeholder resolves {http.robots.tls_fingerprint}, the connection's
+// JA4, and {http.robots.tls_engine}, the engine its handshake comes from
+// (chromium, firefox, safari, library or unknown: ja4.Classify); both are
+// empty when the first record was not a ClientHello this package could
 // read.
 func (c *fingerprintConn) placeholder(key string) (any, bool) {
-	if key != tlsFingerprintPlaceholder {
-		return nil, false
+	switch key {
+	case tlsFingerprintPlaceholder:
+		if fp := c.fp.Load(); fp != nil {
+			return fp.JA4, true // empty for an unreadable hello
+		}
+		return "", true
+	case tlsEnginePlaceholder:
+		if fp := c.fp.Load(); fp != nil && fp.Hello != nil {
+			return fp.Verdict.Engine.String(), true
+		}
+		return "", true
 	}
-	if fp := c.fp.Load(); fp != nil {
-		return fp.JA4, true // empty for an unreadable hello
-	}
-	return "", true
+	return nil, false
 }
 
 // fingerprintCtxKey is the context key of a request's fingerprintConn.
@@ -364,8 +374,12 @@ func tlsEngineOf(r *http.Request) (ja4.Verdict, bool) {
 // proxy's handshake: the judgement (fingerprintOf) never takes it for its
 // clients', though the placeholder shows it.
 
-// tlsFingerprintPlaceholder is the placeholder's key.
-const tlsFingerprintPlaceholder = "http.robots.tls_fingerprint"
+// The placeholders' keys: the client's JA4, and the engine of its
+// handshake (the connection's only: a JA4 from a header carries no facts).
+const (
+	tlsFingerprintPlaceholder = "http.robots.tls_fingerprint"
+	tlsEnginePlaceholder      = "http.robots.tls_engine"
+)
 
 // provisionFingerprint checks the tls_fingerprint_header option and writes
 // the header's name in canonical form, so that a request's header map is
@@ -420,9 +434,10 @@ func headerFingerprint(r *http.Request, name string) string {
 	return s
 }
 
-// offerFingerprint makes {http.robots.tls_fingerprint} available to r:
-// with tls_fingerprint_header and a trusted proxy as the peer, the JA4 that
-// proxy sent (empty without one); otherwise the connection's
+// offerFingerprint makes {http.robots.tls_fingerprint} and
+// {http.robots.tls_engine} available to r: with tls_fingerprint_header and
+// a trusted proxy as the peer, the JA4 that proxy sent (empty without one)
+// and an empty engine; otherwise the connection's
 // (offerTLSFingerprint). Without the option the cost is
 // offerTLSFingerprint's; with it, one context read more per request.
 func (h *Handler) offerFingerprint(r *http.Request) {
@@ -432,6 +447,7 @@ func (h *Handler) offerFingerprint(r *http.Request) {
 	}
 	if repl, _ := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); repl != nil {
 		repl.Set(tlsFingerprintPlaceholder, headerFingerprint(r, h.TLSFingerprintHeader))
+		repl.Set(tlsEnginePlaceholder, "") // a JA4 carries no facts
 	}
 }
 

@@ -415,6 +415,10 @@ func TestTLSEngineOf(t *testing.T) {
 		if !ok || v.Engine != want || v != fc.fp.Load().Verdict {
 			t.Errorf("%s: %+v, %v; want %v, stored with the fingerprint", name, v, ok, want)
 		}
+		offerTLSFingerprint(r)
+		if got := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer).ReplaceKnown("{http.robots.tls_engine}", "-"); got != want.String() {
+			t.Errorf("%s: {http.robots.tls_engine} %q, want %q", name, got, want)
+		}
 	}
 	r, _, _ := fingerprintedRequest(t, "", benchBrowserUA)
 	if v, ok := tlsEngineOf(r); ok || v.Engine != ja4.Unknown {
