@@ -112,9 +112,11 @@ const (
 //  2. No GREASE, with delegated_credentials (RFC 9345) and
 //     record_size_limit (RFC 8449): Firefox. NSS implements both and
 //     Firefox turns both on (record_size_limit since Firefox 64,
-//     delegated credentials since Firefox 77, 2020); no other stack here
-//     sends delegated_credentials, and GnuTLS, which sends
-//     record_size_limit, does not.
+//     delegated credentials since about Firefox 77, 2020; Firefox ESR 153,
+//     recorded here, sends both); no other stack here sends
+//     delegated_credentials, and GnuTLS, which sends record_size_limit,
+//     does not. If these cut-offs are off, an older Firefox is Unknown,
+//     not Library: no Firefox sends a feature of step 3.
 //  3. One of these features, which no browser engine sends (BoringSSL
 //     implements none of them, Apple's stack neither, and NSS only
 //     post-handshake authentication, which Firefox leaves off): a library.
