@@ -339,20 +339,14 @@ func offerTLSFingerprint(r *http.Request) {
 	}
 }
 
-// Interface guards
-var (
-	_ caddy.Provisioner     = (*FingerprintListener)(nil)
-	_ caddy.CleanerUpper    = (*FingerprintListener)(nil)
-	_ caddy.ListenerWrapper = (*FingerprintListener)(nil)
-	_ caddyfile.Unmarshaler = (*FingerprintListener)(nil)
-)
-
-// tlsEngineOf returns the engine verdict of the handshake of the
-// connection r came over, worked out once when the hello was read, and
-// true when there is one (as tlsFingerprintOf). A browser's claim is
-// refuted only by a library's handshake (agents.TLSClaim.RefutedBy).
-func tlsEngineOf(r *http.Request) (ja4.Verdict, bool) {
-	fp, ok := tlsFingerprintOf(r)
+// tlsEngineOf returns the engine verdict of the client's handshake, worked
+// out once per connection when the hello was read, and true when there is
+// a fingerprint (fingerprintOf: a trusted proxy's own handshake is not its
+// clients'; a fingerprint from a proxy's header has an Unknown verdict). A
+// browser's claim is refuted only by a library's handshake
+// (agents.TLSClaim.RefutedBy).
+func (h *Handler) tlsEngineOf(r *http.Request) (ja4.Verdict, bool) {
+	fp, ok := h.fingerprintOf(r)
 	if !ok {
 		return ja4.Verdict{}, false
 	}
@@ -498,3 +492,11 @@ func (h *Handler) fingerprintWarning(srv *caddyhttp.Server, site string) string 
 	return "robots: site " + site + " is served over HTTPS without the robots_fingerprint listener wrapper, so its requests carry no TLS fingerprint and a script's handshake is not told from a browser's. " +
 		"Add it before tls in the global options: servers { listener_wrappers { robots_fingerprint tls } } (behind a TLS-terminating proxy, use tls_fingerprint_header instead)"
 }
+
+// Interface guards
+var (
+	_ caddy.Provisioner     = (*FingerprintListener)(nil)
+	_ caddy.CleanerUpper    = (*FingerprintListener)(nil)
+	_ caddy.ListenerWrapper = (*FingerprintListener)(nil)
+	_ caddyfile.Unmarshaler = (*FingerprintListener)(nil)
+)

@@ -56,6 +56,9 @@ func (p *fingerprintProbe) ServeHTTP(w http.ResponseWriter, r *http.Request, nex
 	engine, ja := "none", ""
 	if fp, ok := p.h.fingerprintOf(r); ok {
 		engine, ja = fp.Verdict.Engine.String(), fp.JA4
+		if v, _ := p.h.tlsEngineOf(r); v != fp.Verdict {
+			engine = "tlsEngineOf disagrees"
+		}
 	}
 	w.Header().Set("X-Engine", engine)
 	w.Header().Set("X-Fingerprint", ja)

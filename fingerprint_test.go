@@ -411,7 +411,7 @@ func TestTLSFingerprintHeaderOption(t *testing.T) {
 func TestTLSEngineOf(t *testing.T) {
 	for name, want := range map[string]ja4.Engine{"curl": ja4.Library, "chromium-headed": ja4.Chromium, "firefox-esr-headed": ja4.Firefox, "go-nethttp": ja4.Library} {
 		r, fc, _ := fingerprintedRequest(t, name, benchBrowserUA)
-		v, ok := tlsEngineOf(r)
+		v, ok := (&Handler{}).tlsEngineOf(r)
 		if !ok || v.Engine != want || v != fc.fp.Load().Verdict {
 			t.Errorf("%s: %+v, %v; want %v, stored with the fingerprint", name, v, ok, want)
 		}
@@ -421,7 +421,7 @@ func TestTLSEngineOf(t *testing.T) {
 		}
 	}
 	r, _, _ := fingerprintedRequest(t, "", benchBrowserUA)
-	if v, ok := tlsEngineOf(r); ok || v.Engine != ja4.Unknown {
+	if v, ok := (&Handler{}).tlsEngineOf(r); ok || v.Engine != ja4.Unknown {
 		t.Errorf("no hello: %+v, %v", v, ok)
 	}
 }
