@@ -75,6 +75,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //			trap                  off | log | enforce   # default enforce
 //		}
 //		trap <path> [<hold>]                 # e.g. trap /no-robots/ 24h; hold 1m..7d, default 24h
+//		tls_fingerprint_header <name>        # behind a TLS-terminating proxy: its JA4 header, from trusted_proxies only
 //	}
 //
 // A bare `robots` uses every default: the site's own /robots.txt.
@@ -157,6 +158,14 @@ func (h *Handler) parseOption(d *caddyfile.Dispenser, opt string) error {
 		return h.parseDisguised(d) // undeclared.go
 	case "trap":
 		return h.parseTrap(d)
+	case "tls_fingerprint_header":
+		if !d.AllArgs(&h.TLSFingerprintHeader) {
+			return d.Errf("robots: tls_fingerprint_header takes one header name")
+		}
+		if !validHeaderName(h.TLSFingerprintHeader) { // fingerprint.go
+			return d.Errf("robots: tls_fingerprint_header %q is not a header name", h.TLSFingerprintHeader)
+		}
+		return nil
 	case "use_error_routes":
 		return parseFlag(d, opt, &h.UseErrorRoutes)
 	case "case_insensitive_paths":

@@ -571,6 +571,9 @@ func (h *Handler) placementWarnings(app *caddyhttp.App) []string {
 			ws = append(ws, "robots: site "+site+" exempts "+strings.Join(nets, ", ")+", loopback or private addresses, and its server trusts no proxy: if a proxy or load balancer there forwards requests to Caddy, every client behind it has its address and is exempt. Set trusted_proxies (and trusted_proxies_strict) in the servers options so that clients keep their own addresses; the handler also warns when an exempt address sends X-Forwarded-For")
 		}
 	}
+	if w := h.fingerprintWarning(app.Servers[me.server], site); w != "" { // fingerprint.go
+		ws = append(ws, w)
+	}
 	if h.UseErrorRoutes {
 		if srv := app.Servers[me.server]; srv != nil && (srv.Errors == nil || len(srv.Errors.Routes) == 0) {
 			ws = append(ws, "robots: use_error_routes in site "+site+", but its server has no handle_errors: refused bots get an empty 403 and throttled ones an empty 503. Add handle_errors, or remove use_error_routes to have the handler explain its refusals")

@@ -3,8 +3,11 @@ package caddyrobots
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"net"
 	"net/http"
+	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/caddyserver/caddy/v2"
@@ -13,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddyrobots/caddy-robots/agents/ja4"
+	"github.com/caddyrobots/caddy-robots/internal/policy"
 )
 
 func init() {
@@ -22,9 +26,11 @@ func init() {
 // FingerprintListener is the listener wrapper caddy.listeners.robots_fingerprint.
 // Placed before Caddy's TLS layer, it reads each connection's ClientHello as
 // the TLS layer reads it, computes its JA4 TLS client fingerprint
-// (agents/ja4), and hands it to the HTTP handlers of every request on that
-// connection: the {http.robots.tls_fingerprint} placeholder, for logs and
-// the operator's own matchers, and the robots handler's judgement. A
+// (agents/ja4) and the engine it comes from (ja4.Classify: chromium,
+// firefox, safari, library or unknown), and hands both to the HTTP handlers
+// of every request on that connection: the {http.robots.tls_fingerprint}
+// and {http.robots.tls_engine} placeholders, for logs and the operator's
+// own matchers, and the robots handler's judgement. A
 // ClientHello is chosen by the client's TLS library, not by the script
 // that uses it, which headers are.
 //
@@ -43,6 +49,7 @@ func init() {
 // serves QUIC from a packet listener that listener wrappers never see.
 type FingerprintListener struct {
 	logger *zap.Logger
+	srv    *caddyhttp.Server // the server whose listener this wraps
 }
 
 // CaddyModule returns the Caddy module information.
@@ -66,8 +73,26 @@ func (l *FingerprintListener) Provision(ctx caddy.Context) error {
 		return nil
 	}
 	srv.RegisterConnContext(fingerprintConnContext)
+	l.srv = srv
+	fingerprintedServers.Store(srv, struct{}{})
 	return nil
 }
+
+// Cleanup forgets the server when its config is unloaded.
+func (l *FingerprintListener) Cleanup() error {
+	if l.srv != nil {
+		fingerprintedServers.Delete(l.srv)
+	}
+	return nil
+}
+
+// fingerprintedServers holds the HTTP servers of the loaded configs whose
+// listeners robots_fingerprint wraps, so that a robots handler can tell
+// whether its own server fingerprints (Caddy drops a server's listener
+// wrapper config once it has loaded them, and keeps the loaded wrappers
+// unexported). Keys are *caddyhttp.Server; an entry lives as long as its
+// config.
+var fingerprintedServers sync.Map
 
 // WrapListener wraps ln so that each accepted connection is fingerprinted.
 func (l *FingerprintListener) WrapListener(ln net.Listener) net.Listener {
@@ -135,8 +160,13 @@ type fingerprintConn struct {
 type tlsFingerprint struct {
 	// JA4 is the JA4 fingerprint, e.g. t13d1517h2_8daaf6152771_cb7bf5808d99.
 	JA4 string
-	// Hello holds the structural facts (GREASE, extensions, ALPN, ...).
+	// Hello holds the structural facts (GREASE, extensions, ALPN, ...);
+	// nil for a fingerprint read from a trusted proxy's header.
 	Hello *ja4.Hello
+	// Verdict is the engine the hello comes from (ja4.Classify), worked out
+	// once per connection with the fingerprint, never per request; Unknown
+	// for a fingerprint read from a header (a JA4 carries no facts).
+	Verdict ja4.Verdict
 	// Err is why a handshake record could not be read (wrapping
 	// ja4.ErrTruncated or ja4.ErrMalformed); JA4 and Hello are then empty.
 	Err error
@@ -215,20 +245,28 @@ func (c *fingerprintConn) finish(record []byte) {
 		c.fp.Store(&tlsFingerprint{Err: err})
 		return
 	}
-	c.fp.Store(&tlsFingerprint{JA4: h.JA4(), Hello: h})
+	c.fp.Store(&tlsFingerprint{JA4: h.JA4(), Hello: h, Verdict: ja4.Classify(h)})
 }
 
-// placeholder resolves {http.robots.tls_fingerprint}: the connection's JA4,
-// or empty when its first record was not a ClientHello this package could
+// placeholder resolves {http.robots.tls_fingerprint}, the connection's
+// JA4, and {http.robots.tls_engine}, the engine its handshake comes from
+// (chromium, firefox, safari, library or unknown: ja4.Classify); both are
+// empty when the first record was not a ClientHello this package could
 // read.
 func (c *fingerprintConn) placeholder(key string) (any, bool) {
-	if key != "http.robots.tls_fingerprint" {
-		return nil, false
+	switch key {
+	case tlsFingerprintPlaceholder:
+		if fp := c.fp.Load(); fp != nil {
+			return fp.JA4, true // empty for an unreadable hello
+		}
+		return "", true
+	case tlsEnginePlaceholder:
+		if fp := c.fp.Load(); fp != nil && fp.Hello != nil {
+			return fp.Verdict.Engine.String(), true
+		}
+		return "", true
 	}
-	if fp := c.fp.Load(); fp != nil {
-		return fp.JA4, true // empty for an unreadable hello
-	}
-	return "", true
+	return nil, false
 }
 
 // fingerprintCtxKey is the context key of a request's fingerprintConn.
@@ -301,9 +339,164 @@ func offerTLSFingerprint(r *http.Request) {
 	}
 }
 
+// tlsEngineOf returns the engine verdict of the client's handshake, worked
+// out once per connection when the hello was read, and true when there is
+// a fingerprint (fingerprintOf: a trusted proxy's own handshake is not its
+// clients'; a fingerprint from a proxy's header has an Unknown verdict). A
+// browser's claim is refuted only by a library's handshake
+// (agents.TLSClaim.RefutedBy).
+func (h *Handler) tlsEngineOf(r *http.Request) (ja4.Verdict, bool) {
+	fp, ok := h.fingerprintOf(r)
+	if !ok {
+		return ja4.Verdict{}, false
+	}
+	return fp.Verdict, true
+}
+
+// Behind a proxy that terminates TLS, the handshake Caddy sees is the
+// proxy's, not its clients'. With `tls_fingerprint_header <name>` in the
+// robots directive the fingerprint is read from that request header (a JA4,
+// as the proxy computed it: Cloudflare's cf-ja4, nginx's and HAProxy's JA4
+// modules, ...), only when the immediate peer is a proxy the server trusts
+// (its trusted_proxies option, as Caddy decided for the request). From
+// anyone else the header is ignored: a client cannot choose its own
+// fingerprint. A JA4 carries no structural facts, so a fingerprint read
+// from a header gives the placeholder and the client's marks, and its
+// engine is Unknown: the tls signal never judges it.
+//
+// Without the option, a connection from a trusted proxy still carries the
+// proxy's handshake: the judgement (fingerprintOf) never takes it for its
+// clients', though the placeholder shows it.
+
+// The placeholders' keys: the client's JA4, and the engine of its
+// handshake (the connection's only: a JA4 from a header carries no facts).
+const (
+	tlsFingerprintPlaceholder = "http.robots.tls_fingerprint"
+	tlsEnginePlaceholder      = "http.robots.tls_engine"
+)
+
+// provisionFingerprint checks the tls_fingerprint_header option and writes
+// the header's name in canonical form, so that a request's header map is
+// read without canonicalising it per request.
+func (h *Handler) provisionFingerprint() error {
+	if h.TLSFingerprintHeader == "" {
+		return nil
+	}
+	if !validHeaderName(h.TLSFingerprintHeader) {
+		return fmt.Errorf("robots: tls_fingerprint_header %q is not a header name", h.TLSFingerprintHeader)
+	}
+	h.TLSFingerprintHeader = http.CanonicalHeaderKey(h.TLSFingerprintHeader)
+	return nil
+}
+
+// validHeaderName reports whether s is an HTTP field name (RFC 9110
+// section 5.1: a token).
+func validHeaderName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0 {
+			continue
+		}
+		return false
+	}
+	return true
+}
+
+// fromTrustedProxy reports whether r's immediate peer is a proxy its
+// server trusts, as Caddy decided when the request arrived (the
+// trusted_proxy variable).
+func fromTrustedProxy(r *http.Request) bool {
+	vars, _ := r.Context().Value(caddyhttp.VarsCtxKey).(map[string]any)
+	trusted, _ := vars[caddyhttp.TrustedProxyVarKey].(bool)
+	return trusted
+}
+
+// headerFingerprint returns the JA4 in r's header name, "" when there is
+// none, more than one, or a value that is not a JA4.
+func headerFingerprint(r *http.Request, name string) string {
+	v := r.Header[name]
+	if len(v) != 1 {
+		return ""
+	}
+	s := strings.TrimSpace(v[0])
+	if !ja4.IsFingerprint(s) {
+		return ""
+	}
+	return s
+}
+
+// offerFingerprint makes {http.robots.tls_fingerprint} and
+// {http.robots.tls_engine} available to r: with tls_fingerprint_header and
+// a trusted proxy as the peer, the JA4 that proxy sent (empty without one)
+// and an empty engine; otherwise the connection's
+// (offerTLSFingerprint). Without the option the cost is
+// offerTLSFingerprint's; with it, one context read more per request.
+func (h *Handler) offerFingerprint(r *http.Request) {
+	if h.TLSFingerprintHeader == "" || !fromTrustedProxy(r) {
+		offerTLSFingerprint(r)
+		return
+	}
+	if repl, _ := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); repl != nil {
+		repl.Set(tlsFingerprintPlaceholder, headerFingerprint(r, h.TLSFingerprintHeader))
+		repl.Set(tlsEnginePlaceholder, "") // a JA4 carries no facts
+	}
+}
+
+// fingerprintOf returns the client's TLS fingerprint that the judgement of
+// r rests on, and true when there is one:
+//   - with tls_fingerprint_header and a trusted proxy as the peer, the JA4
+//     it sent, with no Hello and an Unknown verdict (never judged by the
+//     engine, but it keys the client's marks);
+//   - otherwise the connection's (tlsFingerprintOf), except when the peer
+//     is a trusted proxy and the handshake is not a browser engine's: that
+//     handshake is the proxy's own, not its clients'.
+//
+// A person's browser connecting directly pays tlsFingerprintOf's context
+// read and nothing more.
+func (h *Handler) fingerprintOf(r *http.Request) (*tlsFingerprint, bool) {
+	if h.TLSFingerprintHeader != "" && fromTrustedProxy(r) {
+		v := headerFingerprint(r, h.TLSFingerprintHeader)
+		if v == "" {
+			return nil, false
+		}
+		return &tlsFingerprint{JA4: v}, true
+	}
+	fp, ok := tlsFingerprintOf(r)
+	if ok && !fp.Verdict.Engine.IsBrowser() && fromTrustedProxy(r) {
+		return nil, false
+	}
+	return fp, ok
+}
+
+// fingerprintWarning is the load-time warning for a handler whose
+// undeclared-crawler checks are on while its server (srv, serving site)
+// speaks HTTPS without robots_fingerprint: its requests carry no
+// fingerprint, so the handshake cannot tell a script from a browser. ""
+// when there is nothing to warn about: the checks are off, the server
+// serves only plain HTTP, the wrapper is there, or the fingerprint comes
+// from a proxy's header. It is checked once the config has started
+// (placementWarnings), when every listener wrapper has been provisioned.
+func (h *Handler) fingerprintWarning(srv *caddyhttp.Server, site string) string {
+	if srv == nil || len(srv.TLSConnPolicies) == 0 || h.TLSFingerprintHeader != "" {
+		return ""
+	}
+	if modes := policy.NewDisguiseModes(h.Disguised, h.DisguisedSignals, h.Trap != ""); !modes.On() {
+		return ""
+	}
+	if _, ok := fingerprintedServers.Load(srv); ok {
+		return ""
+	}
+	return "robots: site " + site + " is served over HTTPS without the robots_fingerprint listener wrapper, so its requests carry no TLS fingerprint and a script's handshake is not told from a browser's. " +
+		"Add it before tls in the global options: servers { listener_wrappers { robots_fingerprint tls } } (behind a TLS-terminating proxy, use tls_fingerprint_header instead)"
+}
+
 // Interface guards
 var (
 	_ caddy.Provisioner     = (*FingerprintListener)(nil)
+	_ caddy.CleanerUpper    = (*FingerprintListener)(nil)
 	_ caddy.ListenerWrapper = (*FingerprintListener)(nil)
 	_ caddyfile.Unmarshaler = (*FingerprintListener)(nil)
 )

@@ -287,7 +287,8 @@ func TestFingerprintListenerCaddyfile(t *testing.T) {
 
 // BenchmarkFingerprintConn is the per-connection cost of the wrapper:
 // the wrapping, watching Chromium's ClientHello go by in one Read, parsing
-// it and computing its JA4.
+// it, computing its JA4 and classifying its engine (ja4.Classify), all once
+// per connection.
 func BenchmarkFingerprintConn(b *testing.B) {
 	rec := recordedHello(b, "chromium-headed")
 	cc := &chunkedConn{}
@@ -373,5 +374,54 @@ func benchServeHTTPS(b *testing.B, hello string) {
 		for _, r := range reqs[:n] {
 			_ = h.ServeHTTP(w, r, nopNext)
 		}
+	}
+}
+
+// TestTLSFingerprintHeaderOption: the robots directive's
+// tls_fingerprint_header takes one header name; Provision writes it in
+// canonical form and refuses what is not a header name (from JSON).
+func TestTLSFingerprintHeaderOption(t *testing.T) {
+	for src, want := range map[string]string{
+		"robots {\n\ttls_fingerprint_header cf-ja4\n}":       "cf-ja4",
+		"robots {\n\ttls_fingerprint_header\n}":              "error",
+		"robots {\n\ttls_fingerprint_header a b\n}":          "error",
+		"robots {\n\ttls_fingerprint_header \"X JA4\"\n}":    "error",
+		"robots {\n\ttls_fingerprint_header X-JA4:\n}":       "error",
+		"robots {\n\ttls_fingerprint_header X-Client-JA4\n}": "X-Client-JA4",
+	} {
+		h := new(Handler)
+		err := h.UnmarshalCaddyfile(caddyfile.NewTestDispenser(src))
+		if got := h.TLSFingerprintHeader; (err != nil) != (want == "error") || err == nil && got != want {
+			t.Errorf("%q: header %q, error %v; want %s", src, got, err, want)
+		}
+	}
+	h := &Handler{TLSFingerprintHeader: "cf-ja4"}
+	if err := h.provisionFingerprint(); err != nil || h.TLSFingerprintHeader != "Cf-Ja4" {
+		t.Errorf("provision: %q, %v; want the canonical Cf-Ja4", h.TLSFingerprintHeader, err)
+	}
+	h = &Handler{TLSFingerprintHeader: "x ja4"}
+	if err := h.provisionFingerprint(); err == nil {
+		t.Error("provision accepted a header name with a space")
+	}
+}
+
+// TestTLSEngineOf: the engine is worked out with the fingerprint, once per
+// connection: a library's hello gives Library, Chromium's Chromium, and a
+// connection without a readable hello no verdict.
+func TestTLSEngineOf(t *testing.T) {
+	for name, want := range map[string]ja4.Engine{"curl": ja4.Library, "chromium-headed": ja4.Chromium, "firefox-esr-headed": ja4.Firefox, "go-nethttp": ja4.Library} {
+		r, fc, _ := fingerprintedRequest(t, name, benchBrowserUA)
+		v, ok := (&Handler{}).tlsEngineOf(r)
+		if !ok || v.Engine != want || v != fc.fp.Load().Verdict {
+			t.Errorf("%s: %+v, %v; want %v, stored with the fingerprint", name, v, ok, want)
+		}
+		offerTLSFingerprint(r)
+		if got := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer).ReplaceKnown("{http.robots.tls_engine}", "-"); got != want.String() {
+			t.Errorf("%s: {http.robots.tls_engine} %q, want %q", name, got, want)
+		}
+	}
+	r, _, _ := fingerprintedRequest(t, "", benchBrowserUA)
+	if v, ok := (&Handler{}).tlsEngineOf(r); ok || v.Engine != ja4.Unknown {
+		t.Errorf("no hello: %+v, %v", v, ok)
 	}
 }

@@ -209,6 +209,12 @@ type Handler struct {
 	// every browser on iOS 16.4+), client_hints (a Chrome, Edge or Opera
 	// 89+ claim without Sec-CH-UA) and trap.
 	DisguisedSignals map[string]string `json:"disguised_signals,omitempty"`
+	// TLSFingerprintHeader is the request header a TLS-terminating proxy
+	// in front of Caddy puts its client's JA4 fingerprint in; it is read
+	// only from a proxy the server trusts (trusted_proxies), and gives
+	// {http.robots.tls_fingerprint} and the client's marks
+	// (fingerprint.go).
+	TLSFingerprintHeader string `json:"tls_fingerprint_header,omitempty"`
 	// Trap is a path (a prefix, as robots.txt reads it, e.g. /no-robots/)
 	// that robots.txt disallows for every crawler and that no person sees:
 	// link it hidden in your pages, or with the {http.robots.trap_link}
@@ -463,6 +469,9 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		h.maxRuleMemory = DefaultMaxRuleMemory
 	}
 	if err := h.checkConfig(); err != nil {
+		return err
+	}
+	if err := h.provisionFingerprint(); err != nil { // fingerprint.go
 		return err
 	}
 	for _, s := range h.Exempt {

@@ -3,10 +3,12 @@ package integration
 import (
 	"crypto/tls"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -193,4 +195,170 @@ print(urllib.request.urlopen(sys.argv[1], context=ctx).read().decode())`, url, c
 	if string(body) != "fp={http.robots.tls_fingerprint}" {
 		t.Errorf("without robots_fingerprint: %q, want the placeholder left as written", body)
 	}
+}
+
+// TestMissingFingerprintWrapperWarned: a robots handler with its
+// undeclared-crawler checks on, on a server that serves HTTPS without
+// robots_fingerprint, says so once the config has started, with the fix,
+// in /robots/status; with the wrapper, or with disguised off, it does not.
+func TestMissingFingerprintWrapperWarned(t *testing.T) {
+	ca := newTestCA(t, "localhost", "127.0.0.1")
+	const want = "without the robots_fingerprint listener wrapper"
+	get := func() {
+		t.Helper()
+		tr := &http.Transport{TLSClientConfig: ca.clientTLS(t)}
+		defer tr.CloseIdleConnections()
+		// resetRetrier: a connection the reloaded server's old socket took
+		// may be reset unread.
+		res, err := (&http.Client{Transport: resetRetrier{tr}, Timeout: 20 * time.Second}).Get(fmt.Sprintf("https://localhost:%d/page", httpsPort))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+	}
+
+	newClient(t, fingerprintConfig(ca, false))
+	get()
+	eventually(t, 5*time.Second, "the missing wrapper warning", func() bool {
+		return hasWarning(configWarnings(t), want) && hasWarning(configWarnings(t), "servers { listener_wrappers { robots_fingerprint tls } }")
+	})
+
+	for name, cfg := range map[string]string{
+		"with the wrapper": fingerprintConfig(ca, true),
+		"disguised off":    strings.Replace(fingerprintConfig(ca, false), "\t\tstrikes off\n", "\t\tstrikes off\n\t\tdisguised off\n", 1),
+	} {
+		if !strings.Contains(cfg, "robots_fingerprint") && !strings.Contains(cfg, "disguised off") {
+			t.Fatalf("%s: the config is not what the case says:\n%s", name, cfg)
+		}
+		newClient(t, cfg)
+		get()
+		time.Sleep(300 * time.Millisecond)
+		if ws := configWarnings(t); hasWarning(ws, want) {
+			t.Errorf("%s: warned %v", name, ws)
+		}
+	}
+}
+
+// TestTLSEngineOfRealClients: through a real Caddy over HTTPS with
+// robots_fingerprint, {http.robots.tls_engine} is the engine each real
+// program's handshake comes from, as ja4.Classify tells it: every HTTP
+// library here is "library", whatever User-Agent it sends (each sends
+// Chrome's), headless Chromium is "chromium", and headless Firefox ESR,
+// with and without a Chrome User-Agent override, is "firefox". The
+// fields come from the access log, as an operator would add them:
+//
+//	log_append tls_fingerprint {http.robots.tls_fingerprint}
+//	log_append tls_engine {http.robots.tls_engine}
+func TestTLSEngineOfRealClients(t *testing.T) {
+	ca := newTestCA(t, "localhost", "127.0.0.1")
+	logFile := filepath.Join(t.TempDir(), "access.log")
+	newClient(t, globalsWith("\tservers {\n\t\tprotocols h1 h2\n\t\tlistener_wrappers {\n\t\t\trobots_fingerprint\n\t\t\ttls\n\t\t}\n\t}\n")+fmt.Sprintf(`
+https://localhost:%d {
+	tls %s %s
+	log {
+		output file %s
+		format json
+	}
+	log_append tls_fingerprint {http.robots.tls_fingerprint}
+	log_append tls_engine {http.robots.tls_engine}
+	robots {
+		source inline "User-agent: *\nDisallow: /private/\n"
+		crawl_delay off
+		strikes off
+		disguised off
+	}
+	respond "ok"
+}
+`, httpsPort, ca.certFile, ca.keyFile, logFile))
+	base := fmt.Sprintf("https://localhost:%d/c/", httpsPort)
+	resolve := fmt.Sprintf("localhost:%d:127.0.0.1", httpsPort)
+	run := func(name string, cmd *exec.Cmd) {
+		t.Helper()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("%s: %v\n%s", name, err, out)
+		}
+	}
+	want := map[string]string{}
+	lib := func(name string, cmd *exec.Cmd) {
+		want[name] = "library"
+		run(name, cmd)
+	}
+
+	lib("curl", exec.Command(need(t, "curl"), "-sS", "-o", "/dev/null", "--cacert", ca.caFile, "--resolve", resolve, "-A", chromeUA, base+"curl"))
+	lib("wget2", exec.Command(need(t, "wget2"), "-q", "-O", "/dev/null", "--tries=1", "--ca-certificate="+ca.caFile, "-U", chromeUA, base+"wget2"))
+	py := need(t, "python3")
+	lib("python-urllib", exec.Command(py, "-c", `import ssl, sys, urllib.request
+req = urllib.request.Request(sys.argv[1], headers={"User-Agent": sys.argv[3], "Sec-Fetch-Site": "none"})
+urllib.request.urlopen(req, context=ssl.create_default_context(cafile=sys.argv[2])).read()`, base+"python-urllib", ca.caFile, chromeUA))
+	lib("python-requests", exec.Command(py, "-c", `import sys, requests
+requests.get(sys.argv[1], verify=sys.argv[2], headers={"User-Agent": sys.argv[3], "Sec-Fetch-Site": "none"})`, base+"python-requests", ca.caFile, chromeUA))
+	node := exec.Command(need(t, "node"), "-e", `fetch(process.argv[1], {headers: {"User-Agent": process.argv[2], "Sec-Fetch-Site": "none"}}).then(r => r.text()).catch(e => { console.error(e); process.exit(1) })`, base+"node-fetch", chromeUA)
+	node.Env = append(os.Environ(), "NODE_EXTRA_CA_CERTS="+ca.caFile)
+	lib("node-fetch", node)
+	tr := &http.Transport{TLSClientConfig: ca.clientTLS(t), ForceAttemptHTTP2: true}
+	defer tr.CloseIdleConnections()
+	req, _ := http.NewRequest(http.MethodGet, base+"go", nil)
+	req.Header.Set("User-Agent", chromeUA)
+	want["go"] = "library"
+	if res, err := (&http.Client{Transport: resetRetrier{tr}, Timeout: 20 * time.Second}).Do(req); err != nil {
+		t.Errorf("go: %v", err)
+	} else {
+		res.Body.Close()
+	}
+
+	dir := t.TempDir()
+	want["chromium"] = "chromium"
+	run("chromium", exec.Command(chromiumtest.Find(t), "--headless", "--no-sandbox", "--disable-gpu", "--ignore-certificate-errors",
+		"--user-data-dir="+filepath.Join(dir, "chromium"), "--dump-dom", base+"chromium"))
+	firefox := need(t, "firefox-esr")
+	for name, ua := range map[string]string{"firefox": "", "firefox-as-chrome": chromeUA} {
+		profile := filepath.Join(dir, name)
+		trustCA(t, profile, ca)
+		if ua != "" {
+			if err := os.WriteFile(filepath.Join(profile, "user.js"), []byte(`user_pref("general.useragent.override", "`+ua+`");`+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want[name] = "firefox"
+		cmd := exec.Command(firefox, "--headless", "--no-remote", "--profile", profile, "--screenshot", filepath.Join(dir, name+".png"), base+name)
+		cmd.Env = append(os.Environ(), "HOME="+dir, "MOZ_CRASHREPORTER_DISABLE=1")
+		run(name, cmd)
+	}
+
+	// Every client's first request, from the access log.
+	got := map[string][2]string{}
+	eventually(t, 10*time.Second, "an access log line per client", func() bool {
+		b, _ := os.ReadFile(logFile)
+		for _, line := range strings.Split(string(b), "\n") {
+			var entry struct {
+				Request struct {
+					URI     string              `json:"uri"`
+					Headers map[string][]string `json:"headers"`
+				} `json:"request"`
+				Engine      string `json:"tls_engine"`
+				Fingerprint string `json:"tls_fingerprint"`
+			}
+			if json.Unmarshal([]byte(line), &entry) != nil {
+				continue
+			}
+			name := strings.TrimPrefix(entry.Request.URI, "/c/")
+			if _, ok := want[name]; ok {
+				if _, seen := got[name]; !seen {
+					got[name] = [2]string{entry.Engine, entry.Fingerprint}
+				}
+			}
+		}
+		return len(got) == len(want)
+	})
+	for name, engine := range want {
+		g, ok := got[name]
+		if !ok {
+			t.Errorf("%s: no request in the access log", name)
+			continue
+		}
+		if g[0] != engine || !ja4Pattern.MatchString(g[1]) {
+			t.Errorf("%s: engine %q, fingerprint %q; want %s and a JA4", name, g[0], g[1], engine)
+		}
+	}
+	t.Logf("engines and fingerprints: %v", got)
 }

@@ -479,3 +479,41 @@ func appendHash12(dst, s []byte) []byte {
 	sum := sha256.Sum256(s)
 	return hex.AppendEncode(dst, sum[:6])
 }
+
+// IsFingerprint reports whether s has the shape of a JA4 fingerprint, as
+// JA4 computes it ("t13d1517h2_8daaf6152771_cb7bf5808d99"): what a proxy
+// that terminates TLS may pass on in a header, checked before it is
+// believed or shown.
+func IsFingerprint(s string) bool {
+	if len(s) != 36 || s[10] != '_' || s[23] != '_' {
+		return false
+	}
+	if s[0] != 't' && s[0] != 'q' && s[0] != 'd' {
+		return false
+	}
+	switch s[1:3] {
+	case "13", "12", "11", "10", "s3", "s2", "d1", "d2", "d3", "00":
+	default:
+		return false
+	}
+	if s[3] != 'd' && s[3] != 'i' {
+		return false
+	}
+	for i := 4; i < 8; i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	if !isAlnum(s[8]) || !isAlnum(s[9]) {
+		return false
+	}
+	for i := 11; i < len(s); i++ {
+		if i == 23 {
+			continue
+		}
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}

@@ -73,6 +73,7 @@ func TestRecordedHellos(t *testing.T) {
 		{"chromium-headless", "t13d1517h2_8daaf6152771_cb7bf5808d99", true, "h2", true},
 		{"chromium-headed", "t13d1517h2_8daaf6152771_cb7bf5808d99", true, "h2", true},
 		{"firefox-esr-headless", "t13d1617h2_86a278354501_3cbfd9057e0d", false, "h2", true},
+		{"firefox-esr-headed", "t13d1617h2_86a278354501_3cbfd9057e0d", false, "h2", true},
 		{"curl", "t13d3112h2_e8f1e7e78f70_b26ce05bbdd6", false, "h2", true},
 		{"wget", "t13d291300_723694b0fccc_899037bd0b8c", false, "", true},
 		{"wget2", "t13d2913h2_723694b0fccc_5671b5df5029", false, "h2", true},
@@ -81,6 +82,8 @@ func TestRecordedHellos(t *testing.T) {
 		{"scrapy", "t13d311000_e8f1e7e78f70_a29327ec888c", false, "", true},
 		{"go-nethttp", "t13d1312h2_f57a46bbacb6_ab7e3b40a677", false, "h2", true},
 		{"node-fetch", "t13d5911h1_a33745022dd6_1f22a2ca17c4", false, "http/1.1", true},
+		{"node-https", "t13d591000_a33745022dd6_1f22a2ca17c4", false, "", true},
+		{"openssl-s-client", "t13d311000_e8f1e7e78f70_1f22a2ca17c4", false, "", true},
 		{"java-httpclient", "t13d3713h2_db35923f8641_7c76daad20ec", false, "h2", true},
 		{"lynx", "t13d291300_723694b0fccc_2cc26d266019", false, "", true},
 	}
@@ -127,7 +130,7 @@ func TestRecordedHellos(t *testing.T) {
 		seen[tc.name] = got
 	}
 	// Chromium's is not any library's.
-	for _, lib := range []string{"curl", "python-urllib", "python-requests", "go-nethttp", "node-fetch", "java-httpclient", "scrapy", "wget"} {
+	for _, lib := range []string{"curl", "python-urllib", "python-requests", "go-nethttp", "node-fetch", "node-https", "java-httpclient", "scrapy", "wget", "openssl-s-client"} {
 		if seen[lib] == seen["chromium-headless"] {
 			t.Errorf("%s has Chromium's JA4", lib)
 		}
@@ -262,14 +265,15 @@ func TestMalformed(t *testing.T) {
 }
 
 // FuzzParseClientHello: any bytes in, no panic; a parsed hello gives a
-// fingerprint of the right shape, and the lists it keeps are no longer than
-// the record allows.
+// fingerprint of the right shape and a consistent engine verdict, and the
+// lists it keeps are no longer than the record allows.
 func FuzzParseClientHello(f *testing.F) {
 	files, _ := filepath.Glob(filepath.Join("testdata", "clienthellos", "*.hex"))
 	for _, file := range files {
 		f.Add(readHello(f, strings.TrimSuffix(filepath.Base(file), ".hex")))
 	}
 	f.Add(helloBuilder{ciphers: []uint16{0x2a2a, 0x1301}, exts: []uint16{0x0000, 0x0039}, alpn: []string{"\xff"}, sigs: []uint16{0x0a0a}}.record())
+	f.Add(safari153().record())
 	f.Fuzz(func(t *testing.T, data []byte) {
 		h, err := ParseClientHello(data)
 		if err != nil {
@@ -278,9 +282,19 @@ func FuzzParseClientHello(f *testing.F) {
 			}
 			return
 		}
-		if s := h.JA4(); !shapeOK(s) {
+		if s := h.JA4(); !shapeOK(s) || !IsFingerprint(s) {
 			t.Fatalf("JA4 %q has not the shape of one", s)
 		}
+		// The classification runs on whatever parsed: an engine in range,
+		// a fact for every verdict but Unknown, GREASE only for engines.
+		v := Classify(h)
+		if v.Engine > Library || (v.Fact == "") != (v.Engine == Unknown) {
+			t.Fatalf("verdict %+v", v)
+		}
+		if v.Engine == Library && h.GREASE.Any() {
+			t.Fatalf("a hello with GREASE judged a library's: %+v", v)
+		}
+		_ = h.OffersFinalTLS13()
 		total := len(h.CipherSuites) + len(h.Extensions) + len(h.SupportedGroups) + len(h.SignatureAlgorithms) + len(h.SupportedVersions) + len(h.ALPN)
 		if 2*total > MaxRecordPayload {
 			t.Fatalf("%d values kept from a record of at most %d bytes", total, MaxRecordPayload)
@@ -391,4 +405,29 @@ func (hb helloBuilder) record() []byte {
 	msg := append([]byte{handshakeClientHello, byte(len(body) >> 16), byte(len(body) >> 8), byte(len(body))}, body...)
 	rec := []byte{contentTypeHandshake, 0x03, 0x01}
 	return vec16(rec, msg)
+}
+
+// TestIsFingerprint: the shape IsFingerprint accepts is the shape JA4
+// computes, and nothing a header could carry besides.
+func TestIsFingerprint(t *testing.T) {
+	for s, want := range map[string]bool{
+		"t13d1517h2_8daaf6152771_cb7bf5808d99":  true,
+		"q13d0310h3_55b375c5d22e_cd85d2d88918":  true,
+		"t12i01023d_000000000000_000000000000":  true,
+		"T13d1517h2_8daaf6152771_cb7bf5808d99":  false,
+		"t14d1517h2_8daaf6152771_cb7bf5808d99":  false,
+		"t13x1517h2_8daaf6152771_cb7bf5808d99":  false,
+		"t13d15a7h2_8daaf6152771_cb7bf5808d99":  false,
+		"t13d1517h-_8daaf6152771_cb7bf5808d99":  false,
+		"t13d1517h2_8DAAF6152771_cb7bf5808d99":  false,
+		"t13d1517h2-8daaf6152771_cb7bf5808d99":  false,
+		"t13d1517h2_8daaf6152771_cb7bf5808d9":   false,
+		"t13d1517h2_8daaf6152771_cb7bf5808d99x": false,
+		"t13d1517h2_8daaf6152771_cb7bf5808d9g":  false,
+		"":                                      false,
+	} {
+		if IsFingerprint(s) != want || want != shapeOK(s) {
+			t.Errorf("IsFingerprint(%q) = %v, want %v (shape %v)", s, !want, want, shapeOK(s))
+		}
+	}
 }
