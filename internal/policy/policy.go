@@ -130,6 +130,16 @@ type Version struct {
 // /robots.txt while it was current: nobody else can hold it.
 const BriefFor = 10 * time.Minute
 
+// FetchLead is how long before a version became current a crawler's fetch
+// of /robots.txt may already have received it: with source site, a 200
+// for /robots.txt passing through the handler prompts the loader to load
+// the file again, so the crawler whose fetch brought the news holds the
+// new body before the site's table publishes it, up to one load later (a
+// load is bounded by fetch_timeout, at most a minute). A brief version
+// counts for the crawlers seen fetching from FetchLead before it became
+// current until it was replaced.
+const FetchLead = time.Minute
+
 // Site is what is known of the site's robots.txt when the request is judged.
 type Site struct {
 	// Versions are the versions a crawler may still hold, newest first.
@@ -141,7 +151,7 @@ type Site struct {
 	// FetchedAt is when this crawler was last seen fetching /robots.txt
 	// (zero: never). A version replaced before that no longer earns grace;
 	// a brief version (see BriefFor) earns it only when FetchedAt falls
-	// while it was current. It matters only with more than one version.
+	// while it was current (or just before: FetchLead). It matters only with more than one version.
 	FetchedAt time.Time
 	// StrikeWindow is how far back a version served still excuses a strike
 	// (a crawler running several processes updates them one by one);
@@ -540,7 +550,7 @@ func mayHold(site *Site, v *Version, grace, brief time.Duration, now time.Time) 
 		brief = BriefFor
 	}
 	if v.Until.Sub(v.From) < brief {
-		return !site.FetchedAt.Before(v.From), true
+		return !site.FetchedAt.Before(v.From.Add(-FetchLead)), true
 	}
 	return true, true
 }

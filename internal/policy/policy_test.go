@@ -171,6 +171,14 @@ func fetchedDuring(s *policy.Site, held ...int) *policy.Site {
 	return s
 }
 
+// fetchedBefore sets the crawler's last fetch of /robots.txt to d before
+// version held became current: a fetch that brought a new body a moment
+// before the loader published it.
+func fetchedBefore(s *policy.Site, held int, d time.Duration) *policy.Site {
+	s.FetchedAt = s.Versions[held].From.Add(-d)
+	return s
+}
+
 // bannedFor is a ban that ends in d.
 func bannedFor(d time.Duration) *state.BanResult {
 	return &state.BanResult{Banned: true, Until: now.Add(d), Strikes: 10}
@@ -468,6 +476,8 @@ func TestGrace(t *testing.T) {
 		{name: "a brief version earns no grace for a crawler not seen fetching it", site: history(current(cur), brief(old, 2*h)), ua: exampleBot, target: "/news/a", want: refused(1, 3, wild).excused("served until")},
 		{name: "a brief version earns no grace when nobody knows who fetched it", site: fetchedDuring(history(current(cur), brief(old, 2*h))), ua: exampleBot, target: "/news/a", want: refused(1, 3, wild).excused("served until")},
 		{name: "a brief version earns grace for a crawler seen fetching it", site: fetchedDuring(history(current(cur), brief(old, 2*h)), 1), ua: exampleBot, target: "/news/a", want: graced},
+		{name: "a brief version earns grace for the crawler whose fetch prompted its load", site: fetchedBefore(history(current(cur), brief(old, 2*h)), 1, 3*time.Second), ua: exampleBot, target: "/news/a", want: graced},
+		{name: "a brief version earns no grace for a fetch well before it", site: fetchedBefore(history(current(cur), brief(old, 2*h)), 1, 2*policy.FetchLead), ua: exampleBot, target: "/news/a", want: refused(1, 3, wild).excused("served until")},
 		{name: "a brief version passed over still lets an older one count", site: history(current(cur), brief(cur, h), replaced(old, 2*h)), ua: exampleBot, target: "/news/a", want: graced},
 		{name: "a grace shorter than 24 h applies to a crawler of unknown habits", site: history(current(cur), replaced(old, 2*h)), ua: exampleBot, target: "/news/a", opts: grace(h, 7*d), want: refused(1, 3, wild).excused("served until")},
 		{name: "a grace shorter than 24 h applies to a crawler that caches for 24 h", site: history(current(cur), replaced(old, 2*h)), ua: googlebot, target: "/news/a", opts: grace(h, 7*d), want: refused(1, 3, wild).excused("served until")},
