@@ -148,19 +148,15 @@ func decodedFor(ctx caddy.Context, app *caddyhttp.App) *rawDecoded {
 	}
 	c := new(rawDecoded)
 	decodedPools.m[app] = c
-	ctx.OnCancel(func() {
-		decodedPools.Lock()
-		delete(decodedPools.m, app)
-		decodedPools.Unlock()
-	})
+	ctx.OnCancel(func() { dropDecoded(app) })
 	return c
 }
 
 // dropDecoded forgets the handlers decoded for app: it has loaded.
 func dropDecoded(app *caddyhttp.App) {
 	decodedPools.Lock()
+	defer decodedPools.Unlock()
 	delete(decodedPools.m, app)
-	decodedPools.Unlock()
 }
 
 // lists returns the robots handlers in routes and in the error routes of

@@ -516,6 +516,15 @@ type trapMark struct {
 	policy.TrapMark
 }
 
+// take records that the client took the trap at now, and returns whether
+// the mark is confirmed and until when it holds.
+func (m *trapMark) take(now time.Time, hold time.Duration, ua string) (confirmed bool, until time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.Take(now, hold, ua)
+	return m.Confirmed, m.Until
+}
+
 var (
 	trapMarks    = newTrapMarks()
 	trapSeed     = maphash.MakeSeed()
@@ -607,10 +616,7 @@ func (h *Handler) takeTrap(r *http.Request, t *trapConfig) *outcome {
 		m = &trapMark{}
 		trapMarks.Add(key, m)
 	}
-	m.mu.Lock()
-	m.Take(now, t.hold, ua)
-	confirmed, until := m.Confirmed, m.Until
-	m.mu.Unlock()
+	confirmed, until := m.take(now, t.hold, ua)
 	for till := until.Unix(); ; {
 		old := trapLiveTill.Load()
 		if old >= till || trapLiveTill.CompareAndSwap(old, till) {

@@ -55,8 +55,10 @@ func newTestVerifier(t *testing.T, f *fakeDNS, cfg VerifierConfig) *Verifier {
 	return v
 }
 
-func TestVerifyReverseDNS(t *testing.T) {
-	f := newFakeDNS(t)
+// reverseDNSZone gives f the records of TestVerifyReverseDNS: addresses
+// of genuine crawlers, of clients provably not the operator they claim,
+// and of clients that cannot be told.
+func reverseDNSZone(t *testing.T, f *fakeDNS) {
 	// Genuine crawlers.
 	f.PTR("192.0.2.10", "crawl-192-0-2-10.googlebot.com")
 	f.Host("crawl-192-0-2-10.googlebot.com", "192.0.2.10")
@@ -102,6 +104,11 @@ func TestVerifyReverseDNS(t *testing.T) {
 	f.Host("crawl-192-0-2-34.googlebot.com", "192.0.2.34")
 	f.Delay("crawl-192-0-2-34.googlebot.com", 3*time.Second) // forward too slow
 	f.Rcode(reverseName(t, "2001:db8::30"), dns.RcodeServerFailure)
+}
+
+func TestVerifyReverseDNS(t *testing.T) {
+	f := newFakeDNS(t)
+	reverseDNSZone(t, f)
 
 	v := newTestVerifier(t, f, VerifierConfig{Timeout: time.Second})
 	tests := []struct {

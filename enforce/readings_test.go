@@ -19,9 +19,10 @@ type readingCase struct {
 	why      string // a part of Why
 }
 
-func TestReadings(t *testing.T) {
+// readingCasesStandards are the cases of the 1994 standard and RFC 9309.
+func readingCasesStandards() []readingCase {
 	const search = "User-agent: *\nDisallow: /private/\nDisallow: /*?q=\nDisallow: /print$\nCrawl-delay: 1\n"
-	cases := []readingCase{
+	return []readingCase{
 		{name: "a plain prefix refuses under every reading",
 			file: search, tokens: []string{"Wget"}, wildcard: true, target: "/private/a.html"},
 		{name: "wildcards are literal for the 1994 standard",
@@ -76,6 +77,12 @@ func TestReadings(t *testing.T) {
 			file:   "User-agent: *\nDisallow: /x\n",
 			tokens: []string{"AdsBot-Google"}, wildcard: false, target: "/x",
 			lenient: ReadingRFC9309},
+	}
+}
+
+// readingCasesGoogle are the cases of Google's parser.
+func readingCasesGoogle() []readingCase {
+	return []readingCase{
 		{name: "Google accepts Allow without a colon",
 			file:   "User-agent: *\nDisallow: /\nAllow /public/\n",
 			tokens: []string{"Wget"}, wildcard: true, target: "/public/a",
@@ -130,6 +137,10 @@ func TestReadings(t *testing.T) {
 			file:   "User-agent: Googlebot\nDisallow: /g/\n\nUser-agent: *\nAllow: /\n",
 			tokens: []string{"Googlebot-Image", "Googlebot"}, wildcard: true, target: "/g/1.png"},
 	}
+}
+
+func TestReadings(t *testing.T) {
+	cases := append(readingCasesStandards(), readingCasesGoogle()...)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			r := Parse([]byte(c.file))

@@ -44,187 +44,199 @@ func fillTarget(tlen int, end string, gen func() string) string {
 }
 
 // worstShapes builds the adversarial groups with nrules wildcard rules
-// each and targets of tlen octets. Every file stays under MaxSize.
+// each and targets of tlen octets. Every file stays under MaxSize. The
+// shapes draw from one random source in this order.
 func worstShapes(nrules, tlen int, seed int64) []worstShape {
 	rng := rand.New(rand.NewSource(seed))
-	var shapes []worstShape
-	verb := func(i int) string {
-		if i%5 == 0 {
-			return "Allow"
-		}
-		return "Disallow"
+	return []worstShape{
+		worstNgramOrder(rng, nrules, tlen),
+		worstMissingLast(rng, nrules, tlen),
+		worstRun(rng, nrules, tlen),
+		worstEscapes(rng, nrules, tlen),
+		worstNested(rng, nrules, tlen),
+		worstAnchored(rng, nrules, tlen),
 	}
+}
 
-	// 1. The attack report: "/*abc*def*ghi" with random segments; the
-	// target holds the segments of many rules in reverse order, so every
-	// n-gram the index asks for is there and verification fails.
-	{
-		const abc = "abcdefghijklmnopqrstuvwxyz"
-		var sb strings.Builder
-		sb.WriteString("User-agent: *\n")
-		segs := make([][]string, nrules)
-		for i := range segs {
-			n := 2 + rng.Intn(3)
-			for j := 0; j < n; j++ {
-				segs[i] = append(segs[i], randSeg(rng, abc, 2+rng.Intn(3)))
-			}
-			fmt.Fprintf(&sb, "%s: /*%s\n", verb(i), strings.Join(segs[i], "*"))
+// worstVerb is the verb of rule i of a shape: one rule in five is an Allow.
+func worstVerb(i int) string {
+	if i%5 == 0 {
+		return "Allow"
+	}
+	return "Disallow"
+}
+
+// worstNgramOrder builds shape 1: the attack report: "/*abc*def*ghi" with
+// random segments; the target holds the segments of many rules in reverse
+// order, so every n-gram the index asks for is there and verification
+// fails.
+func worstNgramOrder(rng *rand.Rand, nrules, tlen int) worstShape {
+	const abc = "abcdefghijklmnopqrstuvwxyz"
+	var sb strings.Builder
+	sb.WriteString("User-agent: *\n")
+	segs := make([][]string, nrules)
+	for i := range segs {
+		n := 2 + rng.Intn(3)
+		for j := 0; j < n; j++ {
+			segs[i] = append(segs[i], randSeg(rng, abc, 2+rng.Intn(3)))
 		}
-		rev := func() string {
-			s := segs[rng.Intn(len(segs))]
-			var b strings.Builder
-			for j := len(s) - 1; j >= 0; j-- {
-				b.WriteString(s[j])
-			}
-			return b.String()
-		}
-		var targets []string
-		for k := 0; k < 4; k++ {
-			targets = append(targets, fillTarget(tlen, "", rev))
-		}
-		// One where a rule matches, placed at the end.
+		fmt.Fprintf(&sb, "%s: /*%s\n", worstVerb(i), strings.Join(segs[i], "*"))
+	}
+	rev := func() string {
 		s := segs[rng.Intn(len(segs))]
-		targets = append(targets, fillTarget(tlen, strings.Join(s, "-"), rev))
-		shapes = append(shapes, worstShape{"NgramOrder", sb.String(), targets})
+		var b strings.Builder
+		for j := len(s) - 1; j >= 0; j-- {
+			b.WriteString(s[j])
+		}
+		return b.String()
 	}
+	var targets []string
+	for k := 0; k < 4; k++ {
+		targets = append(targets, fillTarget(tlen, "", rev))
+	}
+	// One where a rule matches, placed at the end.
+	s := segs[rng.Intn(len(segs))]
+	targets = append(targets, fillTarget(tlen, strings.Join(s, "-"), rev))
+	return worstShape{"NgramOrder", sb.String(), targets}
+}
 
-	// 2. The same with a last segment that never occurs ("/*abc*def*q"):
-	// every rule but the last segment is found, many times over.
-	{
-		const abc = "abcdefgh"
-		var sb strings.Builder
-		sb.WriteString("User-agent: *\n")
-		for i := 0; i < nrules; i++ {
-			n := 2 + rng.Intn(3)
-			var s []string
-			for j := 0; j < n; j++ {
-				s = append(s, randSeg(rng, abc, 1+rng.Intn(3)))
-			}
-			fmt.Fprintf(&sb, "%s: /*%s*%s\n", verb(i), strings.Join(s, "*"), randSeg(rng, "qrstuvwxyz", 1+rng.Intn(2)))
+// worstMissingLast builds shape 2: the same with a last segment that never
+// occurs ("/*abc*def*q"): every rule but the last segment is found, many
+// times over.
+func worstMissingLast(rng *rand.Rand, nrules, tlen int) worstShape {
+	const abc = "abcdefgh"
+	var sb strings.Builder
+	sb.WriteString("User-agent: *\n")
+	for i := 0; i < nrules; i++ {
+		n := 2 + rng.Intn(3)
+		var s []string
+		for j := 0; j < n; j++ {
+			s = append(s, randSeg(rng, abc, 1+rng.Intn(3)))
 		}
-		var targets []string
-		for k := 0; k < 4; k++ {
-			targets = append(targets, fillTarget(tlen, "", func() string { return randSeg(rng, abc, 16) }))
-		}
-		targets = append(targets, fillTarget(tlen, "q", func() string { return randSeg(rng, abc, 16) }))
-		shapes = append(shapes, worstShape{"MissingLast", sb.String(), targets})
+		fmt.Fprintf(&sb, "%s: /*%s*%s\n", worstVerb(i), strings.Join(s, "*"), randSeg(rng, "qrstuvwxyz", 1+rng.Intn(2)))
 	}
+	var targets []string
+	for k := 0; k < 4; k++ {
+		targets = append(targets, fillTarget(tlen, "", func() string { return randSeg(rng, abc, 16) }))
+	}
+	targets = append(targets, fillTarget(tlen, "q", func() string { return randSeg(rng, abc, 16) }))
+	return worstShape{"MissingLast", sb.String(), targets}
+}
 
-	// 3. Long runs of one octet against runs of it in the rules.
-	{
-		var sb strings.Builder
-		sb.WriteString("User-agent: *\n")
-		for i := 0; i < nrules; i++ {
-			var p string
-			switch i % 4 {
-			case 0:
-				p = "/*" + strings.Repeat("a", 1+rng.Intn(12)) + "*" + strings.Repeat("a", 1+rng.Intn(12)) + "b"
-			case 1:
-				p = "/*" + strings.Repeat("a", 1+rng.Intn(30)) + "*b" + strings.Repeat("a", rng.Intn(4))
-			case 2:
-				p = "/*" + strings.Repeat("a", 1+rng.Intn(8)) + "*" + strings.Repeat("a", 1+rng.Intn(8)) + "*" + randSeg(rng, "abc", 1+rng.Intn(3)) + "b"
-			default:
-				p = "/*" + strings.Repeat("a", 1+rng.Intn(20)) + "b*a$"
-			}
-			fmt.Fprintf(&sb, "%s: %s\n", verb(i), p)
+// worstRun builds shape 3: long runs of one octet against runs of it in the
+// rules.
+func worstRun(rng *rand.Rand, nrules, tlen int) worstShape {
+	var sb strings.Builder
+	sb.WriteString("User-agent: *\n")
+	for i := 0; i < nrules; i++ {
+		var p string
+		switch i % 4 {
+		case 0:
+			p = "/*" + strings.Repeat("a", 1+rng.Intn(12)) + "*" + strings.Repeat("a", 1+rng.Intn(12)) + "b"
+		case 1:
+			p = "/*" + strings.Repeat("a", 1+rng.Intn(30)) + "*b" + strings.Repeat("a", rng.Intn(4))
+		case 2:
+			p = "/*" + strings.Repeat("a", 1+rng.Intn(8)) + "*" + strings.Repeat("a", 1+rng.Intn(8)) + "*" + randSeg(rng, "abc", 1+rng.Intn(3)) + "b"
+		default:
+			p = "/*" + strings.Repeat("a", 1+rng.Intn(20)) + "b*a$"
 		}
-		run := func() string { return "aaaaaaaaaaaaaaaa" }
-		targets := []string{
-			fillTarget(tlen, "", run),
-			fillTarget(tlen, "c", run),
-			fillTarget(tlen, "ba", run),
-		}
-		shapes = append(shapes, worstShape{"Run", sb.String(), targets})
+		fmt.Fprintf(&sb, "%s: %s\n", worstVerb(i), p)
 	}
+	run := func() string { return "aaaaaaaaaaaaaaaa" }
+	targets := []string{
+		fillTarget(tlen, "", run),
+		fillTarget(tlen, "c", run),
+		fillTarget(tlen, "ba", run),
+	}
+	return worstShape{"Run", sb.String(), targets}
+}
 
-	// 4. Many escapes: segments that occur inside escapes but never on a
-	// unit, and escapes the rules do ask for.
-	{
-		units := []string{"%2F", "F", "2F", "%3A", "3A", "A", "%2F%2F", "F%2F", "2F%3A", "%3A%2F"}
-		var sb strings.Builder
-		sb.WriteString("User-agent: *\n")
-		for i := 0; i < nrules; i++ {
-			n := 2 + rng.Intn(3)
-			var s []string
-			for j := 0; j < n; j++ {
-				s = append(s, units[rng.Intn(len(units))]+units[rng.Intn(len(units))])
-			}
-			fmt.Fprintf(&sb, "%s: /*%s*%s\n", verb(i), strings.Join(s, "*"), randSeg(rng, "xyz", 1+rng.Intn(2)))
+// worstEscapes builds shape 4: many escapes: segments that occur inside
+// escapes but never on a unit, and escapes the rules do ask for.
+func worstEscapes(rng *rand.Rand, nrules, tlen int) worstShape {
+	units := []string{"%2F", "F", "2F", "%3A", "3A", "A", "%2F%2F", "F%2F", "2F%3A", "%3A%2F"}
+	var sb strings.Builder
+	sb.WriteString("User-agent: *\n")
+	for i := 0; i < nrules; i++ {
+		n := 2 + rng.Intn(3)
+		var s []string
+		for j := 0; j < n; j++ {
+			s = append(s, units[rng.Intn(len(units))]+units[rng.Intn(len(units))])
 		}
-		esc := func() string { return []string{"%2F", "%3A", "%2F%3A", "%2F%2F%2F"}[rng.Intn(4)] }
-		targets := []string{
-			fillTarget(tlen, "", func() string { return "%2F" }),
-			fillTarget(tlen, "", esc),
-			fillTarget(tlen, "x", esc),
-			// Not in normal form: Decide normalises it first.
-			fillTarget(tlen, "", func() string { return "%2f%3a" }),
-		}
-		for i, t := range targets {
-			for len(t) > tlen || t[len(t)-1] == '%' || t[len(t)-2] == '%' {
-				t = t[:len(t)-1]
-			}
-			targets[i] = t
-		}
-		shapes = append(shapes, worstShape{"Escapes", sb.String(), targets})
+		fmt.Fprintf(&sb, "%s: /*%s*%s\n", worstVerb(i), strings.Join(s, "*"), randSeg(rng, "xyz", 1+rng.Intn(2)))
 	}
+	esc := func() string { return []string{"%2F", "%3A", "%2F%3A", "%2F%2F%2F"}[rng.Intn(4)] }
+	targets := []string{
+		fillTarget(tlen, "", func() string { return "%2F" }),
+		fillTarget(tlen, "", esc),
+		fillTarget(tlen, "x", esc),
+		// Not in normal form: Decide normalises it first.
+		fillTarget(tlen, "", func() string { return "%2f%3a" }),
+	}
+	for i, t := range targets {
+		for len(t) > tlen || t[len(t)-1] == '%' || t[len(t)-2] == '%' {
+			t = t[:len(t)-1]
+		}
+		targets[i] = t
+	}
+	return worstShape{"Escapes", sb.String(), targets}
+}
 
-	// 5. Nested runs "/*a*aa*aaa*...", each rule ending with a tag that
-	// does not occur, plus a few long chains.
-	{
-		var sb strings.Builder
-		sb.WriteString("User-agent: *\n")
-		for i := 0; i < nrules; i++ {
-			k := 2 + rng.Intn(6)
-			if i%(nrules/8+1) == 0 {
-				k = 24 + rng.Intn(8)
-			}
-			var s []string
-			c := string("ab"[i%2])
-			for j := 1; j <= k; j++ {
-				s = append(s, strings.Repeat(c, j))
-			}
-			fmt.Fprintf(&sb, "%s: /*%s*%s\n", verb(i), strings.Join(s, "*"), randSeg(rng, "xyz", 2))
+// worstNested builds shape 5: nested runs "/*a*aa*aaa*...", each rule
+// ending with a tag that does not occur, plus a few long chains.
+func worstNested(rng *rand.Rand, nrules, tlen int) worstShape {
+	var sb strings.Builder
+	sb.WriteString("User-agent: *\n")
+	for i := 0; i < nrules; i++ {
+		k := 2 + rng.Intn(6)
+		if i%(nrules/8+1) == 0 {
+			k = 24 + rng.Intn(8)
 		}
-		targets := []string{
-			fillTarget(tlen, "", func() string { return "a" }),
-			fillTarget(tlen, "", func() string { return "ab" }),
-			fillTarget(tlen, "xy", func() string { return "aaaaaaab" }),
+		var s []string
+		c := string("ab"[i%2])
+		for j := 1; j <= k; j++ {
+			s = append(s, strings.Repeat(c, j))
 		}
-		shapes = append(shapes, worstShape{"Nested", sb.String(), targets})
+		fmt.Fprintf(&sb, "%s: /*%s*%s\n", worstVerb(i), strings.Join(s, "*"), randSeg(rng, "xyz", 2))
 	}
+	targets := []string{
+		fillTarget(tlen, "", func() string { return "a" }),
+		fillTarget(tlen, "", func() string { return "ab" }),
+		fillTarget(tlen, "xy", func() string { return "aaaaaaab" }),
+	}
+	return worstShape{"Nested", sb.String(), targets}
+}
 
-	// 6. '$'-anchored rules that all end with the target's last octets, so
-	// the index of '$' rules selects them all.
-	{
-		const abc = "abcdefghij"
-		var sb strings.Builder
-		sb.WriteString("User-agent: *\n")
-		var segs [][]string
-		for i := 0; i < nrules; i++ {
-			n := 1 + rng.Intn(3)
-			var s []string
-			for j := 0; j < n; j++ {
-				s = append(s, randSeg(rng, abc, 2+rng.Intn(2)))
-			}
-			segs = append(segs, s)
-			fmt.Fprintf(&sb, "%s: /*%s*%s.php$\n", verb(i), strings.Join(s, "*"), randSeg(rng, "xyz", 1))
+// worstAnchored builds shape 6: '$'-anchored rules that all end with the
+// target's last octets, so the index of '$' rules selects them all.
+func worstAnchored(rng *rand.Rand, nrules, tlen int) worstShape {
+	const abc = "abcdefghij"
+	var sb strings.Builder
+	sb.WriteString("User-agent: *\n")
+	var segs [][]string
+	for i := 0; i < nrules; i++ {
+		n := 1 + rng.Intn(3)
+		var s []string
+		for j := 0; j < n; j++ {
+			s = append(s, randSeg(rng, abc, 2+rng.Intn(2)))
 		}
-		rev := func() string {
-			s := segs[rng.Intn(len(segs))]
-			var b strings.Builder
-			for j := len(s) - 1; j >= 0; j-- {
-				b.WriteString(s[j])
-			}
-			return b.String()
-		}
-		targets := []string{
-			fillTarget(tlen, "x.php", rev),
-			fillTarget(tlen, "x.php?", rev),
-			fillTarget(tlen, strings.Join(segs[0], "")+"z.php", rev),
-		}
-		shapes = append(shapes, worstShape{"Anchored", sb.String(), targets})
+		segs = append(segs, s)
+		fmt.Fprintf(&sb, "%s: /*%s*%s.php$\n", worstVerb(i), strings.Join(s, "*"), randSeg(rng, "xyz", 1))
 	}
-	return shapes
+	rev := func() string {
+		s := segs[rng.Intn(len(segs))]
+		var b strings.Builder
+		for j := len(s) - 1; j >= 0; j-- {
+			b.WriteString(s[j])
+		}
+		return b.String()
+	}
+	targets := []string{
+		fillTarget(tlen, "x.php", rev),
+		fillTarget(tlen, "x.php?", rev),
+		fillTarget(tlen, strings.Join(segs[0], "")+"z.php", rev),
+	}
+	return worstShape{"Anchored", sb.String(), targets}
 }
 
 // withBudget runs f with the one-by-one verification budget set to b.

@@ -326,6 +326,61 @@ func TestAdminReloadFileServer(t *testing.T) {
 	}
 }
 
+// checkStatusCounts checks what /robots/status says after
+// TestAdminStatusPageInChromium's requests: the top crawlers' counts (an
+// unverified Googlebot apart from the real one), the warning about
+// use_error_routes, and what each IP list proves.
+func checkStatusCounts(t *testing.T) {
+	t.Helper()
+	var st struct {
+		Handlers []struct {
+			Top []struct {
+				Crawler string `json:"crawler"`
+				Claim   string `json:"claim"`
+				Allowed int    `json:"allowed"`
+				Refused int    `json:"refused"`
+			} `json:"top_crawlers"`
+			Warnings []string `json:"config_warnings"`
+			IPLists  []struct {
+				Method       string `json:"method"`
+				VerifiedBy   string `json:"verified_by"`
+				ProvesSpoofs bool   `json:"proves_spoofs"`
+				Why          string `json:"why"`
+			} `json:"ip_lists"`
+		} `json:"handlers"`
+	}
+	adminJSON(t, http.MethodGet, "/robots/status", nil, http.StatusOK, &st)
+	counts := map[string]string{}
+	var warned bool
+	for _, h := range st.Handlers {
+		for _, x := range h.Top {
+			counts[x.Crawler+"|"+x.Claim] = fmt.Sprintf("%d/%d", x.Allowed, x.Refused)
+		}
+		for _, w := range h.Warnings {
+			warned = warned || strings.Contains(w, "use_error_routes") && strings.Contains(w, "page.localhost")
+		}
+		for _, l := range h.IPLists {
+			if l.Why == "" || l.VerifiedBy == "" {
+				t.Errorf("IP list %+v does not say what it proves and why", l)
+			}
+			if l.Method == "google" && (l.VerifiedBy != "reverse DNS" || !l.ProvesSpoofs) {
+				t.Errorf("google's list: %+v, want verified by reverse DNS, proving spoofs", l)
+			}
+		}
+	}
+	for key, want := range map[string]string{"PageBot|": "4/0", "Googlebot|unverified claim": "1/0", "(no User-Agent name)|": "0/1"} {
+		if counts[key] != want {
+			t.Errorf("top crawlers %q = %q, want %q (all: %v)", key, counts[key], want, counts)
+		}
+	}
+	if _, ok := counts["Googlebot|"]; ok {
+		t.Errorf("an unverified Googlebot is counted as the real one: %v", counts)
+	}
+	if !warned {
+		t.Errorf("use_error_routes without handle_errors not among the config warnings: %+v", st.Handlers)
+	}
+}
+
 // TestAdminStatusPageInChromium loads the status page in a real headless
 // Chromium at a phone's size. Browsers send Sec-Fetch-Mode without an
 // Origin when opening an address, which the admin endpoint refuses, so the
@@ -381,53 +436,7 @@ func TestAdminStatusPageInChromium(t *testing.T) {
 	c = newClient(t, pageConfig("2h"))
 	settle(c, siteURL("page.localhost")+"/")
 	c.expect(siteURL("page.localhost")+"/public", bot, 200)
-	var st struct {
-		Handlers []struct {
-			Top []struct {
-				Crawler string `json:"crawler"`
-				Claim   string `json:"claim"`
-				Allowed int    `json:"allowed"`
-				Refused int    `json:"refused"`
-			} `json:"top_crawlers"`
-			Warnings []string `json:"config_warnings"`
-			IPLists  []struct {
-				Method       string `json:"method"`
-				VerifiedBy   string `json:"verified_by"`
-				ProvesSpoofs bool   `json:"proves_spoofs"`
-				Why          string `json:"why"`
-			} `json:"ip_lists"`
-		} `json:"handlers"`
-	}
-	adminJSON(t, http.MethodGet, "/robots/status", nil, http.StatusOK, &st)
-	counts := map[string]string{}
-	var warned bool
-	for _, h := range st.Handlers {
-		for _, x := range h.Top {
-			counts[x.Crawler+"|"+x.Claim] = fmt.Sprintf("%d/%d", x.Allowed, x.Refused)
-		}
-		for _, w := range h.Warnings {
-			warned = warned || strings.Contains(w, "use_error_routes") && strings.Contains(w, "page.localhost")
-		}
-		for _, l := range h.IPLists {
-			if l.Why == "" || l.VerifiedBy == "" {
-				t.Errorf("IP list %+v does not say what it proves and why", l)
-			}
-			if l.Method == "google" && (l.VerifiedBy != "reverse DNS" || !l.ProvesSpoofs) {
-				t.Errorf("google's list: %+v, want verified by reverse DNS, proving spoofs", l)
-			}
-		}
-	}
-	for key, want := range map[string]string{"PageBot|": "4/0", "Googlebot|unverified claim": "1/0", "(no User-Agent name)|": "0/1"} {
-		if counts[key] != want {
-			t.Errorf("top crawlers %q = %q, want %q (all: %v)", key, counts[key], want, counts)
-		}
-	}
-	if _, ok := counts["Googlebot|"]; ok {
-		t.Errorf("an unverified Googlebot is counted as the real one: %v", counts)
-	}
-	if !warned {
-		t.Errorf("use_error_routes without handle_errors not among the config warnings: %+v", st.Handlers)
-	}
+	checkStatusCounts(t)
 
 	// The HTML straight from the admin endpoint.
 	status, page := admin(t, http.MethodGet, "/robots/", nil)

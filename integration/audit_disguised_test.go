@@ -74,6 +74,53 @@ func TestAuditDisguisedAgreesWithTheServer(t *testing.T) {
 
 	loop := hostPort("127.0.0.1", httpPort)      // a loopback host: a secure context
 	plain := hostPort("audit.example", httpPort) // not one
+	steps := auditDisguisedSteps(loop, plain)
+	server := askTheServer(t, steps)
+
+	bin := caddyBinary(t)
+	var audit []auditDecision
+	eventually(t, 10*time.Second, "the access log to hold every request", func() bool {
+		audit = runJSONLines[auditDecision](t, bin, nil, "robots", "audit", "--config", cfgPath, "--site", loop, "--format", "decisions", logFile)
+		return len(audit) >= len(steps)
+	})
+	if len(audit) != len(steps) {
+		t.Fatalf("%d requests, %d audit decisions", len(steps), len(audit))
+	}
+	signals, disagree := compareWithTheServer(t, steps, server, audit)
+	marked, probation := -1, -1
+	for i, a := range audit {
+		if a.Trap == "marked" && marked < 0 {
+			marked = i
+		}
+		if a.Trap == "probation" && probation < 0 {
+			probation = i
+		}
+	}
+	if marked < 0 || probation < 0 || steps[marked].what != "a client takes the trap" || audit[marked].Line != 2 || probation <= marked {
+		t.Errorf("trap requests: marked at step %d, probation at step %d: %+v", marked, probation, audit)
+	}
+	t.Logf("[report] audit of undeclared crawlers: %d requests through a real Caddy, replayed from its JSON access log; undeclared per signal %v; %d disagreements", len(steps), signals, disagree)
+}
+
+// auditStep is a request of TestAuditDisguisedAgreesWithTheServer and what
+// the server and the audit must make of it.
+type auditStep struct {
+	what     string
+	ua, ip   string
+	host     string
+	target   string
+	headers  map[string]string
+	pause    time.Duration // before the request
+	signal   string        // the signal the audit must name, "" for none
+	mode     string        // the audit's mode for it
+	decision string        // the server's decision ("": not asserted, only compared)
+}
+
+// auditDisguisedSteps are the requests of
+// TestAuditDisguisedAgreesWithTheServer, in the order they are sent (the
+// state of each depends on those before): loop is a loopback host (a
+// secure context), plain one that is not.
+func auditDisguisedSteps(loop, plain string) []auditStep {
 	nav := map[string]string{}
 	for _, h := range browserNav {
 		k, v, _ := strings.Cut(h, ":")
@@ -86,18 +133,7 @@ func TestAuditDisguisedAgreesWithTheServer(t *testing.T) {
 		lynxUA   = "Lynx/2.9.0dev.12 libwww-FM/2.14 SSL-MM/1.4.1 GNUTLS/3.7.9"
 		botUA    = "ExampleCrawler/1.0 (+https://example.com/bot)"
 	)
-	type step struct {
-		what     string
-		ua, ip   string
-		host     string
-		target   string
-		headers  map[string]string
-		pause    time.Duration // before the request
-		signal   string        // the signal the audit must name, "" for none
-		mode     string        // the audit's mode for it
-		decision string        // the server's decision ("": not asserted, only compared)
-	}
-	steps := []step{
+	return []auditStep{
 		{"a person in Chrome, to a loopback host", chromeUA, "203.0.113.201", loop, "/private/a", nav, 0, "", "enforce", "allow"},
 		{"a script as Chrome, to a loopback host", chromeUA, "203.0.113.202", loop, "/private/a", nil, 0, "fetch_metadata", "enforce", "block"},
 		{"its allowed pages", chromeUA, "203.0.113.202", loop, "/", nil, 0, "fetch_metadata", "enforce", "allow"},
@@ -154,12 +190,20 @@ func TestAuditDisguisedAgreesWithTheServer(t *testing.T) {
 		{"the script banned", chromeUA, "203.0.113.216", loop, "/q", nil, 0, "trap", "enforce", "ban"},
 		{"the person is not", chromeUA, "203.0.113.216", loop, "/q", nav, 0, "trap", "enforce", "allow"},
 	}
-	_ = fetchOnly
-	type seen struct {
-		decision, agent string
-		status          int
-	}
-	server := make([]seen, len(steps))
+}
+
+// serverSeen is what the server said of a request: the decision and agent
+// it published, its status.
+type serverSeen struct {
+	decision, agent string
+	status          int
+}
+
+// askTheServer sends steps in order and returns what the server said of
+// each.
+func askTheServer(t *testing.T, steps []auditStep) []serverSeen {
+	t.Helper()
+	server := make([]serverSeen, len(steps))
 	for i, s := range steps {
 		time.Sleep(s.pause)
 		res, _ := rawDo(t, "GET", s.target, s.host, s.headers, s.ua, s.ip)
@@ -169,7 +213,7 @@ func TestAuditDisguisedAgreesWithTheServer(t *testing.T) {
 			}
 			return ""
 		}
-		server[i] = seen{get("X-Robots-Decision"), get("X-Robots-Agent"), res.StatusCode}
+		server[i] = serverSeen{get("X-Robots-Decision"), get("X-Robots-Agent"), res.StatusCode}
 		if server[i].decision == "" {
 			// Not judged, or the trap request itself, which publishes no
 			// decision: its 403 says it.
@@ -179,16 +223,14 @@ func TestAuditDisguisedAgreesWithTheServer(t *testing.T) {
 			}
 		}
 	}
+	return server
+}
 
-	bin := caddyBinary(t)
-	var audit []auditDecision
-	eventually(t, 10*time.Second, "the access log to hold every request", func() bool {
-		audit = runJSONLines[auditDecision](t, bin, nil, "robots", "audit", "--config", cfgPath, "--site", loop, "--format", "decisions", logFile)
-		return len(audit) >= len(steps)
-	})
-	if len(audit) != len(steps) {
-		t.Fatalf("%d requests, %d audit decisions", len(steps), len(audit))
-	}
+// compareWithTheServer checks the server's decisions against the steps'
+// expectations and the audit's against the server's, and returns the
+// undeclared crawlers per signal and the number of disagreements.
+func compareWithTheServer(t *testing.T, steps []auditStep, server []serverSeen, audit []auditDecision) (map[string]int, int) {
+	t.Helper()
 	signals := map[string]int{}
 	disagree := 0
 	for i, s := range steps {
@@ -217,19 +259,7 @@ func TestAuditDisguisedAgreesWithTheServer(t *testing.T) {
 			}
 		}
 	}
-	marked, probation := -1, -1
-	for i, a := range audit {
-		if a.Trap == "marked" && marked < 0 {
-			marked = i
-		}
-		if a.Trap == "probation" && probation < 0 {
-			probation = i
-		}
-	}
-	if marked < 0 || probation < 0 || steps[marked].what != "a client takes the trap" || audit[marked].Line != 2 || probation <= marked {
-		t.Errorf("trap requests: marked at step %d, probation at step %d: %+v", marked, probation, audit)
-	}
-	t.Logf("[report] audit of undeclared crawlers: %d requests through a real Caddy, replayed from its JSON access log; undeclared per signal %v; %d disagreements", len(steps), signals, disagree)
+	return signals, disagree
 }
 
 // withHeaders returns a copy of h with the given key, value pairs set.

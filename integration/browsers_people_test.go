@@ -326,29 +326,7 @@ https://%s {
 			reqs := backend.requests()
 			sort.Strings(reqs)
 			t.Logf("%s: the backend was sent %d requests:\n  %s", run.name, len(reqs), strings.Join(reqs, "\n  "))
-			for _, want := range peopleWants {
-				method, path, _ := strings.Cut(want, " ")
-				host := "127.0.0.1"
-				if h, p, ok := strings.Cut(path, "/"); ok && h != "" {
-					host, path = h, "/"+p
-				}
-				found := false
-				for _, r := range reqs {
-					found = found || strings.HasPrefix(r, method+" "+hostPort(host, httpsPort)+path+" ")
-				}
-				if !found {
-					t.Errorf("%s: the backend never got %s (refused, or never sent)", run.name, want)
-				}
-			}
-			for _, r := range reqs {
-				if strings.HasPrefix(r, "report ") {
-					for _, bad := range []string{`"error"`, `:"timeout"`, `"broken"`} {
-						if strings.Contains(r, bad) {
-							t.Errorf("%s: the page's report has %s: %s", run.name, bad, r)
-						}
-					}
-				}
-			}
+			checkPeopleServed(t, run.name, reqs)
 			if d := judged() - before; d != 0 {
 				t.Errorf("%s: %v requests judged as an undeclared crawler's or marked by the trap, want 0", run.name, d)
 			}
@@ -360,6 +338,123 @@ https://%s {
 				t.Logf("%s: %v trap requests caused by another site or by prefetching, none marked the browser", run.name, d)
 			}
 		})
+	}
+}
+
+// checkPeopleServed checks that the backend got every request of
+// peopleWants from the browser named name (reqs are what it got), and that
+// the page's report has no error.
+func checkPeopleServed(t *testing.T, name string, reqs []string) {
+	t.Helper()
+	for _, want := range peopleWants {
+		method, path, _ := strings.Cut(want, " ")
+		host := "127.0.0.1"
+		if h, p, ok := strings.Cut(path, "/"); ok && h != "" {
+			host, path = h, "/"+p
+		}
+		found := false
+		for _, r := range reqs {
+			found = found || strings.HasPrefix(r, method+" "+hostPort(host, httpsPort)+path+" ")
+		}
+		if !found {
+			t.Errorf("%s: the backend never got %s (refused, or never sent)", name, want)
+		}
+	}
+	for _, r := range reqs {
+		if strings.HasPrefix(r, "report ") {
+			for _, bad := range []string{`"error"`, `:"timeout"`, `"broken"`} {
+				if strings.Contains(r, bad) {
+					t.Errorf("%s: the page's report has %s: %s", name, bad, r)
+				}
+			}
+		}
+	}
+}
+
+// galleryBackend is the site of TestRealBrowserBesideATrappedScript: a
+// first page that waits until goCh is closed, then a gallery of nine
+// images, a style and a fetch, then done.html, which closes done. It
+// records every request, and the User-Agent that first asked for /.
+type galleryBackend struct {
+	mu      sync.Mutex
+	seen    []string
+	ua      string
+	gallery string
+	goCh    chan struct{}
+	done    chan struct{}
+	once    sync.Once
+}
+
+// newGalleryBackend returns the site, its first page waiting.
+func newGalleryBackend() *galleryBackend {
+	gallery := "<!doctype html><html><head><link rel=stylesheet href=/style.css></head><body><h1>Gallery</h1>"
+	for i := range 9 {
+		gallery += fmt.Sprintf(`<img src="/img/%d.svg" width="40" height="40" alt="">`, i)
+	}
+	gallery += `<script>window.onload = async () => { const r = await fetch("/api/data"); document.title = "fetch " + r.status; setTimeout(() => { location.href = "/done.html"; }, 300); };</script></body></html>`
+	return &galleryBackend{gallery: gallery, goCh: make(chan struct{}), done: make(chan struct{})}
+}
+
+// record notes r, and the User-Agent of the first request for /.
+func (b *galleryBackend) record(r *http.Request) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.seen = append(b.seen, r.Method+" "+r.URL.Path)
+	if r.URL.Path == "/" && b.ua == "" {
+		b.ua = r.UserAgent()
+	}
+}
+
+func (b *galleryBackend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	b.record(r)
+	switch p := r.URL.Path; {
+	case p == "/":
+		w.Header().Set("Content-Type", "text/html")
+		io.WriteString(w, `<!doctype html><p>waiting</p><script>
+async function wait() { const r = await fetch("/api/wait"); if ((await r.text()) == "go") { location.href = "/gallery.html"; } else { setTimeout(wait, 300); } }
+wait();</script>`)
+	case p == "/api/wait":
+		select {
+		case <-b.goCh:
+			io.WriteString(w, "go")
+		default:
+			io.WriteString(w, "wait")
+		}
+	case p == "/gallery.html":
+		w.Header().Set("Content-Type", "text/html")
+		io.WriteString(w, b.gallery)
+	case p == "/style.css":
+		w.Header().Set("Content-Type", "text/css")
+		io.WriteString(w, "body { background: rgb(230, 240, 255); }")
+	case strings.HasPrefix(p, "/img/"):
+		w.Header().Set("Content-Type", "image/svg+xml")
+		io.WriteString(w, `<svg xmlns="http://www.w3.org/2000/svg" width="40" height="40"><rect width="40" height="40" fill="rgb(200,60,60)"/></svg>`)
+	case p == "/done.html":
+		io.WriteString(w, "done")
+		b.once.Do(func() { close(b.done) })
+	default:
+		io.WriteString(w, "ok")
+	}
+}
+
+// scriptGetter returns a GET of base's paths from 127.0.0.1 with the
+// User-Agent ua and no other header, which returns the status and body.
+func scriptGetter(t *testing.T, ca testCA, base, ua string) func(path string) (int, string) {
+	dialer := &net.Dialer{Timeout: 5 * time.Second}
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: ca.clientTLS(t),
+		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return dialer.DialContext(ctx, "tcp4", hostPort("127.0.0.1", httpsPort))
+		}}, Timeout: 10 * time.Second}
+	return func(path string) (int, string) {
+		req, _ := http.NewRequest("GET", base+path, nil)
+		req.Header.Set("User-Agent", ua)
+		res, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		body, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(body)
 	}
 }
 
@@ -377,55 +472,7 @@ func TestRealBrowserBesideATrappedScript(t *testing.T) {
 	// kept process-wide per site block, reach no other test's browser.
 	const host = "neighbour.localhost"
 	ca := newTestCA(t, host)
-	var (
-		mu   sync.Mutex
-		seen []string
-		ua   string
-		goCh = make(chan struct{})
-		done = make(chan struct{})
-		once sync.Once
-	)
-	gallery := "<!doctype html><html><head><link rel=stylesheet href=/style.css></head><body><h1>Gallery</h1>"
-	for i := range 9 {
-		gallery += fmt.Sprintf(`<img src="/img/%d.svg" width="40" height="40" alt="">`, i)
-	}
-	gallery += `<script>window.onload = async () => { const r = await fetch("/api/data"); document.title = "fetch " + r.status; setTimeout(() => { location.href = "/done.html"; }, 300); };</script></body></html>`
-	backend := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		seen = append(seen, r.Method+" "+r.URL.Path)
-		if r.URL.Path == "/" && ua == "" {
-			ua = r.UserAgent()
-		}
-		mu.Unlock()
-		switch p := r.URL.Path; {
-		case p == "/":
-			w.Header().Set("Content-Type", "text/html")
-			io.WriteString(w, `<!doctype html><p>waiting</p><script>
-async function wait() { const r = await fetch("/api/wait"); if ((await r.text()) == "go") { location.href = "/gallery.html"; } else { setTimeout(wait, 300); } }
-wait();</script>`)
-		case p == "/api/wait":
-			select {
-			case <-goCh:
-				io.WriteString(w, "go")
-			default:
-				io.WriteString(w, "wait")
-			}
-		case p == "/gallery.html":
-			w.Header().Set("Content-Type", "text/html")
-			io.WriteString(w, gallery)
-		case p == "/style.css":
-			w.Header().Set("Content-Type", "text/css")
-			io.WriteString(w, "body { background: rgb(230, 240, 255); }")
-		case strings.HasPrefix(p, "/img/"):
-			w.Header().Set("Content-Type", "image/svg+xml")
-			io.WriteString(w, `<svg xmlns="http://www.w3.org/2000/svg" width="40" height="40"><rect width="40" height="40" fill="rgb(200,60,60)"/></svg>`)
-		case p == "/done.html":
-			io.WriteString(w, "done")
-			once.Do(func() { close(done) })
-		default:
-			io.WriteString(w, "ok")
-		}
-	})
+	backend := newGalleryBackend()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -453,33 +500,18 @@ https://%s {
 	cmd := launchChromium(t, display, base+"/", home, ca, "")
 	startBrowser(t, cmd, home)
 	eventually(t, 60*time.Second, "Chromium to load the first page", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return ua != ""
+		backend.mu.Lock()
+		defer backend.mu.Unlock()
+		return backend.ua != ""
 	})
-	mu.Lock()
-	browserUA := ua
-	mu.Unlock()
+	backend.mu.Lock()
+	browserUA := backend.ua
+	backend.mu.Unlock()
 	t.Logf("Chromium's User-Agent: %s", browserUA)
 
 	// The script: Chromium's exact User-Agent, the same address, none of
 	// its headers.
-	dialer := &net.Dialer{Timeout: 5 * time.Second}
-	client := &http.Client{Transport: &http.Transport{TLSClientConfig: ca.clientTLS(t),
-		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
-			return dialer.DialContext(ctx, "tcp4", hostPort("127.0.0.1", httpsPort))
-		}}, Timeout: 10 * time.Second}
-	get := func(path string) (int, string) {
-		req, _ := http.NewRequest("GET", base+path, nil)
-		req.Header.Set("User-Agent", browserUA)
-		res, err := client.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		body, _ := io.ReadAll(res.Body)
-		return res.StatusCode, string(body)
-	}
+	get := scriptGetter(t, ca, base, browserUA)
 	if s, _ := get("/no-robots/"); s != 403 {
 		t.Fatalf("the script's trap request: %d", s)
 	}
@@ -491,17 +523,17 @@ https://%s {
 	if s, body := get("/public"); s != 403 || !strings.Contains(body, "banned") {
 		t.Fatalf("the script is not banned: %d %q", s, body)
 	}
-	close(goCh)
+	close(backend.goCh)
 	select {
-	case <-done:
+	case <-backend.done:
 	case <-time.After(60 * time.Second):
-		mu.Lock()
-		t.Fatalf("Chromium did not finish the gallery; the backend got %q", seen)
-		mu.Unlock()
+		backend.mu.Lock()
+		t.Fatalf("Chromium did not finish the gallery; the backend got %q", backend.seen)
+		backend.mu.Unlock()
 	}
-	mu.Lock()
-	got := strings.Join(seen, "\n")
-	mu.Unlock()
+	backend.mu.Lock()
+	got := strings.Join(backend.seen, "\n")
+	backend.mu.Unlock()
 	for _, want := range []string{"GET /gallery.html", "GET /style.css", "GET /api/data", "GET /done.html"} {
 		if !strings.Contains(got, want+"\n") && !strings.HasSuffix(got, want) {
 			t.Errorf("the person's %s was refused; the backend got:\n%s", want, got)

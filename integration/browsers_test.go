@@ -359,52 +359,11 @@ http://localhost:%d {
 				t.Fatalf("%s did not finish the page in 90 s; requests: %q\nbrowser log tail: %s", br.name, backend.requests(), lastLines(string(log), 20))
 			}
 			time.Sleep(1500 * time.Millisecond) // the final page's style, the favicon, the paint
-			shot := filepath.Join(home, "screenshot.png")
-			if shots != "" {
-				_ = os.MkdirAll(shots, 0o755)
-				shot = filepath.Join(shots, name+".png")
-			}
-			if out, err := exec.Command(need(t, "import"), "-display", display, "-window", "root", shot).CombinedOutput(); err != nil {
-				t.Errorf("screenshot: %v\n%s", err, out)
-			} else if f, err := os.Open(shot); err != nil {
-				t.Errorf("screenshot: %v", err)
-			} else {
-				img, err := png.Decode(f)
-				f.Close()
-				if err != nil {
-					t.Fatalf("screenshot is not a PNG: %v", err)
-				}
-				// The final page, styled: its background fills most of
-				// the window.
-				_, styled := chromiumtest.Colours(img, func(r, g, b uint32) bool { return r == 230 && g == 240 && b == 255 })
-				if styled < 200_000 {
-					t.Errorf("%s: screenshot %s shows %d pixels of the page's background, want the styled final page", br.name, shot, styled)
-				}
-				t.Logf("%s: screenshot %s (%d pixels of the page's background)", br.name, shot, styled)
-			}
+			checkFinalPageShot(t, br.name, name, display, home, shots)
 			reqs := backend.requests()
 			sort.Strings(reqs)
 			t.Logf("%s made %d requests, all served:\n  %s", br.name, len(reqs), strings.Join(reqs, "\n  "))
-			for _, want := range browserWants {
-				found := false
-				for _, r := range reqs {
-					found = found || strings.HasPrefix(r, want)
-				}
-				if !found {
-					t.Errorf("%s: the backend never got %q", br.name, want)
-				}
-			}
-			for _, r := range reqs {
-				if strings.HasPrefix(r, "GET / ") && !strings.Contains(r, "/navigate/document") {
-					t.Errorf("%s: the navigation came without Fetch Metadata: %s", name, r)
-				}
-				if strings.Contains(r, "/no-robots/") {
-					t.Errorf("%s followed the hidden trap link: %s", br.name, r)
-				}
-				if strings.HasPrefix(r, "report ") && (strings.Contains(r, `"error"`) || !strings.Contains(r, `"fetch":200`) || !strings.Contains(r, `"image":"loaded"`)) {
-					t.Errorf("%s: the page's report: %s", br.name, r)
-				}
-			}
+			checkBrowserRequests(t, br.name, name, reqs)
 			if d := judged() - before; d != 0 {
 				t.Errorf("%s: %v requests judged as an undeclared crawler's, want 0", br.name, d)
 			}
@@ -412,6 +371,63 @@ http://localhost:%d {
 				t.Errorf("%s: %v requests judged by a signal in log mode, want 0", br.name, d)
 			}
 		})
+	}
+}
+
+// checkFinalPageShot takes a screenshot of display (into shots, when set,
+// else into home) and checks that it shows the final page, styled, of the
+// browser brName in the run name.
+func checkFinalPageShot(t *testing.T, brName, name, display, home, shots string) {
+	t.Helper()
+	shot := filepath.Join(home, "screenshot.png")
+	if shots != "" {
+		_ = os.MkdirAll(shots, 0o755)
+		shot = filepath.Join(shots, name+".png")
+	}
+	if out, err := exec.Command(need(t, "import"), "-display", display, "-window", "root", shot).CombinedOutput(); err != nil {
+		t.Errorf("screenshot: %v\n%s", err, out)
+	} else if f, err := os.Open(shot); err != nil {
+		t.Errorf("screenshot: %v", err)
+	} else {
+		img, err := png.Decode(f)
+		f.Close()
+		if err != nil {
+			t.Fatalf("screenshot is not a PNG: %v", err)
+		}
+		// The final page, styled: its background fills most of
+		// the window.
+		_, styled := chromiumtest.Colours(img, func(r, g, b uint32) bool { return r == 230 && g == 240 && b == 255 })
+		if styled < 200_000 {
+			t.Errorf("%s: screenshot %s shows %d pixels of the page's background, want the styled final page", brName, shot, styled)
+		}
+		t.Logf("%s: screenshot %s (%d pixels of the page's background)", brName, shot, styled)
+	}
+}
+
+// checkBrowserRequests checks the requests the backend got from the
+// browser brName in the run name: every one of browserWants, a navigation
+// with Fetch Metadata, no trap, a report without error.
+func checkBrowserRequests(t *testing.T, brName, name string, reqs []string) {
+	t.Helper()
+	for _, want := range browserWants {
+		found := false
+		for _, r := range reqs {
+			found = found || strings.HasPrefix(r, want)
+		}
+		if !found {
+			t.Errorf("%s: the backend never got %q", brName, want)
+		}
+	}
+	for _, r := range reqs {
+		if strings.HasPrefix(r, "GET / ") && !strings.Contains(r, "/navigate/document") {
+			t.Errorf("%s: the navigation came without Fetch Metadata: %s", name, r)
+		}
+		if strings.Contains(r, "/no-robots/") {
+			t.Errorf("%s followed the hidden trap link: %s", brName, r)
+		}
+		if strings.HasPrefix(r, "report ") && (strings.Contains(r, `"error"`) || !strings.Contains(r, `"fetch":200`) || !strings.Contains(r, `"image":"loaded"`)) {
+			t.Errorf("%s: the page's report: %s", brName, r)
+		}
 	}
 }
 

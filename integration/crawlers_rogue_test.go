@@ -34,27 +34,9 @@ class Site(scrapy.Spider):
 func TestRealCrawlersBesideARogue(t *testing.T) {
 	wget := requireCrawler(t, "wget")
 	scrapy := requireCrawler(t, "scrapy")
-	site := t.TempDir()
-	write := func(name, body string) {
-		p := filepath.Join(site, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
 	const pages = 12
-	var links strings.Builder
-	for i := range pages {
-		fmt.Fprintf(&links, "<a href=\"/p%02d.html\">page %d</a>\n", i, i)
-		write(fmt.Sprintf("p%02d.html", i), fmt.Sprintf("<html><body>page %d <a href=\"/private/p%d.html\">private</a></body></html>\n", i, i))
-	}
-	for i := range pages {
-		write(fmt.Sprintf("private/p%d.html", i), "private")
-	}
-	write("index.html", "<html><body>\n"+links.String()+"<a href=\"/private/\">private</a></body></html>\n")
-	write("robots.txt", "User-agent: *\nDisallow: /private/\nCrawl-delay: 1\n")
+	site := t.TempDir()
+	writeRogueSite(t, site, pages)
 	dir := t.TempDir()
 	logPath, robotsLog := filepath.Join(dir, "access.log"), filepath.Join(dir, "robots.log")
 	c := newClient(t, globalsWith("\tlog robots {\n\t\tinclude http.handlers.robots\n\t\toutput file "+robotsLog+"\n\t\tlevel INFO\n\t}\n")+crawlURL()+` {
@@ -117,27 +99,7 @@ func TestRealCrawlersBesideARogue(t *testing.T) {
 	wg.Wait()
 	time.Sleep(300 * time.Millisecond) // let the logs flush
 
-	type tally struct{ ok, refused, throttled int }
-	by := map[string]*tally{}
-	for _, e := range readAccessLog(t, logPath) {
-		ua := ""
-		if v := e.Request.Headers["User-Agent"]; len(v) > 0 {
-			ua = strings.SplitN(v[0], "/", 2)[0]
-		}
-		tl := by[ua]
-		if tl == nil {
-			tl = &tally{}
-			by[ua] = tl
-		}
-		switch e.Status {
-		case 200, 304:
-			tl.ok++
-		case 503:
-			tl.throttled++
-		default:
-			tl.refused++
-		}
-	}
+	by := tallyByAgent(t, logPath)
 	t.Logf("in %s: Scrapy %+v, Wget %+v, RogueBot %+v", time.Since(start).Round(time.Second), by["Scrapy"], by["Wget"], by["RogueBot"])
 	for _, name := range []string{"Scrapy", "Wget"} {
 		tl := by[name]
@@ -157,4 +119,61 @@ func TestRealCrawlersBesideARogue(t *testing.T) {
 	if !strings.Contains(string(logText), `"crawler":"RogueBot"`) || !strings.Contains(string(logText), "crawler banned") {
 		t.Errorf("no ban line for the rogue:\n%s", logText)
 	}
+}
+
+// writeRogueSite writes the site of TestRealCrawlersBesideARogue into
+// site: an index linking as many pages as pages says, each linking a
+// private page, and a robots.txt that disallows /private/ and asks for
+// Crawl-delay 1.
+func writeRogueSite(t *testing.T, site string, pages int) {
+	t.Helper()
+	write := func(name, body string) {
+		p := filepath.Join(site, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var links strings.Builder
+	for i := range pages {
+		fmt.Fprintf(&links, "<a href=\"/p%02d.html\">page %d</a>\n", i, i)
+		write(fmt.Sprintf("p%02d.html", i), fmt.Sprintf("<html><body>page %d <a href=\"/private/p%d.html\">private</a></body></html>\n", i, i))
+	}
+	for i := range pages {
+		write(fmt.Sprintf("private/p%d.html", i), "private")
+	}
+	write("index.html", "<html><body>\n"+links.String()+"<a href=\"/private/\">private</a></body></html>\n")
+	write("robots.txt", "User-agent: *\nDisallow: /private/\nCrawl-delay: 1\n")
+}
+
+// agentTally counts a crawler's requests by how they were answered.
+type agentTally struct{ ok, refused, throttled int }
+
+// tallyByAgent counts the requests of Caddy's access log at logPath by
+// the first word of their User-Agent.
+func tallyByAgent(t *testing.T, logPath string) map[string]*agentTally {
+	t.Helper()
+	by := map[string]*agentTally{}
+	for _, e := range readAccessLog(t, logPath) {
+		ua := ""
+		if v := e.Request.Headers["User-Agent"]; len(v) > 0 {
+			ua = strings.SplitN(v[0], "/", 2)[0]
+		}
+		tl := by[ua]
+		if tl == nil {
+			tl = &agentTally{}
+			by[ua] = tl
+		}
+		switch e.Status {
+		case 200, 304:
+			tl.ok++
+		case 503:
+			tl.throttled++
+		default:
+			tl.refused++
+		}
+	}
+	return by
 }

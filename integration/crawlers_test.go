@@ -211,79 +211,87 @@ func TestRealCrawlers(t *testing.T) {
 					t.Fatalf("%s: %v\n%s", cr.name, err, output)
 				}
 			}
-			var entries []accessEntry
-			for _, e := range log {
-				if e.Request.RemoteIP == from {
-					entries = append(entries, e)
-				}
-			}
-
-			got := map[string][]int{} // URI -> statuses
-			ua := ""
-			for _, e := range entries {
-				got[e.Request.URI] = append(got[e.Request.URI], e.Status)
-				if v := e.Request.Headers["User-Agent"]; len(v) > 0 {
-					ua = v[0]
-				}
-			}
-			has := func(uri string, status int) bool {
-				for _, s := range got[uri] {
-					if s == status {
-						return true
-					}
-				}
-				return false
-			}
-			var missing, banned, throttled, searchedOK, privateOK []string
-			for _, p := range allowed {
-				uri := p
-				if p == "/index.html" {
-					uri = "/"
-				}
-				if !has(uri, 200) {
-					missing = append(missing, uri)
-				}
-			}
-			searched := 0
-			for _, e := range entries {
-				uri := e.Request.URI
-				isSearch := strings.HasPrefix(uri, "/search?q=")
-				isPrivate := strings.HasPrefix(uri, "/private/")
-				switch {
-				case e.Status == 503:
-					throttled = append(throttled, uri)
-				case isSearch && e.Status != 403:
-					searchedOK = append(searchedOK, fmt.Sprintf("%s=%d", uri, e.Status))
-				case isPrivate && e.Status != 403:
-					privateOK = append(privateOK, fmt.Sprintf("%s=%d", uri, e.Status))
-				case e.Status == 403 && !isSearch && !isPrivate:
-					banned = append(banned, uri)
-				}
-				if isSearch {
-					searched++
-				}
-			}
-			t.Logf("%s (User-Agent %q): %d requests in %s, %d for /search?q=, %d allowed pages missing, %d refused allowed pages (ban), %d throttled",
-				cr.name, ua, len(entries), took.Round(100*time.Millisecond), searched, len(missing), len(banned), len(throttled))
-			if len(missing) > 0 {
-				t.Errorf("allowed pages never fetched with 200: %v", missing)
-			}
-			if len(banned) > 0 {
-				t.Errorf("allowed pages refused with 403 (the crawler was banned): %v", banned)
-			}
-			if len(throttled) > 0 {
-				t.Errorf("requests throttled (503) although the crawler keeps Crawl-delay on average: %v", throttled)
-			}
-			if len(searchedOK) > 0 {
-				t.Errorf("wildcard-disallowed targets not refused: %v", searchedOK)
-			}
-			if len(privateOK) > 0 {
-				t.Errorf("/private/ targets not refused: %v", privateOK)
-			}
-			if searched == 0 {
-				t.Logf("%s never asked for a /search?q= target (%d linked)", cr.name, len(searches))
-			}
+			checkCrawl(t, cr.name, from, took, log, allowed, searches)
 		})
+	}
+}
+
+// checkCrawl checks, from Caddy's access log, the crawl named name made
+// from the address from: every allowed page fetched, every /search?q= and
+// /private/ target refused, no ban, no throttle.
+func checkCrawl(t *testing.T, name, from string, took time.Duration, log []accessEntry, allowed, searches []string) {
+	t.Helper()
+	var entries []accessEntry
+	for _, e := range log {
+		if e.Request.RemoteIP == from {
+			entries = append(entries, e)
+		}
+	}
+
+	got := map[string][]int{} // URI -> statuses
+	ua := ""
+	for _, e := range entries {
+		got[e.Request.URI] = append(got[e.Request.URI], e.Status)
+		if v := e.Request.Headers["User-Agent"]; len(v) > 0 {
+			ua = v[0]
+		}
+	}
+	has := func(uri string, status int) bool {
+		for _, s := range got[uri] {
+			if s == status {
+				return true
+			}
+		}
+		return false
+	}
+	var missing, banned, throttled, searchedOK, privateOK []string
+	for _, p := range allowed {
+		uri := p
+		if p == "/index.html" {
+			uri = "/"
+		}
+		if !has(uri, 200) {
+			missing = append(missing, uri)
+		}
+	}
+	searched := 0
+	for _, e := range entries {
+		uri := e.Request.URI
+		isSearch := strings.HasPrefix(uri, "/search?q=")
+		isPrivate := strings.HasPrefix(uri, "/private/")
+		switch {
+		case e.Status == 503:
+			throttled = append(throttled, uri)
+		case isSearch && e.Status != 403:
+			searchedOK = append(searchedOK, fmt.Sprintf("%s=%d", uri, e.Status))
+		case isPrivate && e.Status != 403:
+			privateOK = append(privateOK, fmt.Sprintf("%s=%d", uri, e.Status))
+		case e.Status == 403 && !isSearch && !isPrivate:
+			banned = append(banned, uri)
+		}
+		if isSearch {
+			searched++
+		}
+	}
+	t.Logf("%s (User-Agent %q): %d requests in %s, %d for /search?q=, %d allowed pages missing, %d refused allowed pages (ban), %d throttled",
+		name, ua, len(entries), took.Round(100*time.Millisecond), searched, len(missing), len(banned), len(throttled))
+	if len(missing) > 0 {
+		t.Errorf("allowed pages never fetched with 200: %v", missing)
+	}
+	if len(banned) > 0 {
+		t.Errorf("allowed pages refused with 403 (the crawler was banned): %v", banned)
+	}
+	if len(throttled) > 0 {
+		t.Errorf("requests throttled (503) although the crawler keeps Crawl-delay on average: %v", throttled)
+	}
+	if len(searchedOK) > 0 {
+		t.Errorf("wildcard-disallowed targets not refused: %v", searchedOK)
+	}
+	if len(privateOK) > 0 {
+		t.Errorf("/private/ targets not refused: %v", privateOK)
+	}
+	if searched == 0 {
+		t.Logf("%s never asked for a /search?q= target (%d linked)", name, len(searches))
 	}
 }
 

@@ -125,6 +125,38 @@ func TestSignedAgents(t *testing.T) {
 	_ = fmt.Sprint()
 }
 
+// digestConfig is the Caddyfile of TestSignedContentDigest: a site and a
+// handle_path under another, each verifying the signatures of the agent
+// whose key directory is at good, in front of the backend at backendURL.
+func digestConfig(good, backendURL string) string {
+	return globals + `
+` + siteURL("digest.localhost") + ` {
+	robots {
+		source inline "User-agent: SignedBot\nDisallow: /nosigned/\n\nUser-agent: *\nDisallow: /private/\n"
+		crawl_delay off
+		strikes off
+		verify {
+			signature_agent ` + good + ` token SignedBot
+		}
+	}
+	reverse_proxy ` + strings.TrimPrefix(backendURL, "http://") + `
+}
+` + siteURL("digestpath.localhost") + ` {
+	handle_path /api/* {
+		robots {
+			source inline "User-agent: SignedBot\nDisallow: /nosigned/\n\nUser-agent: *\nDisallow: /private/\n"
+			crawl_delay off
+			strikes off
+			verify {
+				signature_agent ` + good + ` token SignedBot
+			}
+		}
+		reverse_proxy ` + strings.TrimPrefix(backendURL, "http://") + `
+	}
+}
+`
+}
+
 // TestSignedContentDigest: a signature that covers Content-Digest proves
 // the body too. The signed request with its own body is the agent's (judged
 // by its group: /private/ is allowed to it) and the backend gets the body
@@ -153,32 +185,7 @@ func TestSignedContentDigest(t *testing.T) {
 		sum := sha256.Sum256(body)
 		fmt.Fprintf(w, "got %d bytes %x", len(body), sum)
 	})
-	c := newClient(t, globals+`
-`+siteURL("digest.localhost")+` {
-	robots {
-		source inline "User-agent: SignedBot\nDisallow: /nosigned/\n\nUser-agent: *\nDisallow: /private/\n"
-		crawl_delay off
-		strikes off
-		verify {
-			signature_agent `+good+` token SignedBot
-		}
-	}
-	reverse_proxy `+strings.TrimPrefix(backendURL, "http://")+`
-}
-`+siteURL("digestpath.localhost")+` {
-	handle_path /api/* {
-		robots {
-			source inline "User-agent: SignedBot\nDisallow: /nosigned/\n\nUser-agent: *\nDisallow: /private/\n"
-			crawl_delay off
-			strikes off
-			verify {
-				signature_agent `+good+` token SignedBot
-			}
-		}
-		reverse_proxy `+strings.TrimPrefix(backendURL, "http://")+`
-	}
-}
-`)
+	c := newClient(t, digestConfig(good, backendURL))
 	site := "digest.localhost"
 	post := func(path string, body []byte, sign func(*http.Request)) response {
 		t.Helper()

@@ -156,26 +156,22 @@ func waitOutcome(t *testing.T, v *Verifier, r *http.Request, now time.Time) Resu
 	}
 }
 
-func TestVerifyOutcomes(t *testing.T) {
-	pub, priv := newKey(t)
-	otherPub, otherPriv := newKey(t)
-	_ = otherPub
-	a := newAgentServer(t, true, pub)
-	twin := newAgentServer(t, true, pub)
-	v := newTestVerifier(t, a, Config{MaxWait: 5 * time.Second, AllowOrigins: []string{twin.srv.URL}})
-	now := time.Unix(1_800_000_000, 0)
-	base := func() SignOptions {
-		return SignOptions{Key: priv, Agent: a.srv.URL, Created: now, Expires: now.Add(5 * time.Minute)}
-	}
+// verifyOutcome is a signed request, as signed and as tampered with after,
+// and the outcome Verify must give it.
+type verifyOutcome struct {
+	name    string
+	opts    func(o *SignOptions)
+	after   func(r *http.Request) // tampering after signing
+	want    Outcome
+	reason  string
+	wantTok string
+}
 
-	cases := []struct {
-		name    string
-		opts    func(o *SignOptions)
-		after   func(r *http.Request) // tampering after signing
-		want    Outcome
-		reason  string
-		wantTok string
-	}{
+// verifyOutcomeCases are the cases of TestVerifyOutcomes: pub is the key
+// the directory publishes, otherPriv a key it does not, twinURL another
+// origin publishing pub.
+func verifyOutcomeCases(t *testing.T, now time.Time, pub ed25519.PublicKey, otherPriv ed25519.PrivateKey, twinURL string) []verifyOutcome {
+	return []verifyOutcome{
 		{name: "valid", want: Verified, wantTok: "TestBot"},
 		{name: "valid legacy string form", opts: func(o *SignOptions) { o.Legacy = true }, want: Verified, wantTok: "TestBot"},
 		{name: "valid over @target-uri", opts: func(o *SignOptions) { o.Components = []string{"@target-uri", "signature-agent"} }, want: Verified},
@@ -205,7 +201,7 @@ func TestVerifyOutcomes(t *testing.T) {
 			r.Header.Set("Signature-Agent", strings.Replace(r.Header.Get("Signature-Agent"), "sig1=", "sig9=", 1))
 		}, want: Invalid, reason: "no member"},
 		{name: "Signature-Agent swapped for another origin publishing the key", after: func(r *http.Request) {
-			r.Header.Set("Signature-Agent", `sig1="`+twin.srv.URL+`"`)
+			r.Header.Set("Signature-Agent", `sig1="`+twinURL+`"`)
 		}, want: Invalid, reason: "does not verify"},
 		{name: "alg not ed25519", after: func(r *http.Request) {
 			r.Header.Set("Signature-Input", strings.Replace(r.Header.Get("Signature-Input"), `alg="ed25519"`, `alg="rsa-pss-sha512"`, 1))
@@ -220,6 +216,21 @@ func TestVerifyOutcomes(t *testing.T) {
 		{name: "Signature-Agent not https", opts: func(o *SignOptions) { o.Agent = "http://agent.example" }, want: Invalid, reason: "https"},
 		{name: "malformed Signature-Input", after: func(r *http.Request) { r.Header.Set("Signature-Input", `sig1=("@authority";tag="web-bot-auth"`) }, want: Invalid, reason: "malformed"},
 	}
+}
+
+func TestVerifyOutcomes(t *testing.T) {
+	pub, priv := newKey(t)
+	otherPub, otherPriv := newKey(t)
+	_ = otherPub
+	a := newAgentServer(t, true, pub)
+	twin := newAgentServer(t, true, pub)
+	v := newTestVerifier(t, a, Config{MaxWait: 5 * time.Second, AllowOrigins: []string{twin.srv.URL}})
+	now := time.Unix(1_800_000_000, 0)
+	base := func() SignOptions {
+		return SignOptions{Key: priv, Agent: a.srv.URL, Created: now, Expires: now.Add(5 * time.Minute)}
+	}
+
+	cases := verifyOutcomeCases(t, now, pub, otherPriv, twin.srv.URL)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			o := base()

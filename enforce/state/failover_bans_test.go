@@ -103,24 +103,7 @@ func TestFailoverKeepsBansEarnedDuringOutage(t *testing.T) {
 	if r, err := f.Banned(ctx0, bad, now); err != nil || !r.Banned || r.Info.Crawler != "ContentGrabber" {
 		t.Fatalf("Banned during the outage: %+v %v", r, err)
 	}
-	// Judged on their own identity: a neighbour, an IPv6 client, a
-	// verified crawler of the banned crawler's name, the banned address on
-	// another site, and many crawlers never seen before.
-	fresh := []Identity{other, NewIdentity("*", false, netip.MustParseAddr("2001:db8::66")),
-		{Site: "example.com", Name: "ContentGrabber", Verified: true}, {Name: "*", Prefix: bad.Prefix}}
-	rng := rand.New(rand.NewPCG(5, 6))
-	for range 2000 {
-		id := NewIdentity("*", false, ip4(rng.Uint32()))
-		id.Site = "example.com"
-		if id != bad {
-			fresh = append(fresh, id)
-		}
-	}
-	for _, id := range fresh {
-		if r, err := f.Banned(ctx0, id, now); err != nil || r.Banned {
-			t.Fatalf("%s, never seen, during the outage: %+v %v; want not banned (someone else's ban)", id, r, err)
-		}
-	}
+	requireFreshNotBanned(t, f, bad, other, now)
 	bans, err := f.Bans(ctx0, now, 0)
 	if err == nil || len(bans) != 1 || bans[0].Key != bad.String() || bans[0].Info.Crawler != "ContentGrabber" {
 		t.Fatalf("Bans during the outage: %v, %v; want the local ban and an error", bans, err)
@@ -169,6 +152,29 @@ func TestFailoverKeepsBansEarnedDuringOutage(t *testing.T) {
 		t.Fatalf("Bans after recovery: %v, %v; want both bans from Redis", bans, err)
 	}
 	t.Logf("%d errors reported", reported.Load())
+}
+
+// requireFreshNotBanned: during the outage, clients f never saw are judged
+// on their own identity, not by bad's ban: a neighbour (other), an IPv6
+// client, a verified crawler of the banned crawler's name, the banned
+// address on another site, and many crawlers never seen before.
+func requireFreshNotBanned(t *testing.T, f *Failover, bad, other Identity, now time.Time) {
+	t.Helper()
+	fresh := []Identity{other, NewIdentity("*", false, netip.MustParseAddr("2001:db8::66")),
+		{Site: "example.com", Name: "ContentGrabber", Verified: true}, {Name: "*", Prefix: bad.Prefix}}
+	rng := rand.New(rand.NewPCG(5, 6))
+	for range 2000 {
+		id := NewIdentity("*", false, ip4(rng.Uint32()))
+		id.Site = "example.com"
+		if id != bad {
+			fresh = append(fresh, id)
+		}
+	}
+	for _, id := range fresh {
+		if r, err := f.Banned(ctx0, id, now); err != nil || r.Banned {
+			t.Fatalf("%s, never seen, during the outage: %+v %v; want not banned (someone else's ban)", id, r, err)
+		}
+	}
 }
 
 // TestFailoverHeldBanIsNotShortenedOrResurrected: a ban written back never
