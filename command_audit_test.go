@@ -383,19 +383,56 @@ func TestAuditReplaysTheServersDecisions(t *testing.T) {
 	const robots = "User-agent: *\nDisallow: /private/\nCrawl-delay: 2\n\nUser-agent: GPTBot\nDisallow: /\n"
 	robotsFile := filepath.Join(t.TempDir(), "robots.txt")
 	writeFile(t, robotsFile, robots)
+	reqs := serversDecisionsRequests()
+	for _, mode := range []string{"enforce", "log"} {
+		t.Run(mode, func(t *testing.T) {
+			// A store of its own (its key includes max_entries): no other
+			// test's state.
+			h, done := newTestHandler(t, &Handler{Source: "inline", Inline: robots, Mode: mode,
+				Strikes: &StrikesConfig{Count: 3, Window: caddy.Duration(10 * time.Minute), Ban: caddy.Duration(time.Hour)},
+				Store:   &StoreConfig{MaxEntries: 4242 + len(mode)}})
+			defer done()
+			start := time.Now().Truncate(time.Second)
+			var now time.Time
+			h.now = func() time.Time { return now }
+			var log bytes.Buffer
+			var server []serverOutcome
+			for _, rq := range reqs {
+				now = start.Add(time.Duration(rq.at * float64(time.Second)))
+				o, line := serveServerRequest(t, h, rq, now)
+				server = append(server, o)
+				log.Write(append(line, '\n'))
+			}
+			logFile := filepath.Join(t.TempDir(), "access.log")
+			writeFile(t, logFile, log.String())
+
+			ds := decisionsOf(t, "--robots", robotsFile, "--mode", mode, "--strikes", "3 10m 1h", logFile)
+			checkServersDecisions(t, mode, reqs, server, ds)
+		})
+	}
+}
+
+// serverRequest is one request TestAuditReplaysTheServersDecisions sends.
+type serverRequest struct {
+	at      float64 // seconds after the start
+	ua, ip  string
+	target  string
+	headers map[string]string
+}
+
+// serverOutcome is what the handler published for a serverRequest.
+type serverOutcome struct{ decision, reason, rule string }
+
+// serversDecisionsRequests are the requests of
+// TestAuditReplaysTheServersDecisions, in the order they are sent.
+func serversDecisionsRequests() []serverRequest {
 	const (
 		gptbot  = "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko); compatible; GPTBot/1.2; +https://openai.com/gptbot"
 		other   = "OtherBot/2.0 (+https://other.example/bot)"
 		browser = benchBrowserUA
 		bot     = benchBotUA
 	)
-	type request struct {
-		at      float64 // seconds after the start
-		ua, ip  string
-		target  string
-		headers map[string]string
-	}
-	reqs := []request{
+	return []serverRequest{
 		{0, browser, "203.0.113.9", "/private/", nil},
 		{1, bot, "192.0.2.1", "/robots.txt", nil},
 		{2, bot, "192.0.2.1", "/a", nil},
@@ -418,87 +455,75 @@ func TestAuditReplaysTheServersDecisions(t *testing.T) {
 		{48, bot, "192.0.2.6", "http://example.com/private/abs", nil},
 		{33 + 3601, bot, "192.0.2.1", "/", nil}, // the ban is over
 	}
-	for _, mode := range []string{"enforce", "log"} {
-		t.Run(mode, func(t *testing.T) {
-			// A store of its own (its key includes max_entries): no other
-			// test's state.
-			h, done := newTestHandler(t, &Handler{Source: "inline", Inline: robots, Mode: mode,
-				Strikes: &StrikesConfig{Count: 3, Window: caddy.Duration(10 * time.Minute), Ban: caddy.Duration(time.Hour)},
-				Store:   &StoreConfig{MaxEntries: 4242 + len(mode)}})
-			defer done()
-			start := time.Now().Truncate(time.Second)
-			var now time.Time
-			h.now = func() time.Time { return now }
-			var log bytes.Buffer
-			type outcome struct{ decision, reason, rule string }
-			var server []outcome
-			for _, rq := range reqs {
-				now = start.Add(time.Duration(rq.at * float64(time.Second)))
-				raw, clientIP := rawRequest("/", rq.ua, rq.ip+":40000")
-				raw.RequestURI = rq.target
-				if u, err := url.ParseRequestURI(rq.target); err == nil {
-					raw.URL = u
-				}
-				if rq.ua == "" {
-					raw.Header.Del("User-Agent")
-				}
-				for k, v := range rq.headers {
-					raw.Header.Set(k, v)
-				}
-				w := httptest.NewRecorder()
-				r := prepare(raw, clientIP, w, &caddyhttp.Server{})
-				if err := h.ServeHTTP(w, r, okNext); err != nil {
-					t.Fatal(err)
-				}
-				repl := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
-				o := outcome{repl.ReplaceAll("{http.robots.decision}", ""), repl.ReplaceAll("{http.robots.reason}", ""), repl.ReplaceAll("{http.robots.rule}", "")}
-				if o.decision == "" {
-					o.decision = "allow" // not judged
-				}
-				server = append(server, o)
-				// The line Caddy's access log writes for it.
-				hs := map[string][]string{}
-				for k, v := range raw.Header {
-					hs[k] = v
-				}
-				line, err := json.Marshal(map[string]any{
-					"level": "info", "ts": float64(now.UnixNano()) / 1e9, "logger": "http.log.access.log0", "msg": "handled request",
-					"request": map[string]any{"remote_ip": rq.ip, "remote_port": "40000", "client_ip": clientIP, "proto": "HTTP/1.1",
-						"method": raw.Method, "host": raw.Host, "uri": rq.target, "headers": hs},
-					"status": w.Code,
-				})
-				if err != nil {
-					t.Fatal(err)
-				}
-				log.Write(append(line, '\n'))
-			}
-			logFile := filepath.Join(t.TempDir(), "access.log")
-			writeFile(t, logFile, log.String())
+}
 
-			ds := decisionsOf(t, "--robots", robotsFile, "--mode", mode, "--strikes", "3 10m 1h", logFile)
-			if len(ds) != len(reqs) {
-				t.Fatalf("%d decisions for %d requests", len(ds), len(reqs))
-			}
-			kinds := map[string]bool{}
-			for i, d := range ds {
-				s := server[i]
-				kinds[s.decision] = true
-				reason := d.Reason
-				if d.Decision == "allow" {
-					reason = "" // the handler names no reason for an allowed request
-				}
-				if d.Decision != s.decision || reason != s.reason || d.Rule != s.rule || d.Mode != mode {
-					t.Errorf("request %d (%s %s from %s): server %s/%s %q, audit %s/%s %q", i, reqs[i].ua, reqs[i].target, reqs[i].ip,
-						s.decision, s.reason, s.rule, d.Decision, d.Reason, d.Rule)
-				}
-			}
-			// The log covers every kind of decision.
-			for _, k := range []string{"allow", "block", "throttle", "ban"} {
-				if !kinds[k] {
-					t.Errorf("no %s among the server's decisions", k)
-				}
-			}
-		})
+// serveServerRequest sends rq through h at now and returns the decision
+// the handler published and the line Caddy's access log writes for it.
+func serveServerRequest(t *testing.T, h *Handler, rq serverRequest, now time.Time) (serverOutcome, []byte) {
+	t.Helper()
+	raw, clientIP := rawRequest("/", rq.ua, rq.ip+":40000")
+	raw.RequestURI = rq.target
+	if u, err := url.ParseRequestURI(rq.target); err == nil {
+		raw.URL = u
+	}
+	if rq.ua == "" {
+		raw.Header.Del("User-Agent")
+	}
+	for k, v := range rq.headers {
+		raw.Header.Set(k, v)
+	}
+	w := httptest.NewRecorder()
+	r := prepare(raw, clientIP, w, &caddyhttp.Server{})
+	if err := h.ServeHTTP(w, r, okNext); err != nil {
+		t.Fatal(err)
+	}
+	repl := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
+	o := serverOutcome{repl.ReplaceAll("{http.robots.decision}", ""), repl.ReplaceAll("{http.robots.reason}", ""), repl.ReplaceAll("{http.robots.rule}", "")}
+	if o.decision == "" {
+		o.decision = "allow" // not judged
+	}
+	// The line Caddy's access log writes for it.
+	hs := map[string][]string{}
+	for k, v := range raw.Header {
+		hs[k] = v
+	}
+	line, err := json.Marshal(map[string]any{
+		"level": "info", "ts": float64(now.UnixNano()) / 1e9, "logger": "http.log.access.log0", "msg": "handled request",
+		"request": map[string]any{"remote_ip": rq.ip, "remote_port": "40000", "client_ip": clientIP, "proto": "HTTP/1.1",
+			"method": raw.Method, "host": raw.Host, "uri": rq.target, "headers": hs},
+		"status": w.Code,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o, line
+}
+
+// checkServersDecisions checks that the audit's decisions ds match the
+// server's, request by request, and that they cover every kind.
+func checkServersDecisions(t *testing.T, mode string, reqs []serverRequest, server []serverOutcome, ds []audit.Decision) {
+	t.Helper()
+	if len(ds) != len(reqs) {
+		t.Fatalf("%d decisions for %d requests", len(ds), len(reqs))
+	}
+	kinds := map[string]bool{}
+	for i, d := range ds {
+		s := server[i]
+		kinds[s.decision] = true
+		reason := d.Reason
+		if d.Decision == "allow" {
+			reason = "" // the handler names no reason for an allowed request
+		}
+		if d.Decision != s.decision || reason != s.reason || d.Rule != s.rule || d.Mode != mode {
+			t.Errorf("request %d (%s %s from %s): server %s/%s %q, audit %s/%s %q", i, reqs[i].ua, reqs[i].target, reqs[i].ip,
+				s.decision, s.reason, s.rule, d.Decision, d.Reason, d.Rule)
+		}
+	}
+	// The log covers every kind of decision.
+	for _, k := range []string{"allow", "block", "throttle", "ban"} {
+		if !kinds[k] {
+			t.Errorf("no %s among the server's decisions", k)
+		}
 	}
 }
 
@@ -676,16 +701,58 @@ func TestAuditReplaysUndeclared(t *testing.T) {
 	const robots = "User-agent: *\nDisallow: /private/\nCrawl-delay: 5\n"
 	robotsFile := filepath.Join(t.TempDir(), "robots.txt")
 	writeFile(t, robotsFile, robots)
-	chrome, fetchOnly := benchBrowserUA, chromeHeaders[:3]
-	type request struct {
-		at      float64
-		ua, ip  string
-		target  string
-		https   bool
-		host    string
-		headers []string
+	reqs := undeclaredRequests()
+	for _, mode := range []string{"enforce", "log"} {
+		t.Run(mode, func(t *testing.T) {
+			h, done := newTestHandler(t, &Handler{Source: "file", File: robotsFile, Mode: mode, Trap: "/trap/",
+				Store: &StoreConfig{MaxEntries: 5151 + len(mode)}})
+			defer done()
+			h.logger = zap.NewNop()
+			start := time.Now().Truncate(time.Second)
+			var now time.Time
+			h.now = func() time.Time { return now }
+			var log bytes.Buffer
+			var server []undeclaredOutcome
+			for _, rq := range reqs {
+				now = start.Add(time.Duration(rq.at * float64(time.Second)))
+				o, line := serveUndeclaredRequest(t, h, rq, now)
+				server = append(server, o)
+				log.Write(append(line, '\n'))
+			}
+			logFile := filepath.Join(t.TempDir(), "access.log")
+			writeFile(t, logFile, log.String())
+			// The same handler in a Caddyfile: its file source gets the
+			// trap's line, as the handler's does.
+			cfgFile := filepath.Join(t.TempDir(), "Caddyfile")
+			writeFile(t, cfgFile, "example.com {\n\trobots {\n\t\tsource file "+robotsFile+"\n\t\tmode "+mode+"\n\t\ttrap /trap/\n\t}\n}\n")
+			ds := decisionsOf(t, "--config", cfgFile, "--site", "example.com", logFile)
+			checkUndeclaredDecisions(t, mode, reqs, server, ds)
+		})
 	}
-	reqs := []request{
+}
+
+// undeclaredRequest is one request TestAuditReplaysUndeclared sends.
+type undeclaredRequest struct {
+	at      float64
+	ua, ip  string
+	target  string
+	https   bool
+	host    string
+	headers []string
+}
+
+// undeclaredOutcome is what the handler published for an
+// undeclaredRequest, and the status it answered.
+type undeclaredOutcome struct {
+	decision, agent string
+	status          int
+}
+
+// undeclaredRequests are the requests of TestAuditReplaysUndeclared, in
+// the order they are sent.
+func undeclaredRequests() []undeclaredRequest {
+	chrome, fetchOnly := benchBrowserUA, chromeHeaders[:3]
+	return []undeclaredRequest{
 		{0, chrome, "198.18.7.1", "/private/a", true, "", nil},                       // fetch_metadata: 403
 		{1, chrome, "198.18.7.2", "/private/a", true, "", chromeHeaders},             // a person
 		{2, chrome, "198.18.7.3", "/private/a", true, "", fetchOnly},                 // client_hints, log: 200
@@ -707,101 +774,87 @@ func TestAuditReplaysUndeclared(t *testing.T) {
 		{13, benchBotUA, "198.18.7.10", "/trap/", false, "", nil},                    // a declared crawler on the trap
 		{24*3600 + 30, chrome, "198.18.7.8", "/private/y", false, "", chromeHeaders}, // the hold is over
 	}
-	for _, mode := range []string{"enforce", "log"} {
-		t.Run(mode, func(t *testing.T) {
-			h, done := newTestHandler(t, &Handler{Source: "file", File: robotsFile, Mode: mode, Trap: "/trap/",
-				Store: &StoreConfig{MaxEntries: 5151 + len(mode)}})
-			defer done()
-			h.logger = zap.NewNop()
-			start := time.Now().Truncate(time.Second)
-			var now time.Time
-			h.now = func() time.Time { return now }
-			var log bytes.Buffer
-			type outcome struct {
-				decision, agent string
-				status          int
-			}
-			var server []outcome
-			for _, rq := range reqs {
-				now = start.Add(time.Duration(rq.at * float64(time.Second)))
-				raw, clientIP := rawRequest(rq.target, rq.ua, rq.ip+":40000")
-				if rq.https {
-					raw.TLS = &tls.ConnectionState{}
-				}
-				if rq.host != "" {
-					raw.Host = rq.host
-				}
-				for _, hd := range rq.headers {
-					k, v, _ := strings.Cut(hd, ":")
-					raw.Header.Set(k, strings.TrimSpace(v))
-				}
-				w := httptest.NewRecorder()
-				r := prepare(raw, clientIP, w, &caddyhttp.Server{})
-				if err := h.ServeHTTP(w, r, okNext); err != nil {
-					t.Fatal(err)
-				}
-				repl := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
-				o := outcome{repl.ReplaceAll("{http.robots.decision}", ""), repl.ReplaceAll("{http.robots.agent}", ""), w.Code}
-				if o.decision == "" {
-					// Not judged, or the trap request (no placeholders).
-					o.decision = "allow"
-					if w.Code == 403 {
-						o.decision = "block"
-					}
-				}
-				server = append(server, o)
-				hs := map[string][]string{}
-				for k, v := range raw.Header {
-					hs[k] = v
-				}
-				request := map[string]any{"remote_ip": rq.ip, "remote_port": "40000", "client_ip": clientIP, "proto": "HTTP/1.1",
-					"method": raw.Method, "host": raw.Host, "uri": rq.target, "headers": hs}
-				if rq.https {
-					request["proto"] = "HTTP/2.0"
-					request["tls"] = map[string]any{"resumed": false, "version": 772, "cipher_suite": 4865, "proto": "h2", "server_name": "example.com", "ech": false}
-				}
-				line, err := json.Marshal(map[string]any{"level": "info", "ts": float64(now.UnixNano()) / 1e9, "logger": "http.log.access.log0",
-					"msg": "handled request", "request": request, "status": w.Code})
-				if err != nil {
-					t.Fatal(err)
-				}
-				log.Write(append(line, '\n'))
-			}
-			logFile := filepath.Join(t.TempDir(), "access.log")
-			writeFile(t, logFile, log.String())
-			// The same handler in a Caddyfile: its file source gets the
-			// trap's line, as the handler's does.
-			cfgFile := filepath.Join(t.TempDir(), "Caddyfile")
-			writeFile(t, cfgFile, "example.com {\n\trobots {\n\t\tsource file "+robotsFile+"\n\t\tmode "+mode+"\n\t\ttrap /trap/\n\t}\n}\n")
-			ds := decisionsOf(t, "--config", cfgFile, "--site", "example.com", logFile)
-			if len(ds) != len(reqs) {
-				t.Fatalf("%d decisions for %d requests", len(ds), len(reqs))
-			}
-			undeclared, refused := 0, 0
-			for i, d := range ds {
-				s := server[i]
-				if d.Trap != "" {
-					// The handler publishes no decision for the trap
-					// request itself: its status says it.
-					s.decision, s.agent = d.Decision, d.Crawler
-				}
-				// The handler refuses what it decides not to allow, unless
-				// it (or the signal that caught the client) is in log mode.
-				if d.Decision != s.decision || d.Crawler != s.agent || (s.status >= 400) != (d.Decision != "allow" && d.Mode == "enforce") {
-					t.Errorf("request %d (%s %s from %s): server %s %q %d, audit %s %q mode %s undeclared %q", i, reqs[i].ua, reqs[i].target, reqs[i].ip,
-						s.decision, s.agent, s.status, d.Decision, d.Crawler, d.Mode, d.Undeclared)
-				}
-				if d.Undeclared != "" {
-					undeclared++
-				}
-				if s.status >= 400 {
-					refused++
-				}
-			}
-			if undeclared < 10 || mode == "enforce" && refused < 6 {
-				t.Errorf("%d undeclared, %d refused: the requests do not exercise the signals", undeclared, refused)
-			}
-		})
+}
+
+// serveUndeclaredRequest sends rq through h at now and returns what the
+// handler published and answered, and the line Caddy's access log writes
+// for it (with request.tls over TLS).
+func serveUndeclaredRequest(t *testing.T, h *Handler, rq undeclaredRequest, now time.Time) (undeclaredOutcome, []byte) {
+	t.Helper()
+	raw, clientIP := rawRequest(rq.target, rq.ua, rq.ip+":40000")
+	if rq.https {
+		raw.TLS = &tls.ConnectionState{}
+	}
+	if rq.host != "" {
+		raw.Host = rq.host
+	}
+	for _, hd := range rq.headers {
+		k, v, _ := strings.Cut(hd, ":")
+		raw.Header.Set(k, strings.TrimSpace(v))
+	}
+	w := httptest.NewRecorder()
+	r := prepare(raw, clientIP, w, &caddyhttp.Server{})
+	if err := h.ServeHTTP(w, r, okNext); err != nil {
+		t.Fatal(err)
+	}
+	repl := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
+	o := undeclaredOutcome{repl.ReplaceAll("{http.robots.decision}", ""), repl.ReplaceAll("{http.robots.agent}", ""), w.Code}
+	if o.decision == "" {
+		// Not judged, or the trap request (no placeholders).
+		o.decision = "allow"
+		if w.Code == 403 {
+			o.decision = "block"
+		}
+	}
+	hs := map[string][]string{}
+	for k, v := range raw.Header {
+		hs[k] = v
+	}
+	request := map[string]any{"remote_ip": rq.ip, "remote_port": "40000", "client_ip": clientIP, "proto": "HTTP/1.1",
+		"method": raw.Method, "host": raw.Host, "uri": rq.target, "headers": hs}
+	if rq.https {
+		request["proto"] = "HTTP/2.0"
+		request["tls"] = map[string]any{"resumed": false, "version": 772, "cipher_suite": 4865, "proto": "h2", "server_name": "example.com", "ech": false}
+	}
+	line, err := json.Marshal(map[string]any{"level": "info", "ts": float64(now.UnixNano()) / 1e9, "logger": "http.log.access.log0",
+		"msg": "handled request", "request": request, "status": w.Code})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o, line
+}
+
+// checkUndeclaredDecisions checks that the audit's decisions ds match
+// the server's, request by request, and that the requests exercise the
+// signals.
+func checkUndeclaredDecisions(t *testing.T, mode string, reqs []undeclaredRequest, server []undeclaredOutcome, ds []audit.Decision) {
+	t.Helper()
+	if len(ds) != len(reqs) {
+		t.Fatalf("%d decisions for %d requests", len(ds), len(reqs))
+	}
+	undeclared, refused := 0, 0
+	for i, d := range ds {
+		s := server[i]
+		if d.Trap != "" {
+			// The handler publishes no decision for the trap
+			// request itself: its status says it.
+			s.decision, s.agent = d.Decision, d.Crawler
+		}
+		// The handler refuses what it decides not to allow, unless
+		// it (or the signal that caught the client) is in log mode.
+		if d.Decision != s.decision || d.Crawler != s.agent || (s.status >= 400) != (d.Decision != "allow" && d.Mode == "enforce") {
+			t.Errorf("request %d (%s %s from %s): server %s %q %d, audit %s %q mode %s undeclared %q", i, reqs[i].ua, reqs[i].target, reqs[i].ip,
+				s.decision, s.agent, s.status, d.Decision, d.Crawler, d.Mode, d.Undeclared)
+		}
+		if d.Undeclared != "" {
+			undeclared++
+		}
+		if s.status >= 400 {
+			refused++
+		}
+	}
+	if undeclared < 10 || mode == "enforce" && refused < 6 {
+		t.Errorf("%d undeclared, %d refused: the requests do not exercise the signals", undeclared, refused)
 	}
 }
 
