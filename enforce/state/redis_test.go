@@ -292,30 +292,27 @@ func TestRedisErrorsAndTimeout(t *testing.T) {
 	}
 }
 
+// failoverErrors records what a Failover reports through its onError.
+type failoverErrors struct {
+	n           atomic.Int64
+	unavailable atomic.Int64 // of n, those that wrap ErrUnavailable
+	last        atomic.Pointer[string]
+}
+
+// record is the Failover's onError.
+func (e *failoverErrors) record(err error) {
+	e.n.Add(1)
+	if errors.Is(err, ErrUnavailable) {
+		e.unavailable.Add(1)
+	}
+	msg := err.Error()
+	e.last.Store(&msg)
+}
+
 func TestFailoverOutageAndRecovery(t *testing.T) {
 	srv := startRedisServer(t)
-	opts, err := ParseRedisURL("redis://" + srv.addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := redis.NewUniversalClient(opts)
-	primary, err := NewRedis(RedisConfig{Client: c, Site: "failover", CloseClient: true, Timeout: 200 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	local := NewMemory(MemoryConfig{})
-	var errs atomic.Int64
-	var lastErr atomic.Pointer[string]
-	var unavailable atomic.Int64
-	f := NewFailover(primary, local, func(err error) {
-		errs.Add(1)
-		if errors.Is(err, ErrUnavailable) {
-			unavailable.Add(1)
-		}
-		msg := err.Error()
-		lastErr.Store(&msg)
-	})
-	defer f.Close()
+	errs := &failoverErrors{}
+	f, _ := newFailoverOn(t, srv.addr(), "failover", errs.record)
 
 	T := 3 * time.Second
 	id := NewIdentity("bot", false, netip.MustParseAddr("192.0.2.9"))
@@ -323,8 +320,8 @@ func TestFailoverOutageAndRecovery(t *testing.T) {
 	if r, err := f.Throttle(ctx0, id, T, now); err != nil || !r.Allowed {
 		t.Fatalf("healthy: %+v %v", r, err)
 	}
-	if errs.Load() != 0 {
-		t.Fatalf("errors while healthy: %v", *lastErr.Load())
+	if errs.n.Load() != 0 {
+		t.Fatalf("errors while healthy: %v", *errs.last.Load())
 	}
 
 	srv.stop() // outage
@@ -353,18 +350,26 @@ func TestFailoverOutageAndRecovery(t *testing.T) {
 	if b, err := f.Strike(ctx0, fresh, p, now, testInfo(fresh)); err != nil || !b.Banned {
 		t.Fatalf("strikes during the outage are not enforced locally: %+v %v", b, err)
 	}
-	n := errs.Load()
+	n := errs.n.Load()
 	if n < 100 {
 		t.Fatalf("onError called %d times for 104 local decisions", n)
 	}
-	if unavailable.Load() == 0 || unavailable.Load() == n {
-		t.Fatalf("of %d errors %d wrap ErrUnavailable: want the first failures reported as themselves, then backoff", n, unavailable.Load())
+	if errs.unavailable.Load() == 0 || errs.unavailable.Load() == n {
+		t.Fatalf("of %d errors %d wrap ErrUnavailable: want the first failures reported as themselves, then backoff", n, errs.unavailable.Load())
 	}
-	t.Logf("outage: %d errors reported (%d while backing off), last: %v", n, unavailable.Load(), *lastErr.Load())
+	t.Logf("outage: %d errors reported (%d while backing off), last: %v", n, errs.unavailable.Load(), *errs.last.Load())
 
-	// Recovery: same port, empty Redis. Spend budget directly in Redis for
-	// an identity the local store has never seen; once the failover refuses
-	// it, decisions come from Redis again.
+	checkFailoverRecovery(t, srv, f, errs)
+}
+
+// checkFailoverRecovery restarts srv after the outage of
+// TestFailoverOutageAndRecovery (same port, empty Redis) and checks that
+// f's decisions come from Redis again and report no more errors.
+func checkFailoverRecovery(t *testing.T, srv *redisServer, f *Failover, errs *failoverErrors) {
+	t.Helper()
+	// Spend budget directly in Redis for an identity the local store has
+	// never seen; once the failover refuses it, decisions come from Redis
+	// again.
 	if err := srv.start(); err != nil {
 		t.Fatal(err)
 	}
@@ -375,11 +380,11 @@ func TestFailoverOutageAndRecovery(t *testing.T) {
 	}
 	deadline := time.Now().Add(15 * time.Second)
 	for { // wait until a call reports no error: the primary answered
-		before := errs.Load()
+		before := errs.n.Load()
 		if _, err := f.Banned(ctx0, probe, time.Now()); err != nil {
 			t.Fatal(err)
 		}
-		if errs.Load() == before {
+		if errs.n.Load() == before {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -387,7 +392,7 @@ func TestFailoverOutageAndRecovery(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	before := errs.Load()
+	before := errs.n.Load()
 	if r, err := f.Throttle(ctx0, probe, time.Hour, time.Now()); err != nil || r.Allowed {
 		t.Fatalf("after recovery: %+v %v, want refused by Redis's state (local has none)", r, err)
 	}
@@ -396,8 +401,8 @@ func TestFailoverOutageAndRecovery(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if errs.Load() != before {
-		t.Fatalf("errors still reported after recovery: %v", *lastErr.Load())
+	if errs.n.Load() != before {
+		t.Fatalf("errors still reported after recovery: %v", *errs.last.Load())
 	}
 }
 
