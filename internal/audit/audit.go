@@ -413,15 +413,9 @@ func New(cfg Config) (*Auditor, error) {
 func (a *Auditor) Line(line []byte) error {
 	a.lineNo++
 	e := &a.entry
-	i := skipWS(line, 0)
-	var ok bool
-	if i < len(line) && line[i] == '{' {
-		ok = a.scanner.Parse(line, e)
-	} else {
-		var err error
-		if ok, err = a.parseText(line, e); err != nil {
-			return err
-		}
+	ok, err := a.parse(line, e)
+	if err != nil {
+		return err
 	}
 	if !ok {
 		if len(line) > 0 {
@@ -458,16 +452,7 @@ func (a *Auditor) Line(line []byte) error {
 		a.noHeaderLines++
 	}
 	t := e.Time
-	if !t.IsZero() {
-		if a.first.IsZero() || t.Before(a.first) {
-			a.first = t
-		}
-		if t.After(a.last) {
-			a.last = t
-		} else if a.last.Sub(t) > outOfOrderSlack {
-			a.outOfOrder++
-		}
-	}
+	a.noteTime(t)
 	if !e.HasUA {
 		// The Common Log Format records no User-Agent: the request cannot
 		// be told to be a person's or a crawler's, so it is not judged.
@@ -475,16 +460,7 @@ func (a *Auditor) Line(line []byte) error {
 		he.agg.noUA++
 		return nil
 	}
-	ue := a.uaCache[string(e.UserAgent)]
-	if ue == nil {
-		ue = a.identify(string(e.UserAgent))
-	}
-	if len(e.UserAgents) > 0 && !ue.judged {
-		// Several User-Agent headers: the request is a bot's if any of
-		// them is, as the handler reads it ("Mozilla/5.0 ..." followed by
-		// "GPTBot/1.2" is GPTBot).
-		ue = a.firstJudged(e.UserAgents, ue)
-	}
+	ue := a.agentOf(e)
 	if a.disOn && !ue.judged && !ue.own {
 		// A person's browser (or a library under libraries ignore), as
 		// the User-Agent says: the handler checks the claim against the
@@ -510,6 +486,49 @@ func (a *Auditor) Line(line []byte) error {
 	a.bots++
 	he.agg.bots++
 	return a.judge(ue, he, e, t, judging{log: a.cfg.LogMode})
+}
+
+// parse reads line into e: a Caddy JSON line if it opens with '{', else
+// a text line (an error when its format cannot be the log's). It reports
+// whether line is a line it could read.
+func (a *Auditor) parse(line []byte, e *Entry) (bool, error) {
+	i := skipWS(line, 0)
+	if i < len(line) && line[i] == '{' {
+		return a.scanner.Parse(line, e), nil
+	}
+	return a.parseText(line, e)
+}
+
+// noteTime widens the span of the log to t (when the line has a time)
+// and counts t if it goes back further than outOfOrderSlack.
+func (a *Auditor) noteTime(t time.Time) {
+	if t.IsZero() {
+		return
+	}
+	if a.first.IsZero() || t.Before(a.first) {
+		a.first = t
+	}
+	if t.After(a.last) {
+		a.last = t
+	} else if a.last.Sub(t) > outOfOrderSlack {
+		a.outOfOrder++
+	}
+}
+
+// agentOf identifies the User-Agent of e, from the cache when it was
+// seen before.
+func (a *Auditor) agentOf(e *Entry) *uaEntry {
+	ue := a.uaCache[string(e.UserAgent)]
+	if ue == nil {
+		ue = a.identify(string(e.UserAgent))
+	}
+	if len(e.UserAgents) > 0 && !ue.judged {
+		// Several User-Agent headers: the request is a bot's if any of
+		// them is, as the handler reads it ("Mozilla/5.0 ..." followed by
+		// "GPTBot/1.2" is GPTBot).
+		ue = a.firstJudged(e.UserAgents, ue)
+	}
+	return ue
 }
 
 // identify identifies a User-Agent and caches the answer.
