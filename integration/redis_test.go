@@ -233,18 +233,8 @@ func TestRedisTwoInstances(t *testing.T) {
 
 	// A ban lifted on one instance is gone from the other's list and
 	// decisions within a second or two.
-	bansOn := func(admin int) string {
-		t.Helper()
-		res, err := http.Get("http://" + hostPort("localhost", admin) + "/robots/bans")
-		if err != nil {
-			t.Fatalf("GET /robots/bans on %d: %v", admin, err)
-		}
-		defer res.Body.Close()
-		body, _ := io.ReadAll(res.Body)
-		return string(body)
-	}
-	if !strings.Contains(bansOn(admin2Port), "GreedyBot") {
-		t.Fatalf("the second instance does not list GreedyBot's ban: %s", bansOn(admin2Port))
+	if !strings.Contains(bansOn(t, admin2Port), "GreedyBot") {
+		t.Fatalf("the second instance does not list GreedyBot's ban: %s", bansOn(t, admin2Port))
 	}
 	req, _ := http.NewRequest(http.MethodDelete, adminURL()+"/robots/bans?crawler=GreedyBot", nil)
 	if res, err := http.DefaultClient.Do(req); err != nil || res.StatusCode != 200 {
@@ -252,13 +242,41 @@ func TestRedisTwoInstances(t *testing.T) {
 	}
 	lifted := time.Now()
 	eventually(t, 2*time.Second, "the ban gone from the second instance", func() bool {
-		return !strings.Contains(bansOn(admin2Port), "GreedyBot")
+		return !strings.Contains(bansOn(t, admin2Port), "GreedyBot")
 	})
 	greedy(b+"/page", 200, "")
 	t.Logf("[report] redis: a ban lifted on one instance left the other's list in %s", time.Since(lifted).Round(time.Millisecond))
 
 	// Redis stops: fail open, errors counted.
 	r.stop()
+	checkTwoInstancesOutage(t, c, a, b, bad)
+	// Redis returns: the shared budget is enforced again.
+	r.restart(t)
+	n := 0
+	eventually(t, 10*time.Second, "enforcement to resume from Redis", func() bool {
+		n++
+		ub := fmt.Sprintf("BackBot%d/1.0 (+https://back.example/bot)", n)
+		return c.get(a+"/page", ub).status == 200 && c.get(b+"/page", ub).status == 503
+	})
+}
+
+// bansOn returns the list of bans the admin API on port admin serves.
+func bansOn(t *testing.T, admin int) string {
+	t.Helper()
+	res, err := http.Get("http://" + hostPort("localhost", admin) + "/robots/bans")
+	if err != nil {
+		t.Fatalf("GET /robots/bans on %d: %v", admin, err)
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	return string(body)
+}
+
+// checkTwoInstancesOutage checks, while the Redis of TestRedisTwoInstances
+// is down, that both instances a and b fail open, that the ban lifted on
+// bad does not come back, and that the errors and decisions are counted.
+func checkTwoInstancesOutage(t *testing.T, c client, a, b, bad string) {
+	t.Helper()
 	const outage = "OutageBot/1.0 (+https://outage.example/bot)"
 	for i, base := range []string{a, b} {
 		// From an address of its own: "*"-judged bots share their
@@ -282,14 +300,6 @@ func TestRedisTwoInstances(t *testing.T) {
 			t.Errorf("%s = %v, want > 0", series, n)
 		}
 	}
-	// Redis returns: the shared budget is enforced again.
-	r.restart(t)
-	n := 0
-	eventually(t, 10*time.Second, "enforcement to resume from Redis", func() bool {
-		n++
-		ub := fmt.Sprintf("BackBot%d/1.0 (+https://back.example/bot)", n)
-		return c.get(a+"/page", ub).status == 200 && c.get(b+"/page", ub).status == 503
-	})
 }
 
 // metricValue reads one sample from a Prometheus text endpoint.
