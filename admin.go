@@ -213,6 +213,7 @@ func (h *Handler) adminSite() admin.Site {
 		Source:         h.Source,
 		File:           h.File,
 		Mode:           h.Mode,
+		Unavailable:    h.Unavailable,
 		Grace:          h.grace,
 		Strikes:        h.strikes,
 		Store:          h.store,

@@ -131,8 +131,9 @@ func newRuleSource(h *Handler, ctx caddy.Context) (*ruleSource, error) {
 			h.checkTrapVersion(host, id, robots) // undeclared.go: does robots.txt disallow the trap?
 			h.emitPublished(host, id, previous)
 		},
-		Failed:    h.emitLoadFailed,
-		Recovered: h.emitLoadRecovered,
+		Failed:      h.emitLoadFailed,
+		Recovered:   h.emitLoadRecovered,
+		Unavailable: h.Unavailable, // the rule named while a site has no copy yet
 	})
 	if err != nil {
 		_, _ = versionPool.Delete(poolKey)

@@ -40,6 +40,9 @@ const (
 type Site struct {
 	// Source, File and Mode are the handler's configuration.
 	Source, File, Mode string
+	// Unavailable is the rule for a site with no copy of robots.txt yet:
+	// disallow (crawlers get 503) or allow.
+	Unavailable string
 	// Grace is how long a replaced robots.txt version still counts.
 	Grace time.Duration
 	// Strikes is the handler's strike policy.

@@ -122,7 +122,11 @@ type SiteStatus struct {
 	Server string `json:"server,omitempty"`
 	// State is ok (a copy is in force), pending (the first load has not
 	// finished) or unavailable (no copy was ever obtained).
-	State   string `json:"state"`
+	State string `json:"state"`
+	// NoCopy, for an unavailable site, says that there is no copy of its
+	// robots.txt yet (nothing "last good" is kept) and which unavailable
+	// rule crawlers get meanwhile.
+	NoCopy  string `json:"no_copy,omitempty"`
 	Version string `json:"version,omitempty"`
 	// CurrentSince is when the current version became current.
 	CurrentSince *time.Time `json:"current_since,omitempty"`
@@ -302,6 +306,9 @@ func handlerStatusOf(i int, s Site, now time.Time) HandlerStatus {
 // handler's reading of the loader's facts.
 func siteStatusOf(s Site, st sites.Status, now time.Time) SiteStatus {
 	ss := SiteStatus{Host: st.Host, Server: st.Server, State: st.State, Versions: []VersionStatus{}}
+	if st.State == "unavailable" {
+		ss.NoCopy = sites.NoCopyYet(s.Unavailable)
+	}
 	for _, v := range st.Versions {
 		vs := VersionStatus{ID: v.ID, From: v.From.UTC(), StartUnknown: v.StartUnknown, Current: v.Current, FinalURL: v.FinalURL}
 		if !v.Until.IsZero() {
