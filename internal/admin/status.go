@@ -126,7 +126,11 @@ type SiteStatus struct {
 	// NoCopy, for an unavailable site, says that there is no copy of its
 	// robots.txt yet (nothing "last good" is kept) and which unavailable
 	// rule crawlers get meanwhile.
-	NoCopy  string `json:"no_copy,omitempty"`
+	NoCopy string `json:"no_copy,omitempty"`
+	// Warnings are what is wrong with the current robots.txt although it
+	// loaded (state ok): an HTML page, UTF-16, no group, cut at 500 KiB,
+	// the trap's Disallow line missing. Empty when nothing is.
+	Warnings []string `json:"warnings"`
 	Version string `json:"version,omitempty"`
 	// CurrentSince is when the current version became current.
 	CurrentSince *time.Time `json:"current_since,omitempty"`
@@ -305,7 +309,10 @@ func handlerStatusOf(i int, s Site, now time.Time) HandlerStatus {
 // siteStatusOf describes one site of s at now: its grace and age are the
 // handler's reading of the loader's facts.
 func siteStatusOf(s Site, st sites.Status, now time.Time) SiteStatus {
-	ss := SiteStatus{Host: st.Host, Server: st.Server, State: st.State, Versions: []VersionStatus{}}
+	ss := SiteStatus{Host: st.Host, Server: st.Server, State: st.State, Versions: []VersionStatus{}, Warnings: st.Warnings}
+	if ss.Warnings == nil {
+		ss.Warnings = []string{}
+	}
 	if st.State == "unavailable" {
 		ss.NoCopy = sites.NoCopyYet(s.Unavailable)
 	}

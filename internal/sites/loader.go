@@ -115,6 +115,9 @@ type Config struct {
 	// retry (every 30 seconds). o says since when the site is down and
 	// how many loads failed.
 	Failed func(host string, err error, o Outage)
+	// Trap is the handler's trap path ("" without one): a current version
+	// that does not disallow it for "*" is shown with a warning.
+	Trap string
 	// Unavailable is the handler's rule for a site with no copy yet
 	// ("disallow": crawlers get 503; "allow": no rules), named in the
 	// warning a failed first load logs; "" names no rule.
