@@ -131,7 +131,7 @@ type SiteStatus struct {
 	// loaded (state ok): an HTML page, UTF-16, no group, cut at 500 KiB,
 	// the trap's Disallow line missing. Empty when nothing is.
 	Warnings []string `json:"warnings"`
-	Version string `json:"version,omitempty"`
+	Version  string   `json:"version,omitempty"`
 	// CurrentSince is when the current version became current.
 	CurrentSince *time.Time `json:"current_since,omitempty"`
 	// AgeSeconds is how old the current copy is: the time since the last
