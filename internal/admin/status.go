@@ -188,7 +188,10 @@ type FetchStatus struct {
 
 // BanCount is how many bans a handler's store holds.
 type BanCount struct {
-	Count int `json:"count"`
+	// Count is the bans in force; Logged the bans earned in mode log,
+	// which refuse nothing (the crawlers would be banned).
+	Count  int `json:"count"`
+	Logged int `json:"logged"`
 	// Truncated is set when more bans exist than were counted.
 	Truncated bool   `json:"truncated,omitempty"`
 	Error     string `json:"error,omitempty"`
@@ -378,7 +381,13 @@ func storeFactsOf(ctx context.Context, s Site, now time.Time, scans banScans) *s
 	}
 	if l, ok := s.Store.(state.BanLister); ok {
 		bans, err := scans.list(ctx, s, l, now)
-		f.bans.Count = len(bans)
+		for _, b := range bans {
+			if LogModeBan(b) {
+				f.bans.Logged++
+			} else {
+				f.bans.Count++
+			}
+		}
 		f.bans.Truncated = len(bans) >= state.MaxBansListed
 		if err != nil {
 			f.bans.Error = err.Error()

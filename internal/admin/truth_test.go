@@ -2,10 +2,14 @@ package admin
 
 import (
 	"bytes"
+	"context"
+	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/caddyrobots/caddy-robots/enforce/state"
 	"github.com/caddyrobots/caddy-robots/internal/sites"
 )
 
@@ -55,5 +59,59 @@ func TestSiteWarningsShown(t *testing.T) {
 	}
 	if n := strings.Count(page, `<span class="ok">ok</span>`); n != 1 {
 		t.Errorf("%d plain ok, want 1 (the good site)", n)
+	}
+}
+
+// TestLogModeBansApart: a ban earned in mode log (scope "log|…") is not a
+// ban in force: /robots/bans marks it mode log and counts it apart, the
+// handler's count of bans in force leaves it out, and the page lists it
+// under "would be banned (log mode)", not under bans in force.
+func TestLogModeBansApart(t *testing.T) {
+	policy := state.StrikePolicy{Strikes: 1, Window: time.Minute, Ban: time.Hour}
+	mem := state.NewMemory(state.MemoryConfig{})
+	now := time.Now()
+	ban := func(name, site, ip string) {
+		id := state.NewIdentity(name, false, netip.MustParseAddr(ip))
+		id.Site = site
+		if res, err := mem.Strike(context.Background(), id, policy, now, state.StrikeInfo{Crawler: name, Token: "*", Line: 2}); err != nil || !res.Banned {
+			t.Fatalf("strike: %+v %v", res, err)
+		}
+	}
+	ban("EnforcedBot", "h:aaaaaaaaaaaa", "198.51.100.1")
+	ban("LoggedBot", "log|h:bbbbbbbbbbbb", "198.51.100.2")
+	site := Site{Source: "inline", Mode: "enforce", Strikes: policy, Store: mem, StoreType: "memory"}
+
+	rep := Bans(context.Background(), []Site{site}, now)
+	if rep.InForce != 1 || rep.LogMode != 1 || len(rep.Bans) != 2 {
+		t.Fatalf("in force %d, log mode %d, listed %d; want 1, 1, 2", rep.InForce, rep.LogMode, len(rep.Bans))
+	}
+	for _, b := range rep.Bans {
+		if want := map[string]string{"EnforcedBot": "enforce", "LoggedBot": "log"}[b.Crawler]; b.Mode != want {
+			t.Errorf("%s: mode %q, want %q", b.Crawler, b.Mode, want)
+		}
+	}
+	st := Status(context.Background(), []Site{site}, now)
+	if c := st.Handlers[0].Bans; c.Count != 1 || c.Logged != 1 {
+		t.Errorf("status bans %+v, want count 1 (in force), logged 1", c)
+	}
+
+	w := httptest.NewRecorder()
+	api := &API{Sites: func() []Site { return []Site{site} }}
+	if err := api.servePage(w, httptest.NewRequest("GET", "/robots/", nil)); err != nil {
+		t.Fatal(err)
+	}
+	page := w.Body.String()
+	inForce, logged, ok := strings.Cut(page, "Would be banned (log mode)")
+	if !ok {
+		t.Fatal("the page has no section of log-mode bans")
+	}
+	if !strings.Contains(inForce, "EnforcedBot") || strings.Contains(inForce, "LoggedBot") {
+		t.Error("the bans in force must list EnforcedBot and not LoggedBot")
+	}
+	if !strings.Contains(logged, "LoggedBot") || strings.Contains(logged, "EnforcedBot") {
+		t.Error("the log-mode section must list LoggedBot only")
+	}
+	if !strings.Contains(page, `<b class="bad">1</b><span>bans in force</span>`) {
+		t.Error("the tile must count 1 ban in force")
 	}
 }
