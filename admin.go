@@ -240,6 +240,7 @@ func (h *Handler) adminSite() admin.Site {
 	for _, c := range stats.top(admin.Top, true) {
 		s.TopOffenders = append(s.TopOffenders, admin.CrawlerCount(c))
 	}
+	s.RefusedUnavailable = stats.unavailableTotal()
 	return s
 }
 

@@ -63,6 +63,9 @@ type Site struct {
 	// block's) decision counts: at most Top crawlers with the most
 	// requests, and with the most refusals.
 	TopCrawlers, TopOffenders []CrawlerCount
+	// RefusedUnavailable is how many bot requests were refused because
+	// the site's robots.txt was unavailable, every crawler's.
+	RefusedUnavailable uint64
 	// ConfigWarnings are the warnings about the configuration, as logged.
 	ConfigWarnings []string
 	// UntrustedProxy is the first peer found forwarding for others while
@@ -92,6 +95,10 @@ type CrawlerCount struct {
 	Refused uint64 `json:"refused"`
 	// Retries are requests that came back inside their Retry-After.
 	Retries uint64 `json:"immediate_retries"`
+	// Unavailable are the requests refused (503) because the site's
+	// robots.txt was unavailable: no offence of the crawler's, so not in
+	// Refused, and never what lists a crawler among the offenders.
+	Unavailable uint64 `json:"refused_unavailable,omitempty"`
 }
 
 // API serves the admin routes under /robots/ (see the root's adminAPI for

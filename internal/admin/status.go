@@ -35,8 +35,12 @@ type HandlerStatus struct {
 	Sites        []SiteStatus   `json:"sites"`
 	TopCrawlers  []CrawlerCount `json:"top_crawlers"`
 	TopOffenders []CrawlerCount `json:"top_offenders"`
-	Bans         BanCount       `json:"bans"`
-	Store        StoreStatus    `json:"store"`
+	// RefusedUnavailable is how many bot requests were refused (503)
+	// because robots.txt was unavailable: counted apart from the
+	// offenders, whose refusals are their own doing.
+	RefusedUnavailable uint64      `json:"refused_while_unavailable"`
+	Bans               BanCount    `json:"bans"`
+	Store              StoreStatus `json:"store"`
 	// IPLists are the published crawler IP lists the handler verifies
 	// claims with: their age and where they come from.
 	IPLists []IPListStatus `json:"ip_lists"`
@@ -272,16 +276,17 @@ func buildStatus(ctx context.Context, ss []Site, now time.Time, scans banScans) 
 // handlerStatusOf describes the handler s, at index i, but for its store.
 func handlerStatusOf(i int, s Site, now time.Time) HandlerStatus {
 	hs := HandlerStatus{
-		Index:          i,
-		Source:         s.Source,
-		File:           s.File,
-		Mode:           s.Mode,
-		Sites:          []SiteStatus{},
-		TopCrawlers:    s.TopCrawlers,
-		TopOffenders:   s.TopOffenders,
-		IPLists:        ipListsOf(s, now),
-		ConfigWarnings: s.ConfigWarnings,
-		GraceSeconds:   s.Grace.Seconds(),
+		Index:              i,
+		Source:             s.Source,
+		File:               s.File,
+		Mode:               s.Mode,
+		Sites:              []SiteStatus{},
+		TopCrawlers:        s.TopCrawlers,
+		TopOffenders:       s.TopOffenders,
+		RefusedUnavailable: s.RefusedUnavailable,
+		IPLists:            ipListsOf(s, now),
+		ConfigWarnings:     s.ConfigWarnings,
+		GraceSeconds:       s.Grace.Seconds(),
 	}
 	if p := s.UntrustedProxy; p.IsValid() {
 		hs.UntrustedProxy = p.String()

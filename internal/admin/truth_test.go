@@ -115,3 +115,22 @@ func TestLogModeBansApart(t *testing.T) {
 		t.Error("the tile must count 1 ban in force")
 	}
 }
+
+// TestRefusedWhileUnavailableApart: the 503s of an unavailable robots.txt
+// are shown on their own line, not as offenders.
+func TestRefusedWhileUnavailableApart(t *testing.T) {
+	now := time.Now()
+	hs := handlerStatusOf(0, Site{Source: "site", Mode: "enforce", RefusedUnavailable: 5,
+		TopCrawlers: []CrawlerCount{{Name: "PoliteBot", Unavailable: 5}}}, now)
+	if hs.RefusedUnavailable != 5 || len(hs.TopOffenders) != 0 {
+		t.Fatalf("status %+v", hs)
+	}
+	var buf bytes.Buffer
+	if err := statusPage.Execute(&buf, pageData{StatusReport: StatusReport{Time: now, Handlers: []HandlerStatus{hs}}}); err != nil {
+		t.Fatal(err)
+	}
+	page := buf.String()
+	if !strings.Contains(page, "Refused while robots.txt unavailable: 5") || !strings.Contains(page, "No refusals.") {
+		t.Error("the page must count the unavailable 503s apart and list no offender")
+	}
+}
