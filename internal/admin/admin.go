@@ -59,6 +59,9 @@ type Site struct {
 	Ranges   map[string]string
 	// Scope names the site block; nil until a request found it.
 	Scope *Scope
+	// Block names the site block from the running config's routes; nil
+	// when the handler is in none (and no request found it).
+	Block *Block
 	// TopCrawlers and TopOffenders are the handler's (or its site
 	// block's) decision counts: at most Top crawlers with the most
 	// requests, and with the most refusals.
@@ -71,6 +74,18 @@ type Site struct {
 	// UntrustedProxy is the first peer found forwarding for others while
 	// the server does not trust it; invalid when none was.
 	UntrustedProxy netip.Addr
+}
+
+// Block names the site block a handler serves, as the running config's
+// routes place it: what an operator wrote, instead of a handler index.
+type Block struct {
+	// Name is the block for people: "a.example, b.example on :443", or
+	// "* on :8080" for a catch-all.
+	Name string
+	// Hosts are the block's host patterns (none: a catch-all); Listen
+	// its server's addresses.
+	Hosts  []string
+	Listen string
 }
 
 // Scope names the site block a handler serves, as bans record it.

@@ -61,9 +61,9 @@ func (a *API) servePage(w http.ResponseWriter, r *http.Request) error {
 	ss := a.Sites()
 	scans := banScans{}
 	data := pageData{StatusReport: buildStatus(r.Context(), ss, now, scans), Bans: listBans(r.Context(), ss, now, scans), Admin: a.address(r)}
+	data.Sites = distinctSites(data.StatusReport)
 	for i := range data.Handlers {
 		h := &data.Handlers[i]
-		data.Sites += len(h.Sites)
 		if len(h.Sites) > pageMaxSites {
 			h.moreSites = len(h.Sites) - pageMaxSites
 			h.Sites = h.Sites[:pageMaxSites]

@@ -18,15 +18,21 @@ import (
 type StatusReport struct {
 	Time     time.Time       `json:"time"`
 	Handlers []HandlerStatus `json:"handlers"`
+	// IPLists are the crawler IP lists the handlers verify claims with,
+	// once for all (a handler lists its own only when they differ).
+	IPLists []IPListStatus `json:"ip_lists"`
 }
 
 // HandlerStatus describes one robots handler of the running configuration.
 type HandlerStatus struct {
 	// Index is the handler's position, for "handler" in /robots/check.
-	Index  int    `json:"index"`
-	Source string `json:"source"`
-	File   string `json:"file,omitempty"`
-	Mode   string `json:"mode"`
+	Index int `json:"index"`
+	// SiteBlock names the site block the handler serves: its host
+	// patterns and listen addresses ("a.example on :443", "* on :8080").
+	SiteBlock string `json:"site_block"`
+	Source    string `json:"source"`
+	File      string `json:"file,omitempty"`
+	Mode      string `json:"mode"`
 	// Server is the listen addresses of the server the handler serves,
 	// known from its first request.
 	Server       string         `json:"server,omitempty"`
@@ -42,8 +48,9 @@ type HandlerStatus struct {
 	Bans               BanCount    `json:"bans"`
 	Store              StoreStatus `json:"store"`
 	// IPLists are the published crawler IP lists the handler verifies
-	// claims with: their age and where they come from.
-	IPLists []IPListStatus `json:"ip_lists"`
+	// claims with, their age and where they come from, when they differ
+	// from the report's (shared) ones; absent otherwise.
+	IPLists []IPListStatus `json:"ip_lists,omitempty"`
 	// ConfigWarnings are the warnings about the handler's configuration
 	// logged at load (and since: a server found trusting proxies without
 	// trusted_proxies_strict), each as logged.
@@ -270,6 +277,8 @@ func buildStatus(ctx context.Context, ss []Site, now time.Time, scans banScans) 
 		}
 		rep.Handlers = append(rep.Handlers, hs)
 	}
+	keepOwnSites(&rep, ss)
+	shareIPLists(&rep)
 	return rep
 }
 
@@ -277,6 +286,7 @@ func buildStatus(ctx context.Context, ss []Site, now time.Time, scans banScans) 
 func handlerStatusOf(i int, s Site, now time.Time) HandlerStatus {
 	hs := HandlerStatus{
 		Index:              i,
+		SiteBlock:          siteBlockOf(s, i),
 		Source:             s.Source,
 		File:               s.File,
 		Mode:               s.Mode,
