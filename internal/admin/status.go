@@ -228,6 +228,8 @@ type StoreStatus struct {
 type storeFacts struct {
 	status StoreStatus
 	bans   BanCount
+	// list is the bans counted, for the counts of each site block.
+	list []state.Ban
 }
 
 // banScans holds each store's list of bans for one report, so that the
@@ -273,7 +275,7 @@ func buildStatus(ctx context.Context, ss []Site, now time.Time, scans banScans) 
 				f = storeFactsOf(ctx, s, now, scans)
 				stores[s.Store] = f
 			}
-			hs.Store, hs.Bans = f.status, f.bans
+			hs.Store, hs.Bans = f.status, blockBans(f, s.Scope)
 		}
 		rep.Handlers = append(rep.Handlers, hs)
 	}
@@ -373,6 +375,25 @@ func siteStatusOf(s Site, st sites.Status, now time.Time) SiteStatus {
 	return ss
 }
 
+// blockBans counts the bans of f's store that the site block sc issued (in
+// force, and in mode log): a store shared by several blocks holds them
+// all. Without a scope (no request yet), the store's counts.
+func blockBans(f *storeFacts, sc *Scope) BanCount {
+	if sc == nil || sc.Key == "" {
+		return f.bans
+	}
+	c := BanCount{Truncated: f.bans.Truncated, Error: f.bans.Error}
+	for _, b := range f.list {
+		switch b.Identity.Site {
+		case sc.Key:
+			c.Count++
+		case "log|" + sc.Key:
+			c.Logged++
+		}
+	}
+	return c
+}
+
 // storeFactsOf checks s's store: its type, a PING within 100 ms for Redis,
 // and the bans in force.
 func storeFactsOf(ctx context.Context, s Site, now time.Time, scans banScans) *storeFacts {
@@ -403,6 +424,7 @@ func storeFactsOf(ctx context.Context, s Site, now time.Time, scans banScans) *s
 				f.bans.Count++
 			}
 		}
+		f.list = bans
 		f.bans.Truncated = len(bans) >= state.MaxBansListed
 		if err != nil {
 			f.bans.Error = err.Error()
