@@ -54,6 +54,9 @@ func TestAdminStatusPageTellsTheTruth(t *testing.T) {
 }
 `)
 	settle(c, siteURL("truth-html.localhost")+"/")
+	// Memory stores outlive a config load: start from no ban at all, so
+	// the counts below are this test's.
+	adminJSON(t, http.MethodDelete, "/robots/bans?all=true", nil, http.StatusOK, nil)
 	const polite = "PoliteBot/1.0 (+https://polite.example/bot)"
 	const rude = "RudeBot/1.0 (+https://rude.example/bot)"
 	c.expect(siteURL("truth-html.localhost")+"/shop", polite, 200)
