@@ -198,13 +198,30 @@ func checkHandler(hs []*Handler, app *caddyhttp.App, index *int, u *url.URL, r *
 		u.Redacted(), urlPort(u.Scheme, u.Host), strings.Join(list, "; "))}
 }
 
-// adminSites describes hs for the admin API, in order.
+// adminSites describes hs for the admin API, in order, each named by its
+// site block as the running config's routes place it (or, for a handler
+// not in them, as its first request found it).
 func adminSites(hs []*Handler) []admin.Site {
+	places := placements(httpApp())
 	out := make([]admin.Site, 0, len(hs))
 	for _, h := range hs {
-		out = append(out, h.adminSite())
+		s := h.adminSite()
+		if p, ok := places[h]; ok {
+			s.Block = &admin.Block{Name: siteDesc(p), Hosts: p.Hosts, Listen: strings.Join(p.Listen, " ")}
+		} else if s.Scope != nil {
+			s.Block = &admin.Block{Name: h.scope.Load().desc, Hosts: hostList(s.Scope.Site), Listen: s.Scope.Listen}
+		}
+		out = append(out, s)
 	}
 	return out
+}
+
+// hostList splits a scope's host patterns ("*": a catch-all, none).
+func hostList(site string) []string {
+	if site == "*" || site == "" {
+		return nil
+	}
+	return strings.Split(site, ", ")
 }
 
 // adminSite describes h for the admin API, as it is now.
@@ -213,6 +230,7 @@ func (h *Handler) adminSite() admin.Site {
 		Source:         h.Source,
 		File:           h.File,
 		Mode:           h.Mode,
+		Unavailable:    h.Unavailable,
 		Grace:          h.grace,
 		Strikes:        h.strikes,
 		Store:          h.store,
@@ -239,6 +257,7 @@ func (h *Handler) adminSite() admin.Site {
 	for _, c := range stats.top(admin.Top, true) {
 		s.TopOffenders = append(s.TopOffenders, admin.CrawlerCount(c))
 	}
+	s.RefusedUnavailable = stats.unavailableTotal()
 	return s
 }
 

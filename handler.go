@@ -493,7 +493,11 @@ func (h *Handler) publishOutcome(r *http.Request, cv *caddyValues, o *outcome) *
 		o.publish()
 	}
 	a := o.agent
-	h.statsFor(r).seen(a, o.verdict, o.action)
+	if o.reason == policy.Unavailable {
+		h.statsFor(r).seenUnavailable(a, o.verdict) // not the crawler's offence
+	} else {
+		h.statsFor(r).seen(a, o.verdict, o.action)
+	}
 	if repl := cv.repl; repl != nil {
 		repl.Map(o.published.placeholder) // placeholders.go
 	}

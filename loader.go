@@ -111,6 +111,10 @@ func newRuleSource(h *Handler, ctx caddy.Context) (*ruleSource, error) {
 	}
 	e := val.(*tableEntry)
 	s := &ruleSource{h: h, tableKey: poolKey, fetched: e.fetched, hasPrefs: prefsFlag{e.table}}
+	trap := "" // the trap the status page checks each site's robots.txt for
+	if h.undeclared != nil && h.undeclared.trap != nil {
+		trap = h.Trap
+	}
 	s.Loader, err = sites.NewLoader(ctx, e.table, sites.Config{
 		Kind:          kind,
 		File:          h.File,
@@ -131,8 +135,10 @@ func newRuleSource(h *Handler, ctx caddy.Context) (*ruleSource, error) {
 			h.checkTrapVersion(host, id, robots) // undeclared.go: does robots.txt disallow the trap?
 			h.emitPublished(host, id, previous)
 		},
-		Failed:    h.emitLoadFailed,
-		Recovered: h.emitLoadRecovered,
+		Failed:      h.emitLoadFailed,
+		Recovered:   h.emitLoadRecovered,
+		Unavailable: h.Unavailable, // the rule named while a site has no copy yet
+		Trap:        trap,
 	})
 	if err != nil {
 		_, _ = versionPool.Delete(poolKey)

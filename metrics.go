@@ -11,6 +11,7 @@ import (
 
 	"github.com/caddyrobots/caddy-robots/agents"
 	"github.com/caddyrobots/caddy-robots/enforce/state"
+	"github.com/caddyrobots/caddy-robots/internal/admin"
 	"github.com/caddyrobots/caddy-robots/internal/policy"
 )
 
@@ -97,7 +98,10 @@ func newMetricSet() *metricSet {
 			[]string{"source"}, nil)},
 		bans: &bansCollector{desc: prometheus.NewDesc("caddy_robots_bans_in_force",
 			"Bans in force in the state stores of the running handlers (at most 1000 counted per store), by store type.",
-			[]string{"store"}, nil)},
+			[]string{"store"}, nil),
+			logged: prometheus.NewDesc("caddy_robots_bans_logged",
+				"Bans earned in mode log (the crawlers would be banned; nothing refuses them) in the state stores of the running handlers (at most 1000 counted per store), by store type.",
+				[]string{"store"}, nil)},
 		disguised: newDisguisedCounters(),
 	}
 	m.initSeries()
@@ -322,14 +326,15 @@ func rulesAges(now time.Time) map[string]time.Duration {
 // in the stores of the running handlers, counted when metrics are read (at
 // most state.MaxBansListed per store; a Redis store is asked with a bounded
 // SCAN and a 1 s deadline).
-type bansCollector struct{ desc *prometheus.Desc }
+// Bans earned in mode log are counted apart, in caddy_robots_bans_logged.
+type bansCollector struct{ desc, logged *prometheus.Desc }
 
 // Describe implements prometheus.Collector.
-func (c *bansCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+func (c *bansCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc; ch <- c.logged }
 
 // Collect implements prometheus.Collector.
 func (c *bansCollector) Collect(ch chan<- prometheus.Metric) {
-	counts := map[string]int{"memory": 0}
+	counts, logged := map[string]int{"memory": 0}, map[string]int{"memory": 0}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	now := time.Now()
@@ -343,9 +348,19 @@ func (c *bansCollector) Collect(ch chan<- prometheus.Metric) {
 		if err != nil {
 			continue
 		}
-		counts[kind] += len(bans)
+		if _, ok := counts[kind]; !ok { // a series per store type, even at 0
+			counts[kind], logged[kind] = 0, 0
+		}
+		for _, b := range bans {
+			if admin.LogModeBan(b) {
+				logged[kind]++
+			} else {
+				counts[kind]++
+			}
+		}
 	}
 	for kind, n := range counts {
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n), kind)
+		ch <- prometheus.MustNewConstMetric(c.logged, prometheus.GaugeValue, float64(logged[kind]), kind)
 	}
 }

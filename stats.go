@@ -31,6 +31,9 @@ type nameCounts [numClaims]crawlerCounts
 // crawlerCounts are the counts of one crawler name and claim.
 type crawlerCounts struct {
 	allowed, refused, retries atomic.Uint64
+	// unavailable are the 503s because the site's robots.txt was
+	// unavailable: no fault of the crawler's, so not refused (offences).
+	unavailable atomic.Uint64
 }
 
 func newCrawlerStats() *crawlerStats { return &crawlerStats{} }
@@ -111,6 +114,34 @@ func (s *crawlerStats) seen(a *agents.Shared, v agents.Verdict, act policy.Actio
 	}
 }
 
+// seenUnavailable counts one request of the crawler a refused (503)
+// because the site's robots.txt was unavailable: apart from its refusals,
+// so that a polite crawler is never listed among the offenders for it.
+func (s *crawlerStats) seenUnavailable(a *agents.Shared, v agents.Verdict) {
+	if s == nil {
+		return
+	}
+	if cc := s.countsOf(a, claimOf(a, v)); cc != nil {
+		cc.unavailable.Add(1)
+	}
+}
+
+// unavailableTotal is how many requests were refused because robots.txt
+// was unavailable, every crawler's.
+func (s *crawlerStats) unavailableTotal() uint64 {
+	if s == nil {
+		return 0
+	}
+	var n uint64
+	s.byName.Range(func(_, v any) bool {
+		for c := range v.(*nameCounts) {
+			n += v.(*nameCounts)[c].unavailable.Load()
+		}
+		return true
+	})
+	return n
+}
+
 // retried counts an immediate retry: a request that came back inside the
 // Retry-After it was given.
 func (s *crawlerStats) retried(a *agents.Shared, v agents.Verdict) {
@@ -135,6 +166,9 @@ type crawlerCount struct {
 	Refused uint64 `json:"refused"`
 	// Retries are requests that came back inside their Retry-After.
 	Retries uint64 `json:"immediate_retries"`
+	// Unavailable are the requests refused because the site's robots.txt
+	// was unavailable; not in Refused.
+	Unavailable uint64 `json:"refused_unavailable,omitempty"`
 }
 
 // top returns the n crawlers with the most requests (by refused when
@@ -151,8 +185,8 @@ func (s *crawlerStats) top(n int, offenders bool) []crawlerCount {
 		}
 		for c := range counts {
 			cc := &counts[c]
-			n := crawlerCount{Name: name, Claim: claim(c).String(), Allowed: cc.allowed.Load(), Refused: cc.refused.Load(), Retries: cc.retries.Load()}
-			if n.Allowed+n.Refused+n.Retries == 0 || (offenders && n.Refused == 0) {
+			n := crawlerCount{Name: name, Claim: claim(c).String(), Allowed: cc.allowed.Load(), Refused: cc.refused.Load(), Retries: cc.retries.Load(), Unavailable: cc.unavailable.Load()}
+			if n.Allowed+n.Refused+n.Retries+n.Unavailable == 0 || (offenders && n.Refused == 0) {
 				continue
 			}
 			out = append(out, n)

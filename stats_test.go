@@ -65,3 +65,24 @@ func TestCrawlerStatsClaims(t *testing.T) {
 		}
 	}
 }
+
+// TestCrawlerStatsUnavailableApart: 503s because robots.txt was
+// unavailable are no crawler's offence: they are counted apart and never
+// list a polite crawler among the offenders.
+func TestCrawlerStatsUnavailableApart(t *testing.T) {
+	s := newCrawlerStats()
+	polite := agents.NewShared(agents.Agent{Bot: true, Name: "PoliteBot"})
+	for range 3 {
+		s.seenUnavailable(polite, agents.Unverified)
+	}
+	s.seen(polite, agents.Unverified, policy.Allow)
+	if off := s.top(10, true); len(off) != 0 {
+		t.Errorf("offenders = %+v, want none", off)
+	}
+	if top := s.top(10, false); len(top) != 1 || top[0].Refused != 0 || top[0].Unavailable != 3 {
+		t.Errorf("top = %+v, want PoliteBot with 3 refused while unavailable and no refusal", top)
+	}
+	if n := s.unavailableTotal(); n != 3 {
+		t.Errorf("unavailableTotal = %d, want 3", n)
+	}
+}

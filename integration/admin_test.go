@@ -332,7 +332,15 @@ func TestAdminReloadFileServer(t *testing.T) {
 // use_error_routes, and what each IP list proves.
 func checkStatusCounts(t *testing.T) {
 	t.Helper()
+	type ipList struct {
+		Method       string `json:"method"`
+		VerifiedBy   string `json:"verified_by"`
+		ProvesSpoofs bool   `json:"proves_spoofs"`
+		Why          string `json:"why"`
+	}
 	var st struct {
+		// The IP lists every handler shares, listed once.
+		IPLists  []ipList `json:"ip_lists"`
 		Handlers []struct {
 			Top []struct {
 				Crawler string `json:"crawler"`
@@ -341,17 +349,16 @@ func checkStatusCounts(t *testing.T) {
 				Refused int    `json:"refused"`
 			} `json:"top_crawlers"`
 			Warnings []string `json:"config_warnings"`
-			IPLists  []struct {
-				Method       string `json:"method"`
-				VerifiedBy   string `json:"verified_by"`
-				ProvesSpoofs bool   `json:"proves_spoofs"`
-				Why          string `json:"why"`
-			} `json:"ip_lists"`
+			IPLists  []ipList `json:"ip_lists"`
 		} `json:"handlers"`
 	}
 	adminJSON(t, http.MethodGet, "/robots/status", nil, http.StatusOK, &st)
 	counts := map[string]string{}
 	var warned bool
+	lists := st.IPLists
+	if len(lists) == 0 {
+		t.Error("/robots/status lists no crawler IP list")
+	}
 	for _, h := range st.Handlers {
 		for _, x := range h.Top {
 			counts[x.Crawler+"|"+x.Claim] = fmt.Sprintf("%d/%d", x.Allowed, x.Refused)
@@ -359,13 +366,14 @@ func checkStatusCounts(t *testing.T) {
 		for _, w := range h.Warnings {
 			warned = warned || strings.Contains(w, "use_error_routes") && strings.Contains(w, "page.localhost")
 		}
-		for _, l := range h.IPLists {
-			if l.Why == "" || l.VerifiedBy == "" {
-				t.Errorf("IP list %+v does not say what it proves and why", l)
-			}
-			if l.Method == "google" && (l.VerifiedBy != "reverse DNS" || !l.ProvesSpoofs) {
-				t.Errorf("google's list: %+v, want verified by reverse DNS, proving spoofs", l)
-			}
+		lists = append(lists, h.IPLists...)
+	}
+	for _, l := range lists {
+		if l.Why == "" || l.VerifiedBy == "" {
+			t.Errorf("IP list %+v does not say what it proves and why", l)
+		}
+		if l.Method == "google" && (l.VerifiedBy != "reverse DNS" || !l.ProvesSpoofs) {
+			t.Errorf("google's list: %+v, want verified by reverse DNS, proving spoofs", l)
 		}
 	}
 	for key, want := range map[string]string{"PageBot|": "4/0", "Googlebot|unverified claim": "1/0", "(no User-Agent name)|": "0/1"} {

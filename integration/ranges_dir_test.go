@@ -71,31 +71,37 @@ func TestRangesDir(t *testing.T) {
 
 	// The status names the file each list was read from, not the
 	// operator's URL.
+	type ipList struct {
+		Method     string   `json:"method"`
+		Sources    []string `json:"sources"`
+		AgeSeconds float64  `json:"age_seconds"`
+	}
 	var st struct {
+		// The lists shared by the handlers, once; a handler with others
+		// lists its own.
+		IPLists  []ipList `json:"ip_lists"`
 		Handlers []struct {
-			IPLists []struct {
-				Method     string   `json:"method"`
-				Sources    []string `json:"sources"`
-				AgeSeconds float64  `json:"age_seconds"`
-			} `json:"ip_lists"`
+			IPLists []ipList `json:"ip_lists"`
 		} `json:"handlers"`
 	}
 	adminJSON(t, http.MethodGet, "/robots/status", nil, http.StatusOK, &st)
 	want := map[string]bool{filepath.Join(fresh, "openai-gptbot.json"): true, filepath.Join(stale, "openai-gptbot.json"): true}
+	lists := st.IPLists
 	for _, h := range st.Handlers {
-		for _, l := range h.IPLists {
-			if l.Method != "openai-gptbot" {
-				continue
-			}
-			if len(l.Sources) != 1 || !want[l.Sources[0]] {
-				t.Errorf("openai-gptbot sources %v, want one of %v", l.Sources, want)
-				continue
-			}
-			delete(want, l.Sources[0])
-			days := l.AgeSeconds / 86400
-			if isStale := strings.HasPrefix(l.Sources[0], stale); (isStale && (days < 39.9 || days > 40.1)) || (!isStale && (days < 0.9 || days > 1.1)) {
-				t.Errorf("%s: the list is %.2f days old; want its creationTime's age", l.Sources[0], days)
-			}
+		lists = append(lists, h.IPLists...)
+	}
+	for _, l := range lists {
+		if l.Method != "openai-gptbot" {
+			continue
+		}
+		if len(l.Sources) != 1 || !want[l.Sources[0]] {
+			t.Errorf("openai-gptbot sources %v, want one of %v", l.Sources, want)
+			continue
+		}
+		delete(want, l.Sources[0])
+		days := l.AgeSeconds / 86400
+		if isStale := strings.HasPrefix(l.Sources[0], stale); (isStale && (days < 39.9 || days > 40.1)) || (!isStale && (days < 0.9 || days > 1.1)) {
+			t.Errorf("%s: the list is %.2f days old; want its creationTime's age", l.Sources[0], days)
 		}
 	}
 	if len(want) != 0 {

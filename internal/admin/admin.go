@@ -40,6 +40,9 @@ const (
 type Site struct {
 	// Source, File and Mode are the handler's configuration.
 	Source, File, Mode string
+	// Unavailable is the rule for a site with no copy of robots.txt yet:
+	// disallow (crawlers get 503) or allow.
+	Unavailable string
 	// Grace is how long a replaced robots.txt version still counts.
 	Grace time.Duration
 	// Strikes is the handler's strike policy.
@@ -56,15 +59,33 @@ type Site struct {
 	Ranges   map[string]string
 	// Scope names the site block; nil until a request found it.
 	Scope *Scope
+	// Block names the site block from the running config's routes; nil
+	// when the handler is in none (and no request found it).
+	Block *Block
 	// TopCrawlers and TopOffenders are the handler's (or its site
 	// block's) decision counts: at most Top crawlers with the most
 	// requests, and with the most refusals.
 	TopCrawlers, TopOffenders []CrawlerCount
+	// RefusedUnavailable is how many bot requests were refused because
+	// the site's robots.txt was unavailable, every crawler's.
+	RefusedUnavailable uint64
 	// ConfigWarnings are the warnings about the configuration, as logged.
 	ConfigWarnings []string
 	// UntrustedProxy is the first peer found forwarding for others while
 	// the server does not trust it; invalid when none was.
 	UntrustedProxy netip.Addr
+}
+
+// Block names the site block a handler serves, as the running config's
+// routes place it: what an operator wrote, instead of a handler index.
+type Block struct {
+	// Name is the block for people: "a.example, b.example on :443", or
+	// "* on :8080" for a catch-all.
+	Name string
+	// Hosts are the block's host patterns (none: a catch-all); Listen
+	// its server's addresses.
+	Hosts  []string
+	Listen string
 }
 
 // Scope names the site block a handler serves, as bans record it.
@@ -89,6 +110,10 @@ type CrawlerCount struct {
 	Refused uint64 `json:"refused"`
 	// Retries are requests that came back inside their Retry-After.
 	Retries uint64 `json:"immediate_retries"`
+	// Unavailable are the requests refused (503) because the site's
+	// robots.txt was unavailable: no offence of the crawler's, so not in
+	// Refused, and never what lists a crawler among the offenders.
+	Unavailable uint64 `json:"refused_unavailable,omitempty"`
 }
 
 // API serves the admin routes under /robots/ (see the root's adminAPI for

@@ -47,7 +47,17 @@ type BanEntry struct {
 	Reason   string      `json:"reason"`
 	// Store is the type of the store holding the ban.
 	Store string `json:"store"`
+	// Mode is "enforce" for a ban in force, "log" for a ban earned in mode
+	// log: the handler only logs what it would do, so the crawler is not
+	// refused; it would be banned.
+	Mode string `json:"mode"`
 }
+
+// LogModeBan reports whether b was earned in mode log: its scope is the
+// site block's kept apart for log mode ("log|" + the block's key, as the
+// pipeline's banScope makes it). Such a ban refuses nothing; it says the
+// crawler would be banned.
+func LogModeBan(b state.Ban) bool { return strings.HasPrefix(b.Identity.Site, "log|") }
 
 // BanStrike is one strike that earned a ban.
 type BanStrike struct {
@@ -58,7 +68,11 @@ type BanStrike struct {
 
 // BansReport is the answer of GET /robots/bans.
 type BansReport struct {
+	// Bans are every ban the stores hold, in force or earned in mode log
+	// (each entry's Mode says which); InForce and LogMode count each kind.
 	Bans      []BanEntry `json:"bans"`
+	InForce   int        `json:"in_force"`
+	LogMode   int        `json:"log_mode"`
 	Truncated bool       `json:"truncated,omitempty"`
 	Errors    []string   `json:"errors,omitempty"`
 }
@@ -78,8 +92,8 @@ func distinctStores(ss []Site) []Site {
 	return out
 }
 
-// Bans lists the bans in force in the stores of ss at now: the answer of
-// GET /robots/bans.
+// Bans lists the bans the stores of ss hold at now, in force and earned in
+// mode log: the answer of GET /robots/bans.
 func Bans(ctx context.Context, ss []Site, now time.Time) BansReport {
 	return listBans(ctx, ss, now, nil)
 }
@@ -105,7 +119,13 @@ func listBans(ctx context.Context, ss []Site, now time.Time, scans banScans) Ban
 			rep.Truncated = true
 		}
 		for _, b := range bans {
-			rep.Bans = append(rep.Bans, banEntryOf(b, reason, s.StoreType, scopes))
+			e := banEntryOf(b, reason, s.StoreType, scopes)
+			if e.Mode == "log" {
+				rep.LogMode++
+			} else {
+				rep.InForce++
+			}
+			rep.Bans = append(rep.Bans, e)
 		}
 	}
 	return rep
@@ -122,6 +142,10 @@ func banEntryOf(b state.Ban, reason, typ string, scopes map[string]*Scope) BanEn
 		Until:    b.Until.UTC(),
 		Reason:   reason,
 		Store:    typ,
+		Mode:     "enforce",
+	}
+	if LogModeBan(b) {
+		e.Mode = "log"
 	}
 	if sc := scopes[strings.TrimPrefix(b.Identity.Site, "log|")]; sc != nil {
 		e.Site, e.Listen = sc.Site, sc.Listen

@@ -30,6 +30,29 @@ type pageData struct {
 	Admin string
 }
 
+// InForce returns the bans in force: those not earned in mode log.
+func (d pageData) InForce() []BanEntry { return d.bansIn(false) }
+
+// Logged returns the bans earned in mode log: the crawlers would be
+// banned, but nothing refuses them.
+func (d pageData) Logged() []BanEntry { return d.bansIn(true) }
+
+func (d pageData) bansIn(logged bool) []BanEntry {
+	var out []BanEntry
+	for _, b := range d.Bans.Bans {
+		if (b.Mode == "log") == logged {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// banTable is one table of bans on the status page, with the page's time.
+type banTable struct {
+	Now  time.Time
+	Bans []BanEntry
+}
+
 // servePage writes the HTML status page: the facts of GET /robots/status
 // and GET /robots/bans, self-contained (inline CSS, no script, no external
 // asset) and readable on a phone.
@@ -38,9 +61,9 @@ func (a *API) servePage(w http.ResponseWriter, r *http.Request) error {
 	ss := a.Sites()
 	scans := banScans{}
 	data := pageData{StatusReport: buildStatus(r.Context(), ss, now, scans), Bans: listBans(r.Context(), ss, now, scans), Admin: a.address(r)}
+	data.Sites = distinctSites(data.StatusReport)
 	for i := range data.Handlers {
 		h := &data.Handlers[i]
-		data.Sites += len(h.Sites)
 		if len(h.Sites) > pageMaxSites {
 			h.moreSites = len(h.Sites) - pageMaxSites
 			h.Sites = h.Sites[:pageMaxSites]
@@ -130,8 +153,10 @@ var pageFuncs = template.FuncMap{
 		}
 		return int(n * 100 / total)
 	},
-	"sum":  func(a, b uint64) uint64 { return a + b },
-	"secs": humanAge,
+	// bansOf is the argument of the "bans" table template.
+	"bansOf": func(now time.Time, bans []BanEntry) banTable { return banTable{Now: now, Bans: bans} },
+	"sum":    func(a, b uint64) uint64 { return a + b },
+	"secs":   humanAge,
 }
 
 // statusHTML is the status page's template: inline CSS, no script, no

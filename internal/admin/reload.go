@@ -21,16 +21,19 @@ import (
 
 // ReloadResult reports the reload of one site.
 type ReloadResult struct {
-	Handler  int    `json:"handler"`
-	Source   string `json:"source"`
-	Host     string `json:"host,omitempty"`
-	Server   string `json:"server,omitempty"`
-	File     string `json:"file,omitempty"`
-	Result   string `json:"result"`
-	Error    string `json:"error,omitempty"`
-	Previous string `json:"previous,omitempty"`
-	Version  string `json:"version,omitempty"`
-	Changed  bool   `json:"changed"`
+	// Handler is the index of the handler whose site block serves the
+	// site; SiteBlock names that block.
+	Handler   int    `json:"handler"`
+	SiteBlock string `json:"site_block"`
+	Source    string `json:"source"`
+	Host      string `json:"host,omitempty"`
+	Server    string `json:"server,omitempty"`
+	File      string `json:"file,omitempty"`
+	Result    string `json:"result"`
+	Error     string `json:"error,omitempty"`
+	Previous  string `json:"previous,omitempty"`
+	Version   string `json:"version,omitempty"`
+	Changed   bool   `json:"changed"`
 	// PendingChange is set when the site now says nothing to crawlers
 	// and the change awaits confirmation: Version is still the last rules.
 	PendingChange *PendingChange `json:"pending_change,omitempty"`
@@ -116,9 +119,9 @@ func reloadWithdrawing(ctx context.Context, ss []Site, who string) ReloadReport 
 func reloadReportOf(ss []Site, owners []int, rs []sites.ReloadResult, withdraw bool) ReloadReport {
 	rep := ReloadReport{WithdrawPrevious: withdraw, Reloaded: []ReloadResult{}}
 	for _, r := range rs {
-		i := owners[r.Loader]
+		i := ownerOf(ss, r.Host, r.Server, owners[r.Loader])
 		res := ReloadResult{
-			Handler: i, Source: ss[i].Source, Host: r.Host, Server: r.Server, File: r.File,
+			Handler: i, SiteBlock: siteBlockOf(ss[i], i), Source: ss[i].Source, Host: r.Host, Server: r.Server, File: r.File,
 			Result: r.Result, Error: r.Error, Previous: r.Previous, Version: r.Version, Changed: r.Version != r.Previous,
 		}
 		if u := r.Unconfirmed; u != nil {
@@ -143,7 +146,9 @@ type WithdrawReport struct {
 type WithdrawnSite struct {
 	// Handler is the index of a handler serving the site; absent when
 	// only the site's stored history held the version (StoredOnly).
-	Handler    *int      `json:"handler,omitempty"`
+	Handler *int `json:"handler,omitempty"`
+	// SiteBlock names the site block of Handler.
+	SiteBlock  string    `json:"site_block,omitempty"`
 	Host       string    `json:"host,omitempty"`
 	Server     string    `json:"server,omitempty"`
 	From       time.Time `json:"from"`
@@ -158,7 +163,8 @@ type WithdrawnSite struct {
 // version cannot be withdrawn (409); an unknown id is 404.
 func (a *API) serveWithdraw(w http.ResponseWriter, r *http.Request) error {
 	id := strings.TrimPrefix(r.URL.Path, "/robots/versions/")
-	loaders, owners := loadersOf(a.Sites())
+	ss := a.Sites()
+	loaders, owners := loadersOf(ss)
 	done, err := sites.Withdraw(r.Context(), loaders, id, adminClient(r))
 	var cur *sites.CurrentError
 	switch {
@@ -175,8 +181,8 @@ func (a *API) serveWithdraw(w http.ResponseWriter, r *http.Request) error {
 	for _, d := range done {
 		ws := WithdrawnSite{Host: d.Host, Server: d.Server, From: d.From.UTC(), Until: d.Until.UTC(), StoredOnly: d.Loader < 0}
 		if d.Loader >= 0 {
-			i := owners[d.Loader]
-			ws.Handler = &i
+			i := ownerOf(ss, d.Host, d.Server, owners[d.Loader])
+			ws.Handler, ws.SiteBlock = &i, siteBlockOf(ss[i], i)
 		}
 		rep.Withdrawn = append(rep.Withdrawn, ws)
 	}

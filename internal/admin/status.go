@@ -18,15 +18,21 @@ import (
 type StatusReport struct {
 	Time     time.Time       `json:"time"`
 	Handlers []HandlerStatus `json:"handlers"`
+	// IPLists are the crawler IP lists the handlers verify claims with,
+	// once for all (a handler lists its own only when they differ).
+	IPLists []IPListStatus `json:"ip_lists"`
 }
 
 // HandlerStatus describes one robots handler of the running configuration.
 type HandlerStatus struct {
 	// Index is the handler's position, for "handler" in /robots/check.
-	Index  int    `json:"index"`
-	Source string `json:"source"`
-	File   string `json:"file,omitempty"`
-	Mode   string `json:"mode"`
+	Index int `json:"index"`
+	// SiteBlock names the site block the handler serves: its host
+	// patterns and listen addresses ("a.example on :443", "* on :8080").
+	SiteBlock string `json:"site_block"`
+	Source    string `json:"source"`
+	File      string `json:"file,omitempty"`
+	Mode      string `json:"mode"`
 	// Server is the listen addresses of the server the handler serves,
 	// known from its first request.
 	Server       string         `json:"server,omitempty"`
@@ -35,11 +41,16 @@ type HandlerStatus struct {
 	Sites        []SiteStatus   `json:"sites"`
 	TopCrawlers  []CrawlerCount `json:"top_crawlers"`
 	TopOffenders []CrawlerCount `json:"top_offenders"`
-	Bans         BanCount       `json:"bans"`
-	Store        StoreStatus    `json:"store"`
+	// RefusedUnavailable is how many bot requests were refused (503)
+	// because robots.txt was unavailable: counted apart from the
+	// offenders, whose refusals are their own doing.
+	RefusedUnavailable uint64      `json:"refused_while_unavailable"`
+	Bans               BanCount    `json:"bans"`
+	Store              StoreStatus `json:"store"`
 	// IPLists are the published crawler IP lists the handler verifies
-	// claims with: their age and where they come from.
-	IPLists []IPListStatus `json:"ip_lists"`
+	// claims with, their age and where they come from, when they differ
+	// from the report's (shared) ones; absent otherwise.
+	IPLists []IPListStatus `json:"ip_lists,omitempty"`
 	// ConfigWarnings are the warnings about the handler's configuration
 	// logged at load (and since: a server found trusting proxies without
 	// trusted_proxies_strict), each as logged.
@@ -122,8 +133,16 @@ type SiteStatus struct {
 	Server string `json:"server,omitempty"`
 	// State is ok (a copy is in force), pending (the first load has not
 	// finished) or unavailable (no copy was ever obtained).
-	State   string `json:"state"`
-	Version string `json:"version,omitempty"`
+	State string `json:"state"`
+	// NoCopy, for an unavailable site, says that there is no copy of its
+	// robots.txt yet (nothing "last good" is kept) and which unavailable
+	// rule crawlers get meanwhile.
+	NoCopy string `json:"no_copy,omitempty"`
+	// Warnings are what is wrong with the current robots.txt although it
+	// loaded (state ok): an HTML page, UTF-16, no group, cut at 500 KiB,
+	// the trap's Disallow line missing. Empty when nothing is.
+	Warnings []string `json:"warnings"`
+	Version  string   `json:"version,omitempty"`
 	// CurrentSince is when the current version became current.
 	CurrentSince *time.Time `json:"current_since,omitempty"`
 	// AgeSeconds is how old the current copy is: the time since the last
@@ -180,7 +199,10 @@ type FetchStatus struct {
 
 // BanCount is how many bans a handler's store holds.
 type BanCount struct {
-	Count int `json:"count"`
+	// Count is the bans in force; Logged the bans earned in mode log,
+	// which refuse nothing (the crawlers would be banned).
+	Count  int `json:"count"`
+	Logged int `json:"logged"`
 	// Truncated is set when more bans exist than were counted.
 	Truncated bool   `json:"truncated,omitempty"`
 	Error     string `json:"error,omitempty"`
@@ -206,6 +228,8 @@ type StoreStatus struct {
 type storeFacts struct {
 	status StoreStatus
 	bans   BanCount
+	// list is the bans counted, for the counts of each site block.
+	list []state.Ban
 }
 
 // banScans holds each store's list of bans for one report, so that the
@@ -251,26 +275,30 @@ func buildStatus(ctx context.Context, ss []Site, now time.Time, scans banScans) 
 				f = storeFactsOf(ctx, s, now, scans)
 				stores[s.Store] = f
 			}
-			hs.Store, hs.Bans = f.status, f.bans
+			hs.Store, hs.Bans = f.status, blockBans(f, s.Scope)
 		}
 		rep.Handlers = append(rep.Handlers, hs)
 	}
+	keepOwnSites(&rep, ss)
+	shareIPLists(&rep)
 	return rep
 }
 
 // handlerStatusOf describes the handler s, at index i, but for its store.
 func handlerStatusOf(i int, s Site, now time.Time) HandlerStatus {
 	hs := HandlerStatus{
-		Index:          i,
-		Source:         s.Source,
-		File:           s.File,
-		Mode:           s.Mode,
-		Sites:          []SiteStatus{},
-		TopCrawlers:    s.TopCrawlers,
-		TopOffenders:   s.TopOffenders,
-		IPLists:        ipListsOf(s, now),
-		ConfigWarnings: s.ConfigWarnings,
-		GraceSeconds:   s.Grace.Seconds(),
+		Index:              i,
+		SiteBlock:          siteBlockOf(s, i),
+		Source:             s.Source,
+		File:               s.File,
+		Mode:               s.Mode,
+		Sites:              []SiteStatus{},
+		TopCrawlers:        s.TopCrawlers,
+		TopOffenders:       s.TopOffenders,
+		RefusedUnavailable: s.RefusedUnavailable,
+		IPLists:            ipListsOf(s, now),
+		ConfigWarnings:     s.ConfigWarnings,
+		GraceSeconds:       s.Grace.Seconds(),
 	}
 	if p := s.UntrustedProxy; p.IsValid() {
 		hs.UntrustedProxy = p.String()
@@ -301,7 +329,13 @@ func handlerStatusOf(i int, s Site, now time.Time) HandlerStatus {
 // siteStatusOf describes one site of s at now: its grace and age are the
 // handler's reading of the loader's facts.
 func siteStatusOf(s Site, st sites.Status, now time.Time) SiteStatus {
-	ss := SiteStatus{Host: st.Host, Server: st.Server, State: st.State, Versions: []VersionStatus{}}
+	ss := SiteStatus{Host: st.Host, Server: st.Server, State: st.State, Versions: []VersionStatus{}, Warnings: st.Warnings}
+	if ss.Warnings == nil {
+		ss.Warnings = []string{}
+	}
+	if st.State == "unavailable" {
+		ss.NoCopy = sites.NoCopyYet(s.Unavailable)
+	}
 	for _, v := range st.Versions {
 		vs := VersionStatus{ID: v.ID, From: v.From.UTC(), StartUnknown: v.StartUnknown, Current: v.Current, FinalURL: v.FinalURL}
 		if !v.Until.IsZero() {
@@ -341,6 +375,25 @@ func siteStatusOf(s Site, st sites.Status, now time.Time) SiteStatus {
 	return ss
 }
 
+// blockBans counts the bans of f's store that the site block sc issued (in
+// force, and in mode log): a store shared by several blocks holds them
+// all. Without a scope (no request yet), the store's counts.
+func blockBans(f *storeFacts, sc *Scope) BanCount {
+	if sc == nil || sc.Key == "" {
+		return f.bans
+	}
+	c := BanCount{Truncated: f.bans.Truncated, Error: f.bans.Error}
+	for _, b := range f.list {
+		switch b.Identity.Site {
+		case sc.Key:
+			c.Count++
+		case "log|" + sc.Key:
+			c.Logged++
+		}
+	}
+	return c
+}
+
 // storeFactsOf checks s's store: its type, a PING within 100 ms for Redis,
 // and the bans in force.
 func storeFactsOf(ctx context.Context, s Site, now time.Time, scans banScans) *storeFacts {
@@ -364,7 +417,14 @@ func storeFactsOf(ctx context.Context, s Site, now time.Time, scans banScans) *s
 	}
 	if l, ok := s.Store.(state.BanLister); ok {
 		bans, err := scans.list(ctx, s, l, now)
-		f.bans.Count = len(bans)
+		for _, b := range bans {
+			if LogModeBan(b) {
+				f.bans.Logged++
+			} else {
+				f.bans.Count++
+			}
+		}
+		f.list = bans
 		f.bans.Truncated = len(bans) >= state.MaxBansListed
 		if err != nil {
 			f.bans.Error = err.Error()

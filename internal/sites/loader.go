@@ -115,6 +115,13 @@ type Config struct {
 	// retry (every 30 seconds). o says since when the site is down and
 	// how many loads failed.
 	Failed func(host string, err error, o Outage)
+	// Trap is the handler's trap path ("" without one): a current version
+	// that does not disallow it for "*" is shown with a warning.
+	Trap string
+	// Unavailable is the handler's rule for a site with no copy yet
+	// ("disallow": crawlers get 503; "allow": no rules), named in the
+	// warning a failed first load logs; "" names no rule.
+	Unavailable string
 	// Recovered, when set, is told of the first load that succeeds after
 	// an outage (a 2xx or 4xx answer, or a file read again), with how
 	// long it lasted (o.Until - o.Since) and how many loads failed.
@@ -851,11 +858,12 @@ func (st *site) confirming() (time.Time, bool) {
 // first failure of an outage and then at most every FailedRepeat.
 func (l *Loader) failed(st *site, err error) {
 	now := l.cfg.Now()
-	var tell bool
+	var tell, none bool
 	var run Outage
 	st.locked(func() {
 		old := st.snap.Load()
-		if len(old.versions) == 0 {
+		none = len(old.versions) == 0
+		if none {
 			st.snap.Store(unavailableSnap)
 		} else if old.Pending {
 			st.snap.Store(newSnapshot(old.versions))
@@ -872,10 +880,27 @@ func (l *Loader) failed(st *site, err error) {
 		}
 		run = o.Outage
 	})
-	l.warnf("robots: keeping the last good robots.txt", zap.String("host", st.key.host), zap.Error(err))
+	if none {
+		l.warnf("robots: "+NoCopyYet(l.cfg.Unavailable), zap.String("host", st.key.host), zap.Error(err))
+	} else {
+		l.warnf("robots: keeping the last good robots.txt", zap.String("host", st.key.host), zap.Error(err))
+	}
 	if tell && l.cfg.Failed != nil {
 		l.cfg.Failed(st.key.host, err, run)
 	}
+}
+
+// NoCopyYet says what crawlers get while a site has no copy of its
+// robots.txt yet, under the handler's unavailable rule: a failed load then
+// keeps nothing, and saying "the last good copy" would be false.
+func NoCopyYet(rule string) string {
+	switch rule {
+	case "disallow":
+		return "no copy of robots.txt yet: the unavailable rule applies (disallow: crawlers get 503 until a load succeeds)"
+	case "allow":
+		return "no copy of robots.txt yet: the unavailable rule applies (allow: crawlers are not refused until a load succeeds)"
+	}
+	return "no copy of robots.txt yet: the unavailable rule applies until a load succeeds"
 }
 
 // succeeded records a load that got an answer the loader could use (it

@@ -35,6 +35,10 @@ type Status struct {
 	NextFetch time.Time
 	// Unconfirmed is a change to no rules awaiting confirmation, or nil.
 	Unconfirmed *Unconfirmed
+	// Warnings are what is wrong with the current version although it
+	// loaded: an HTML page, UTF-16, no group, cut at 500 KiB, or (with
+	// Config.Trap) no Disallow line for the trap.
+	Warnings []string
 }
 
 // Unconfirmed is a change from rules to "no rules" that the loader saw but
@@ -107,6 +111,15 @@ func (l *Loader) statusOf(st *site) Status {
 		s.State = "pending"
 	default:
 		s.State = "unavailable"
+	}
+	if len(snap.versions) > 0 {
+		cur := snap.versions[0]
+		if cur.p != nil {
+			s.Warnings = append(s.Warnings, cur.p.warnings...)
+		}
+		if w := trapWarning(cur.Robots, l.cfg.Trap); w != "" {
+			s.Warnings = append(s.Warnings, w)
+		}
 	}
 	for i, v := range snap.versions {
 		s.Versions = append(s.Versions, VersionStatus{ID: v.ID, From: v.since, Until: v.Until, Current: i == 0, StartUnknown: !v.startSeen(), FinalURL: v.finalURL})

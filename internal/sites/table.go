@@ -198,6 +198,8 @@ type parsed struct {
 	fp     [32]byte // robots.RulesFingerprint()
 	size   int64
 	refs   int
+	// warnings are what is wrong with the content (contentWarnings).
+	warnings []string
 }
 
 // NewTable returns an empty table. name identifies the source in storage
@@ -456,7 +458,7 @@ func (t *Table) adopt(id string, body []byte, robots *enforce.Robots, fp [32]byt
 	if limit > 0 && t.ruleBytes+size > limit {
 		return nil
 	}
-	p := &parsed{robots: robots, body: append([]byte(nil), body...), fp: fp, size: size, refs: 1}
+	p := &parsed{robots: robots, body: append([]byte(nil), body...), fp: fp, size: size, refs: 1, warnings: contentWarnings(body, robots)}
 	if robots.HasPreferences() {
 		t.hasPrefs.Store(true)
 	}
