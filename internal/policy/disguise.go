@@ -272,6 +272,23 @@ func TLSVerdict(c *agents.TLSClaim, h *ja4.Hello, e ja4.Verdict) string {
 	return ""
 }
 
+// TLSFingerprintNote is what a check (caddy robots check --tls-fingerprint,
+// POST /robots/check's tls_fingerprint) can say about a request with
+// User-Agent ua whose handshake had the JA4 fingerprint: honestly, little.
+// The tls signal reads the engine from the whole ClientHello (GREASE, the
+// extension and cipher families), which a JA4 hashes away, and this
+// package keeps no table of hashes, which change with every release; so a
+// fingerprint alone never decides, and the note says what a live
+// handshake would.
+func TLSFingerprintNote(ua, fingerprint string) string {
+	c := agents.ParseTLSClaim(ua)
+	if c.Browser == "" {
+		return fingerprint + ": the User-Agent claims no browser a handshake could refute, so the tls signal does not apply"
+	}
+	return fingerprint + ": a fingerprint alone cannot tell a browser engine from an HTTP library (the tls signal reads the engine from the whole ClientHello, which a JA4 hashes); " +
+		"over a live connection, a library's handshake would make this claim of " + c.Browser + " an undeclared crawler by signal tls"
+}
+
 // Kind is what a request's own headers tell about why it was sent, as far
 // as judging a browser claim and the trap needs it. The zero value is a
 // request whose headers tell nothing: no Fetch Metadata (a program, a text
