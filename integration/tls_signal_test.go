@@ -130,7 +130,8 @@ class One(scrapy.Spider):
 // each claiming Chrome with forged Fetch Metadata and client hints, get 403
 // on a path robots.txt disallows, with a refusal that names the signal and
 // the handshake's fact, and 200 on a path it allows (they are judged by
-// the "*" group, not banned). Over plain HTTP, with no handshake, the same
+// the "*" group, not banned). A bare Mozilla/5.0 and MSIE 8 over TLS 1.3
+// are refused as claims the handshake makes impossible. Over plain HTTP, with no handshake, the same
 // requests are not judged by it. With the default (tls log) they are
 // served, and counted under signal="tls", mode="log".
 func TestTLSSignalLibraries(t *testing.T) {
@@ -151,6 +152,16 @@ func TestTLSSignalLibraries(t *testing.T) {
 	for _, want := range []string{"signal tls", "TLS handshake is an HTTP library's", "Disallow: /private/"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("refusal does not say %q:\n%s", want, body)
+		}
+	}
+	// Claims no handshake of a library could honestly go with: a bare
+	// Mozilla/5.0, and an Internet Explorer that never offered TLS 1.3.
+	cfg := ca.clientTLS(t)
+	cfg.ServerName = "localhost"
+	for _, ua := range []string{"Mozilla/5.0 (Windows NT 10.0; Win64; x64)", "Mozilla/4.0 (compatible; MSIE 8.0; Windows NT 6.1; Trident/4.0)"} {
+		status, body := forgedGet(t, cfg, "", secure+"/private/page", ua)
+		if status != http.StatusForbidden || !strings.Contains(body, "could not have made this request's TLS handshake") {
+			t.Errorf("Go claiming %q: %d\n%s", ua, status, body)
 		}
 	}
 	got, _ = libraryStatuses(t, ca, secure+"/public")
