@@ -36,11 +36,15 @@ import (
 //   - the headers a browser sends on every request to a secure context
 //     (agents.BrowserClaim): a request that claims Chrome 131 over HTTPS and
 //     carries no Sec-Fetch-* header was not sent by Chrome;
+//   - the TLS handshake (signal tls, policy.TLSVerdict): a browser's claim
+//     over a handshake an HTTP library made (robots_fingerprint,
+//     fingerprint.go), or one the claimed browser could not have made;
+//     headers can be forged, a library's handshake cannot;
 //   - the trap (below): a path robots.txt disallows for every crawler,
 //     linked where no person sees it; whoever asks for it read a link that
 //     robots.txt forbids.
 //
-// A client caught by either is an undeclared crawler: it is judged like any
+// A client caught by any of them is an undeclared crawler: it is judged like any
 // unnamed bot, by the "*" group, with strikes and Crawl-delay, under the
 // agent category "undeclared" (agents.CategoryUndeclared), so that the
 // decision counters, the log lines, the status page and the audit show it
@@ -465,7 +469,10 @@ func (h *Handler) parseTrap(d *caddyfile.Dispenser) error {
 // does not disallow is not marked (it did nothing robots.txt forbids).
 //
 // Who is marked: the pair (address, User-Agent string): IPv4 /32, IPv6 /64
-// as everywhere else, and a hash of the whole User-Agent. A person sharing
+// as everywhere else, and a hash of the whole User-Agent. Over a
+// fingerprinted connection the handshake replaces or joins the User-Agent
+// (trapKeyOf): a library's JA4 alone, a browser engine's JA4 with the
+// User-Agent. A person sharing
 // the address with the crawler is not swept up unless their browser sends
 // the very same User-Agent string; even then they are only judged by
 // robots.txt's "*" group (the pages it allows are served) for the hold. A
