@@ -31,9 +31,9 @@ import (
 // every handler after this one) stays small.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	// {http.robots.tls_fingerprint} on every request over a connection
-	// that robots_fingerprint wrapped (fingerprint.go); a field test over
-	// plain HTTP.
-	offerTLSFingerprint(r)
+	// that robots_fingerprint wrapped, or from a trusted proxy's header
+	// (fingerprint.go); a field test over plain HTTP.
+	h.offerFingerprint(r)
 	o := h.judgeRequest(r)
 	if h.rules.hasPrefs.Load() && o != robotsTxtOutcome {
 		w = h.withPreferences(w, r)

@@ -36,11 +36,15 @@ import (
 //   - the headers a browser sends on every request to a secure context
 //     (agents.BrowserClaim): a request that claims Chrome 131 over HTTPS and
 //     carries no Sec-Fetch-* header was not sent by Chrome;
+//   - the TLS handshake (signal tls, policy.TLSVerdict): a browser's claim
+//     over a handshake an HTTP library made (robots_fingerprint,
+//     fingerprint.go), or one the claimed browser could not have made;
+//     headers can be forged, a library's handshake cannot;
 //   - the trap (below): a path robots.txt disallows for every crawler,
 //     linked where no person sees it; whoever asks for it read a link that
 //     robots.txt forbids.
 //
-// A client caught by either is an undeclared crawler: it is judged like any
+// A client caught by any of them is an undeclared crawler: it is judged like any
 // unnamed bot, by the "*" group, with strikes and Crawl-delay, under the
 // agent category "undeclared" (agents.CategoryUndeclared), so that the
 // decision counters, the log lines, the status page and the audit show it
@@ -120,38 +124,56 @@ func maybeLoopback(host string) bool {
 	return host != "" && (host[0] == 'l' || host[0] == 'L' || host[0] == '1' || host[0] == '[')
 }
 
-// checkUndeclared is undeclared past its first test.
+// checkUndeclared is undeclared past its first test: the trap, then the
+// tls signal and the header signals, of which the strictest mode decides
+// (a header signal on a tie, as before the tls signal existed).
 func (h *Handler) checkUndeclared(r *http.Request, d *undeclaredSignals) *outcome {
 	if isSubrequest(r) {
 		return nil
 	}
+	// A browser's request pays one context read here over HTTPS.
+	fp, ok := h.fingerprintOf(r)
+	if !ok {
+		fp = nil
+	}
 	if t := d.trap; t != nil {
 		t.offer(r)
 		if policy.IsTrap(r.URL.Path, t.path) {
-			return h.takeTrap(r, t)
+			return h.takeTrap(r, t, fp)
 		}
 		if t.live() {
-			if mode, ok := h.trapMarked(r, t); ok {
+			if mode, ok := h.trapMarked(r, t, fp); ok {
 				e := d.claims.Lookup(userAgent(r))
-				return h.judgeUndeclared(r, e, policy.SignalTrap, mode, d.carriesClaim(r, &e.Claim))
+				return h.judgeUndeclared(r, e, policy.SignalTrap, mode, d.carriesClaim(r, &e.Claim), fp, "")
 			}
 		}
 	}
-	if !d.headers || !d.secure(r) {
-		return nil
+	var e *agents.ClaimEntry
+	tlsWhy, tlsMode := "", policy.SignalOff
+	if fp != nil && fp.Hello != nil && !fp.Verdict.Engine.IsBrowser() && d.modes[policy.SignalTLS] != policy.SignalOff {
+		e = d.claims.Lookup(userAgent(r))
+		if tlsWhy = policy.TLSVerdict(&e.TLS, fp.Hello, fp.Verdict); tlsWhy != "" {
+			tlsMode = d.modes[policy.SignalTLS]
+		}
 	}
+	s, mode := policy.SignalFetchMetadata, policy.SignalOff
 	// A real browser's request carries the headers: decided without
 	// looking the User-Agent up.
-	present := policy.HeaderSignals(r.Header)
-	if d.modes.PassesHeaders(present) {
+	if d.headers && d.secure(r) {
+		if present := policy.HeaderSignals(r.Header); !d.modes.PassesHeaders(present) {
+			if e == nil {
+				e = d.claims.Lookup(userAgent(r))
+			}
+			s, mode = d.modes.JudgeHeaders(&e.Claim, present, policy.KindOf(r.Header))
+		}
+	}
+	switch {
+	case tlsMode > mode:
+		return h.judgeUndeclared(r, e, policy.SignalTLS, tlsMode, false, fp, tlsWhy)
+	case mode == policy.SignalOff:
 		return nil
 	}
-	e := d.claims.Lookup(userAgent(r))
-	s, mode := d.modes.JudgeHeaders(&e.Claim, present, policy.KindOf(r.Header))
-	if mode == policy.SignalOff {
-		return nil
-	}
-	return h.judgeUndeclared(r, e, s, mode, false)
+	return h.judgeUndeclared(r, e, s, mode, false, fp, "")
 }
 
 // carriesClaim reports whether r, in a secure context, carries every
@@ -187,38 +209,53 @@ func (d *undeclaredSignals) secure(r *http.Request) bool {
 }
 
 // judgeUndeclared judges r as an undeclared crawler's (e: what its
-// User-Agent claims), caught by signal s: like any unnamed bot, by the "*"
-// group, with strikes and Crawl-delay, under state of its own
-// (e.StateName); with rulesOnly, by robots.txt's rules alone. In log mode
-// (the signal's or the handler's), it is judged in mode log: counted and
-// logged, with log mode's own state, never refused.
-func (h *Handler) judgeUndeclared(r *http.Request, e *agents.ClaimEntry, s policy.Signal, mode policy.SignalMode, rulesOnly bool) *outcome {
+// User-Agent claims), caught by signal s (why: what the tls signal found):
+// like any unnamed bot, by the "*" group, with strikes and Crawl-delay,
+// under state of its own (undeclaredStateName); with rulesOnly, by
+// robots.txt's rules alone. In log mode (the signal's or the handler's),
+// it is judged in mode log: counted and logged, with log mode's own state,
+// never refused.
+func (h *Handler) judgeUndeclared(r *http.Request, e *agents.ClaimEntry, s policy.Signal, mode policy.SignalMode, rulesOnly bool, fp *tlsFingerprint, why string) *outcome {
 	m := h.mode()
 	if mode != policy.SignalEnforce {
 		m = pipeline.Log
 	}
 	o := outcome{published: published{agent: e.Undeclared}}
-	o.Client.Undeclared, o.Client.RulesOnly = e.StateName, rulesOnly
+	o.Client.Undeclared, o.Client.RulesOnly = undeclaredStateName(r, e, fp), rulesOnly
 	refused, judged := h.judgeBot(r, &o, m)
 	if !judged {
 		return refused
 	}
 	countDisguised(s, o.action, m == pipeline.Log)
-	h.logUndeclared(r, s, &o, m.String())
+	h.logUndeclared(r, s, &o, m.String(), fp, why)
 	if refused != nil {
-		refused.text = undeclaredWhy(r, s, rulesOnly) + "\n\n" + refused.message()
+		refused.text = undeclaredWhy(r, s, rulesOnly, why) + "\n\n" + refused.message()
 	}
 	return refused
 }
 
+// undeclaredStateName is the name an undeclared crawler's state is kept
+// under: with a fingerprint, agents.UndeclaredStateNameTLS (a library's
+// handshake names the client whatever User-Agent it sends next); without
+// one, the User-Agent's (e.StateName, cached).
+func undeclaredStateName(r *http.Request, e *agents.ClaimEntry, fp *tlsFingerprint) string {
+	if fp == nil || fp.JA4 == "" {
+		return e.StateName
+	}
+	return agents.UndeclaredStateNameTLS(userAgent(r), fp.JA4, fp.Verdict.Engine)
+}
+
 // undeclaredWhy is the first paragraph of the refusal of an undeclared
-// crawler: what gave it away.
-func undeclaredWhy(r *http.Request, s policy.Signal, rulesOnly bool) string {
+// crawler: what gave it away (why: what the tls signal found).
+func undeclaredWhy(r *http.Request, s policy.Signal, rulesOnly bool, why string) string {
 	switch {
 	case s == policy.SignalTrap && rulesOnly:
 		return "A client with this User-Agent on this address asked for a path that robots.txt disallows for every crawler and that no person sees (a trap). This request carries your browser's own headers, so it is judged by robots.txt's rules alone, with no throttle and no ban, until the mark expires."
 	case s == policy.SignalTrap:
 		return "This client asked for a path that robots.txt disallows for every crawler and that no person sees (a trap), so it is judged as a crawler: by the \"*\" group of robots.txt."
+	case s == policy.SignalTLS:
+		c := sharedBrowserClaims().Lookup(userAgent(r)).TLS
+		return "Your User-Agent claims " + c.Browser + ", but " + why + " (signal tls). Headers can be rewritten, a TLS library's handshake cannot, so this request is judged as an undeclared crawler: by the \"*\" group of robots.txt. A crawler should name itself in its User-Agent."
 	case s == policy.SignalClientHints:
 		c := sharedBrowserClaims().Lookup(userAgent(r)).Claim
 		return "Your User-Agent claims " + c.Name + ", which always sends Sec-CH-UA over HTTPS and to localhost; this request carries none, so it is judged as an undeclared crawler: by the \"*\" group of robots.txt."
@@ -230,7 +267,7 @@ func undeclaredWhy(r *http.Request, s policy.Signal, rulesOnly bool) string {
 // logUndeclared writes an INFO line when a client is first judged as an
 // undeclared crawler by a signal (then at most every 10 minutes per signal,
 // address and agent), so that the log shows why before any refusal.
-func (h *Handler) logUndeclared(r *http.Request, s policy.Signal, o *outcome, mode string) {
+func (h *Handler) logUndeclared(r *http.Request, s policy.Signal, o *outcome, mode string, fp *tlsFingerprint, why string) {
 	if h.logger == nil || !h.logger.Core().Enabled(zapcore.InfoLevel) {
 		return
 	}
@@ -246,9 +283,27 @@ func (h *Handler) logUndeclared(r *http.Request, s policy.Signal, o *outcome, mo
 				zap.String("user_agent", warnlimit.Shorten(userAgent(r), maxLoggedUA)),
 				zap.String("target", warnlimit.Shorten(o.Target.Raw, maxLoggedTarget)),
 				zap.String("decision", o.action.String()), zap.String("mode", mode),
-				zap.Int("suppressed", suppressed))
+				zap.Int("suppressed", suppressed), zap.String("tls_fingerprint", fingerprintJA4(fp)),
+				zap.String("tls_engine", fingerprintEngine(fp)), zap.String("why", why))
 		}
 	}
+}
+
+// fingerprintJA4 is fp's JA4 for a log line, "" without one.
+func fingerprintJA4(fp *tlsFingerprint) string {
+	if fp == nil {
+		return ""
+	}
+	return fp.JA4
+}
+
+// fingerprintEngine is the engine of fp's handshake for a log line, ""
+// without a handshake (none, or a JA4 from a proxy's header).
+func fingerprintEngine(fp *tlsFingerprint) string {
+	if fp == nil || fp.Hello == nil {
+		return ""
+	}
+	return fp.Verdict.Engine.String()
 }
 
 // disguisedCounters is the counter family caddy_robots_disguised_total,
@@ -270,7 +325,7 @@ const (
 func newDisguisedCounters() *disguisedCounters {
 	d := &disguisedCounters{vec: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "caddy", Subsystem: "robots", Name: "disguised_total",
-		Help: "Requests judged as an undeclared crawler's, by the signal that gave it away (fetch_metadata, fetch_metadata_safari, client_hints, trap), the decision (allow, block, throttle, ban; trap for a trap request that marked its client, trap_unmarked for one a page or the browser caused) and mode (enforce, log).",
+		Help: "Requests judged as an undeclared crawler's, by the signal that gave it away (fetch_metadata, fetch_metadata_safari, client_hints, trap, tls), the decision (allow, block, throttle, ban; trap for a trap request that marked its client, trap_unmarked for one a page or the browser caused) and mode (enforce, log).",
 	}, []string{"signal", "action", "mode"})}
 	for s := range policy.Signal(policy.NumSignals) {
 		for a := 0; a <= actionTrapUnmarked; a++ {
@@ -354,7 +409,7 @@ func (h *Handler) parseDisguised(d *caddyfile.Dispenser) error {
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		sig := d.Val()
 		if !isSignalName(sig) {
-			return d.Errf("robots: disguised: unknown signal %q (want fetch_metadata, fetch_metadata_safari, client_hints or trap)", sig)
+			return d.Errf("robots: disguised: unknown signal %q (want %s)", sig, strings.Join(policy.SignalNames(), ", "))
 		}
 		if _, dup := h.DisguisedSignals[sig]; dup {
 			return d.Errf("robots: disguised: signal %q given twice", sig)
@@ -414,7 +469,10 @@ func (h *Handler) parseTrap(d *caddyfile.Dispenser) error {
 // does not disallow is not marked (it did nothing robots.txt forbids).
 //
 // Who is marked: the pair (address, User-Agent string): IPv4 /32, IPv6 /64
-// as everywhere else, and a hash of the whole User-Agent. A person sharing
+// as everywhere else, and a hash of the whole User-Agent. Over a
+// fingerprinted connection the handshake replaces or joins the User-Agent
+// (trapKeyOf): a library's JA4 alone, a browser engine's JA4 with the
+// User-Agent. A person sharing
 // the address with the crawler is not swept up unless their browser sends
 // the very same User-Agent string; even then they are only judged by
 // robots.txt's "*" group (the pages it allows are served) for the hold. A
@@ -557,15 +615,39 @@ func (h *Handler) trapMode(r *http.Request) (policy.SignalMode, string) {
 	return mode, sc.logKey
 }
 
-func (h *Handler) trapKeyOf(r *http.Request, scope string) trapKey {
-	return trapKey{scope: scope, prefix: policy.TrapPrefix(clientIP(nil, r)), ua: maphash.String(trapSeed, userAgent(r))}
+// trapKeyOf is the key of r's client's mark. Its client hash is over what
+// agents.UndeclaredStateNameTLS names a client by: with a fingerprint fp,
+// a library's or an unknown stack's JA4 alone (a script that changes its
+// User-Agent keeps its mark), or a browser engine's JA4 with the
+// User-Agent (a script's mark with a browser's exact User-Agent never
+// reaches that browser, whose handshake differs); without one, the
+// User-Agent. It hashes the parts rather than the name, which would cost
+// a SHA-256 and an allocation on every request of a browser while a mark
+// holds.
+func (h *Handler) trapKeyOf(r *http.Request, scope string, fp *tlsFingerprint) trapKey {
+	k := trapKey{scope: scope, prefix: policy.TrapPrefix(clientIP(nil, r))}
+	if fp == nil || fp.JA4 == "" {
+		k.ua = maphash.String(trapSeed, userAgent(r))
+		return k
+	}
+	var mh maphash.Hash
+	mh.SetSeed(trapSeed)
+	if fp.Verdict.Engine.IsBrowser() {
+		mh.WriteString(userAgent(r))
+	} else {
+		mh.WriteString("TLS")
+	}
+	mh.WriteByte(0)
+	mh.WriteString(fp.JA4)
+	k.ua = mh.Sum64()
+	return k
 }
 
 // trapMarked reports whether r comes from a client that took the trap and
 // is judged as a crawler now, with the trap signal's mode.
-func (h *Handler) trapMarked(r *http.Request, t *trapConfig) (policy.SignalMode, bool) {
+func (h *Handler) trapMarked(r *http.Request, t *trapConfig, fp *tlsFingerprint) (policy.SignalMode, bool) {
 	mode, scope := h.trapMode(r)
-	m, ok := trapMarks.Get(h.trapKeyOf(r, scope))
+	m, ok := trapMarks.Get(h.trapKeyOf(r, scope, fp))
 	if !ok {
 		return mode, false
 	}
@@ -579,7 +661,7 @@ func (h *Handler) trapMarked(r *http.Request, t *trapConfig) (policy.SignalMode,
 // takeTrap answers a request for the trap: the client is marked and, in
 // enforce mode, refused with 403. A trap the current robots.txt does not
 // disallow for "*" marks nobody (the request passes as before).
-func (h *Handler) takeTrap(r *http.Request, t *trapConfig) *outcome {
+func (h *Handler) takeTrap(r *http.Request, t *trapConfig, fp *tlsFingerprint) *outcome {
 	rule, ok := h.trapDisallowed(r, t)
 	if !ok {
 		if ok, n := t.warn.allow(time.Now()); ok {
@@ -609,7 +691,7 @@ func (h *Handler) takeTrap(r *http.Request, t *trapConfig) *outcome {
 			") and linked only where people do not see it. This request was made by a page or by the browser itself (a subresource, a prefetch, or a request from another site), so nothing else changes for this client.\n",
 			published: published{action: policy.Block, reason: policy.Rule}}
 	}
-	key := h.trapKeyOf(r, scope)
+	key := h.trapKeyOf(r, scope, fp)
 	now := h.now()
 	m, found := trapMarks.Get(key)
 	if !found {
@@ -628,19 +710,32 @@ func (h *Handler) takeTrap(r *http.Request, t *trapConfig) *outcome {
 		c.Write(zap.String("trap", t.path), zap.String("target", warnlimit.Shorten(r.RequestURI, maxLoggedTarget)),
 			zap.String("remote_ip", ip.String()), zap.String("host", policy.HostOf(r.Host)),
 			zap.String("user_agent", warnlimit.Shorten(ua, maxLoggedUA)), zap.String("rule", rule),
-			zap.Bool("confirmed", confirmed), zap.Time("until", until), zap.String("mode", mode.String()))
+			zap.Bool("confirmed", confirmed), zap.Time("until", until), zap.String("mode", mode.String()),
+			zap.String("tls_fingerprint", fingerprintJA4(fp)))
 	}
 	if !enforcing {
 		return nil
 	}
 	msg := "robots: " + r.URL.Path + " is disallowed for every crawler by this site's robots.txt (" + rule +
 		") and linked only where people do not see it. Whoever asks for it is a crawler that does not follow robots.txt: " +
-		"requests from this client (this address and User-Agent) are judged by the \"*\" group of robots.txt until " +
+		"requests from this client (" + trapClientWords(fp) + ") are judged by the \"*\" group of robots.txt until " +
 		until.UTC().Format(time.RFC3339) + "."
 	if !confirmed {
 		msg += " If you followed this link by hand in a text browser, nothing else changes for you."
 	}
 	return &outcome{text: msg + "\n", published: published{action: policy.Block, reason: policy.Rule}}
+}
+
+// trapClientWords says whom a trap mark names (trapKeyOf), for its
+// refusal.
+func trapClientWords(fp *tlsFingerprint) string {
+	if fp == nil || fp.JA4 == "" {
+		return "this address and User-Agent"
+	}
+	if fp.Verdict.Engine.IsBrowser() {
+		return "this address, User-Agent and TLS handshake"
+	}
+	return "this address and TLS handshake, whatever its User-Agent"
 }
 
 // trapDisallowed reports whether the site's current robots.txt disallows

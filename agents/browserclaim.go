@@ -457,6 +457,10 @@ type ClaimEntry struct {
 	// StateName is the name an undeclared crawler's state is kept under
 	// (UndeclaredStateName): its own, never its browser family's.
 	StateName string
+	// TLS is what the User-Agent implies about its sender's TLS stack
+	// (ParseTLSClaim), worked out once per User-Agent, for the requests
+	// whose handshake is not a browser engine's.
+	TLS TLSClaim
 }
 
 // UndeclaredStateName is the name the throttle, strikes and bans of an
@@ -484,7 +488,7 @@ func (b *BrowserClaims) Lookup(ua string) *ClaimEntry {
 	if e := b.cache.lookup(ua); e != nil {
 		return &e.val
 	}
-	c := ClaimEntry{Claim: ParseBrowserClaim(ua), Undeclared: NewShared(UndeclaredAgent(ua)), StateName: UndeclaredStateName(ua)}
+	c := ClaimEntry{Claim: ParseBrowserClaim(ua), Undeclared: NewShared(UndeclaredAgent(ua)), StateName: UndeclaredStateName(ua), TLS: ParseTLSClaim(ua)}
 	if e := b.cache.put(ua, c); e != nil {
 		return &e.val
 	}

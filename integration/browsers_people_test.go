@@ -252,6 +252,12 @@ var peopleWants = []string{
 const chromeUA156 = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0.0.0 Safari/537.36"
 
 func TestRealBrowsersPeopleFirst(t *testing.T) {
+	realBrowsersPeopleFirst(t, tlsGlobals())
+}
+
+// realBrowsersPeopleFirst is TestRealBrowsersPeopleFirst under the global
+// options globals (with or without robots_fingerprint).
+func realBrowsersPeopleFirst(t *testing.T, globals string) {
 	ca := newTestCA(t, "127.0.0.1", "localhost")
 	a := "https://" + hostPort("127.0.0.1", httpsPort)
 	backend := &peopleBackend{a: a, done: make(chan struct{})}
@@ -275,7 +281,7 @@ https://%s {
 }
 `, hostPort(host, httpsPort), ca.certFile, ca.keyFile, ln.Addr().String())
 	}
-	newClient(t, tlsGlobals()+site("127.0.0.1")+site("localhost"))
+	newClient(t, globals+site("127.0.0.1")+site("localhost"))
 	display := startXvfb(t)
 
 	runs := []struct {

@@ -18,6 +18,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/caddyrobots/caddy-robots/agents/ja4"
 	"github.com/caddyrobots/caddy-robots/internal/pipeline"
 	"github.com/caddyrobots/caddy-robots/internal/policy"
 )
@@ -41,6 +42,11 @@ type CheckRequest struct {
 	// Handler picks a handler by its index in /robots/status, instead of
 	// finding it from the URL.
 	Handler *int `json:"handler,omitempty"`
+	// TLSFingerprint is the client's JA4 ({http.robots.tls_fingerprint}).
+	// A JA4 alone cannot tell a browser engine from a library (the tls
+	// signal reads the whole ClientHello), so it decides nothing: the
+	// answer's TLS says what a live handshake would.
+	TLSFingerprint string `json:"tls_fingerprint,omitempty"`
 }
 
 // CheckForm is one form of the target that was judged.
@@ -100,6 +106,9 @@ type CheckResponse struct {
 	CrawlDelaySeconds float64 `json:"crawl_delay_seconds,omitempty"`
 	// Message is the explanation a refused crawler would receive.
 	Message string `json:"message,omitempty"`
+	// TLS is what the request's tls_fingerprint tells
+	// (policy.TLSFingerprintNote); empty without one.
+	TLS     string `json:"tls,omitempty"`
 	Mode    string `json:"mode"`
 	Handler int    `json:"handler"`
 	// AnsweredBy is the handler and site that decided.
@@ -165,6 +174,9 @@ func Check(ctx context.Context, c Checker, req CheckRequest) (CheckResponse, err
 		return CheckResponse{}, bad("ip %q: %w", req.IP, err)
 	}
 	ip = ip.Unmap()
+	if req.TLSFingerprint != "" && !ja4.IsFingerprint(req.TLSFingerprint) {
+		return CheckResponse{}, bad("tls_fingerprint %q is not a JA4 fingerprint", req.TLSFingerprint)
+	}
 	r, err := checkHTTPRequest(ctx, req, u, ip)
 	if err != nil {
 		return CheckResponse{}, bad("%w", err)
@@ -174,6 +186,9 @@ func Check(ctx context.Context, c Checker, req CheckRequest) (CheckResponse, err
 		return CheckResponse{}, err
 	}
 	res := CheckResponse{Mode: got.Mode, Handler: got.Answer.Handler, AnsweredBy: got.Answer, Crawler: got.Crawler}
+	if req.TLSFingerprint != "" {
+		res.TLS = policy.TLSFingerprintNote(req.UserAgent, req.TLSFingerprint)
+	}
 	if got.Judgement == nil {
 		res.Decision, res.Reason = policy.Allow.String(), got.Passed
 		return res, nil

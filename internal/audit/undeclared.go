@@ -331,11 +331,15 @@ var pathPlain = func() (t [256]bool) {
 }()
 
 // undeclaredSignals reports what each signal caught, with the modes as
-// applied (the handler's mode log makes every signal's log).
+// applied (the handler's mode log makes every signal's log). The tls
+// signal is not among them: an access log carries no handshake to judge.
 func (a *Auditor) undeclaredSignals() []SignalReport {
 	out := make([]SignalReport, 0, policy.NumSignals)
 	for i, sc := range a.signals {
 		s, m := policy.Signal(i), a.dis[i]
+		if s == policy.SignalTLS {
+			continue
+		}
 		if m == policy.SignalEnforce && a.cfg.LogMode {
 			m = policy.SignalLog
 		}

@@ -22,6 +22,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/caddyrobots/caddy-robots/agents"
+	"github.com/caddyrobots/caddy-robots/agents/ja4"
 	"github.com/caddyrobots/caddy-robots/enforce"
 	"github.com/caddyrobots/caddy-robots/internal/admin"
 	"github.com/caddyrobots/caddy-robots/internal/audit"
@@ -64,8 +65,14 @@ state.
 
 --explain prints every form of each target that was judged (the server
 judges "//private/x" as "/private/x" too). --requests <file> reads JSON
-lines {"user_agent","ip","url","method","headers"} and prints one JSON
-decision per line, as POST /robots/check answers.
+lines {"user_agent","ip","url","method","headers","tls_fingerprint"} and
+prints one JSON decision per line, as POST /robots/check answers.
+
+--tls-fingerprint <ja4> names the client's JA4 (the {http.robots.tls_fingerprint}
+placeholder of an access log line). The tls signal judges the engine of a
+live handshake from the whole ClientHello, which a JA4 hashes away, so the
+check cannot tell a browser from a library by it: it prints what the
+handshake would decide instead, and judges as without it.
 
 Exit status: 0 if every URL is allowed, 3 if any is refused, 1 on a usage or
 I/O error.`,
@@ -87,6 +94,7 @@ I/O error.`,
 	f.String("resolver", "", "DNS server (host:port) for verification; default: the system's")
 	f.Bool("explain", false, "print every form of each target that was judged")
 	f.String("requests", "", "judge the requests of a JSON-lines file and print JSON decisions")
+	f.String("tls-fingerprint", "", "the client's JA4 TLS fingerprint ({http.robots.tls_fingerprint}); a JA4 alone cannot tell a browser engine from a library, and the check says so")
 	h.OptionFlags(f)
 	return c
 }
@@ -138,6 +146,8 @@ type checkEnv struct {
 	trapRules string
 	// pipe judges as the handler does, without state.
 	pipe *pipeline.Pipeline
+	// fingerprint is --tls-fingerprint: the client's JA4, or "".
+	fingerprint string
 }
 
 type verdictWhy struct {
@@ -183,6 +193,11 @@ func runCheck(env *Env, h Hooks) (int, error) {
 		targets[i] = t
 	}
 	explain, _ := fl.GetBool("explain")
+	fp, _ := fl.GetString("tls-fingerprint")
+	if fp != "" && !ja4.IsFingerprint(fp) {
+		return ExitFailure, fmt.Errorf("robots check: --tls-fingerprint %q is not a JA4 fingerprint (e.g. t13d1516h2_8daaf6152771_d8a2da3f94cd)", fp)
+	}
+	ce.fingerprint = fp
 	return ce.printText(env, ua, ip, method, headers, targets, explain)
 }
 
@@ -318,6 +333,9 @@ func (ce *checkEnv) printText(env *Env, ua string, ip netip.Addr, method string,
 		fmt.Fprintf(w, "; %s", ce.src.Note)
 	}
 	fmt.Fprintf(w, ")\nagent       %s\n", ua)
+	if ce.fingerprint != "" {
+		fmt.Fprintf(w, "tls         %s\n", policy.TLSFingerprintNote(ua, ce.fingerprint))
+	}
 	first := ce.judge(env.Ctx, ua, ip, method, "/", headers)
 	if first.agent == nil {
 		fmt.Fprintf(w, "crawler     none: a browser's User-Agent\n\n")
@@ -457,6 +475,8 @@ type batchRequest struct {
 	URL       string            `json:"url"`
 	Method    string            `json:"method,omitempty"`
 	Headers   map[string]string `json:"headers,omitempty"`
+	// TLSFingerprint is the client's JA4 (see --tls-fingerprint).
+	TLSFingerprint string `json:"tls_fingerprint,omitempty"`
 }
 
 // runBatch judges every request of a JSON-lines file and prints one JSON
@@ -519,8 +539,14 @@ func (ce *checkEnv) judgeBatch(ctx context.Context, br batchRequest) (admin.Chec
 	for k, v := range br.Headers {
 		hs[http.CanonicalHeaderKey(k)] = v
 	}
+	if br.TLSFingerprint != "" && !ja4.IsFingerprint(br.TLSFingerprint) {
+		return admin.CheckResponse{}, fmt.Errorf("tls_fingerprint %q is not a JA4 fingerprint", br.TLSFingerprint)
+	}
 	j := ce.judge(ctx, br.UserAgent, ip, method, target, hs)
 	res := admin.CheckResponse{Mode: ce.site.Mode}
+	if br.TLSFingerprint != "" {
+		res.TLS = policy.TLSFingerprintNote(br.UserAgent, br.TLSFingerprint)
+	}
 	switch {
 	case j.agent == nil:
 		res.Decision, res.Reason = policy.Allow.String(), "not a crawler"

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/caddyrobots/caddy-robots/agents"
+	"github.com/caddyrobots/caddy-robots/agents/ja4"
 	"github.com/caddyrobots/caddy-robots/enforce"
 )
 
@@ -33,17 +34,22 @@ const (
 	SignalClientHints
 	// SignalTrap: the client asked for the trap path.
 	SignalTrap
+	// SignalTLS: a browser claim over a TLS handshake that refutes it (an
+	// HTTP library's: agents.TLSClaim.RefutedBy) or that the claimed
+	// browser could not have made (agents.TLSClaim.Impossible). Only a
+	// request with a fingerprint is judged by it (see TLSVerdict).
+	SignalTLS
 )
 
 // NumSignals is the number of signals.
-const NumSignals = 4
+const NumSignals = 5
 
 // signalNames are the signals' names in the config, the metric labels, the
 // log lines and the audit's reports.
-var signalNames = [NumSignals]string{"fetch_metadata", "fetch_metadata_safari", "client_hints", "trap"}
+var signalNames = [NumSignals]string{"fetch_metadata", "fetch_metadata_safari", "client_hints", "trap", "tls"}
 
 // String returns the signal's name: fetch_metadata, fetch_metadata_safari,
-// client_hints or trap.
+// client_hints, trap or tls.
 func (s Signal) String() string { return signalNames[s] }
 
 // SignalNames returns the names of the signals, in order.
@@ -102,8 +108,12 @@ func (m SignalMode) Enforced(handlerEnforce bool) bool { return m == SignalEnfor
 // passed with no false positive (integration/browsers_test.go); log for
 // the others: no Safari runs there, and a Firefox or Safari whose
 // User-Agent was switched to Chrome's (a common extension) sends Fetch
-// Metadata but no Sec-CH-UA.
-var defaultSignalModes = [NumSignals]SignalMode{SignalEnforce, SignalLog, SignalLog, SignalEnforce}
+// Metadata but no Sec-CH-UA. tls is log: a corporate proxy that inspects
+// TLS re-originates every connection with its own stack, so a person
+// behind one arrives over a library's handshake; the signal counts and
+// logs what it would refuse until an operator, having seen who that is,
+// turns it to enforce.
+var defaultSignalModes = [NumSignals]SignalMode{SignalEnforce, SignalLog, SignalLog, SignalEnforce, SignalLog}
 
 // DisguiseModes are the modes of a handler's signals, indexed by Signal.
 type DisguiseModes [NumSignals]SignalMode
@@ -133,7 +143,7 @@ func NewDisguiseModes(all string, signals map[string]string, trap bool) Disguise
 
 // On reports whether any signal is on.
 func (m *DisguiseModes) On() bool {
-	return m.Headers() || m[SignalTrap] != SignalOff
+	return m.Headers() || m[SignalTrap] != SignalOff || m[SignalTLS] != SignalOff
 }
 
 // Headers reports whether a header signal is on: fetch_metadata,
@@ -146,7 +156,7 @@ func (m *DisguiseModes) Headers() bool {
 func (m *DisguiseModes) Hints() bool { return m[SignalClientHints] != SignalOff }
 
 // String lists the modes: "fetch_metadata enforce, fetch_metadata_safari
-// log, client_hints log, trap enforce".
+// log, client_hints log, trap enforce, tls log".
 func (m *DisguiseModes) String() string {
 	var b strings.Builder
 	for i, mode := range m {
@@ -238,6 +248,45 @@ func (m *DisguiseModes) Strongest(c *agents.BrowserClaim, missing agents.Signals
 		consider(SignalClientHints)
 	}
 	return best, mode
+}
+
+// TLSVerdict returns why a request whose User-Agent implies claim c and
+// whose TLS handshake is hello h from engine e is an undeclared crawler by
+// the tls signal, or "" when it is not. h nil (no fingerprint: plain HTTP,
+// HTTP/3, a proxy's header, no wrapper) is never judged, and neither is a
+// browser engine's handshake, whatever browser the User-Agent names (a
+// person's User-Agent switcher, a DevTools override). Otherwise, a claim
+// the handshake makes impossible (c.Impossible), then a claim of a browser
+// over a library's handshake (c.RefutedBy, with the fact the engine rests
+// on). An Unknown engine refutes nothing.
+func TLSVerdict(c *agents.TLSClaim, h *ja4.Hello, e ja4.Verdict) string {
+	if h == nil || e.Engine.IsBrowser() {
+		return ""
+	}
+	if why := c.Impossible(h, e.Engine); why != "" {
+		return "the claimed browser could not have made this request's TLS handshake: " + why
+	}
+	if c.RefutedBy(e.Engine) {
+		return "this request's TLS handshake is an HTTP library's: " + e.Fact
+	}
+	return ""
+}
+
+// TLSFingerprintNote is what a check (caddy robots check --tls-fingerprint,
+// POST /robots/check's tls_fingerprint) can say about a request with
+// User-Agent ua whose handshake had the JA4 fingerprint: honestly, little.
+// The tls signal reads the engine from the whole ClientHello (GREASE, the
+// extension and cipher families), which a JA4 hashes away, and this
+// package keeps no table of hashes, which change with every release; so a
+// fingerprint alone never decides, and the note says what a live
+// handshake would.
+func TLSFingerprintNote(ua, fingerprint string) string {
+	c := agents.ParseTLSClaim(ua)
+	if c.Browser == "" {
+		return fingerprint + ": the User-Agent claims no browser a handshake could refute, so the tls signal does not apply"
+	}
+	return fingerprint + ": a fingerprint alone cannot tell a browser engine from an HTTP library (the tls signal reads the engine from the whole ClientHello, which a JA4 hashes); " +
+		"over a live connection, a library's handshake would make this claim of " + c.Browser + " an undeclared crawler by signal tls"
 }
 
 // Kind is what a request's own headers tell about why it was sent, as far

@@ -25,13 +25,15 @@ func TestNewDisguiseModes(t *testing.T) {
 		trap    bool
 		want    policy.DisguiseModes
 	}{
-		{"", nil, true, policy.DisguiseModes{enforce, log, log, enforce}},
-		{"", nil, false, policy.DisguiseModes{enforce, log, log, off}},
-		{"log", nil, true, policy.DisguiseModes{log, log, log, log}},
-		{"off", nil, true, policy.DisguiseModes{off, off, off, off}},
-		{"enforce", map[string]string{"client_hints": "off"}, true, policy.DisguiseModes{enforce, enforce, off, enforce}},
-		{"", map[string]string{"fetch_metadata": "log", "trap": "log"}, true, policy.DisguiseModes{log, log, log, log}},
-		{"", map[string]string{"trap": "enforce"}, false, policy.DisguiseModes{enforce, log, log, off}},
+		{"", nil, true, policy.DisguiseModes{enforce, log, log, enforce, log}},
+		{"", nil, false, policy.DisguiseModes{enforce, log, log, off, log}},
+		{"log", nil, true, policy.DisguiseModes{log, log, log, log, log}},
+		{"off", nil, true, policy.DisguiseModes{off, off, off, off, off}},
+		{"enforce", map[string]string{"client_hints": "off"}, true, policy.DisguiseModes{enforce, enforce, off, enforce, enforce}},
+		{"", map[string]string{"fetch_metadata": "log", "trap": "log"}, true, policy.DisguiseModes{log, log, log, log, log}},
+		{"", map[string]string{"trap": "enforce"}, false, policy.DisguiseModes{enforce, log, log, off, log}},
+		{"enforce", map[string]string{"tls": "log"}, true, policy.DisguiseModes{enforce, enforce, enforce, enforce, log}},
+		{"off", map[string]string{"tls": "enforce"}, false, policy.DisguiseModes{off, off, off, off, enforce}},
 	} {
 		m := policy.NewDisguiseModes(c.all, c.signals, c.trap)
 		if m != c.want {
@@ -42,10 +44,13 @@ func TestNewDisguiseModes(t *testing.T) {
 	if !m.On() || m.Headers() || m.Hints() {
 		t.Errorf("only the trap on: On %v Headers %v Hints %v", m.On(), m.Headers(), m.Hints())
 	}
+	if m := policy.NewDisguiseModes("off", map[string]string{"tls": "log"}, false); !m.On() || m.Headers() {
+		t.Errorf("only tls on: On %v Headers %v", m.On(), m.Headers())
+	}
 	if m := policy.NewDisguiseModes("off", nil, true); m.On() {
 		t.Error("all off is on")
 	}
-	if got := policy.NewDisguiseModes("", nil, true); got.String() != "fetch_metadata enforce, fetch_metadata_safari log, client_hints log, trap enforce" {
+	if got := policy.NewDisguiseModes("", nil, true); got.String() != "fetch_metadata enforce, fetch_metadata_safari log, client_hints log, trap enforce, tls log" {
 		t.Errorf("String() = %q", got.String())
 	}
 	for i, name := range policy.SignalNames() {

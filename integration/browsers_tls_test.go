@@ -1,0 +1,222 @@
+package integration
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fingerprintGlobals are tlsGlobals with robots_fingerprint wrapping the
+// listeners before tls.
+func fingerprintGlobals() string {
+	return globalsWith("\tservers {\n\t\tprotocols h1 h2\n\t\tlistener_wrappers {\n\t\t\trobots_fingerprint\n\t\t\ttls\n\t\t}\n\t}\n")
+}
+
+// forgedGet sends a request for url over Go's crypto/tls (a library's
+// handshake) to ip (127.0.0.1 when empty), with ua and every header a
+// browser sends (forgedBrowserHeaders), and returns the status and body.
+func forgedGet(t *testing.T, cfg *tls.Config, ip, url, ua string) (int, string) {
+	t.Helper()
+	if ip == "" {
+		ip = "127.0.0.1"
+	}
+	dialer := &net.Dialer{Timeout: 5 * time.Second}
+	tr := &http.Transport{TLSClientConfig: cfg, DisableKeepAlives: true,
+		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return dialer.DialContext(ctx, "tcp", net.JoinHostPort(ip, strconv.Itoa(httpsPort)))
+		}}
+	defer tr.CloseIdleConnections()
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	for _, h := range forgedBrowserHeaders {
+		req.Header.Set(h[0], h[1])
+	}
+	if ua != "" {
+		req.Header.Set("User-Agent", ua)
+	}
+	res, err := (&http.Client{Transport: tr, Timeout: 10 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(body)
+}
+
+// TestRealBrowsersPeopleFirstTLSEnforced is TestRealBrowsersPeopleFirst
+// with robots_fingerprint and `disguised enforce`, which turns the tls
+// signal to enforce: headed Chromium (with and without a User-Agent
+// override) and Firefox ESR (and Firefox claiming Chrome) get every
+// request of the page served (styles, images, fetch, a worker, a
+// WebSocket, a download) and none is judged. Then, on the same config, a
+// script over Go's crypto/tls that claims Chrome with every header forged
+// is refused by the tls signal: the check that the signal was on.
+func TestRealBrowsersPeopleFirstTLSEnforced(t *testing.T) {
+	realBrowsersPeopleFirst(t, fingerprintGlobals())
+	status, body := forgedGet(t, &tls.Config{InsecureSkipVerify: true, ServerName: "localhost"}, "",
+		"https://"+hostPort("localhost", httpsPort)+"/page.html", "")
+	if status != http.StatusForbidden || !strings.Contains(body, "signal tls") {
+		t.Errorf("a script claiming Chrome with forged headers, beside the browsers: %d\n%s", status, body)
+	}
+}
+
+// TestTrapMarkFollowsTheHandshake: a script on the browser's own address
+// takes the trap with headed Chromium's exact User-Agent. Its mark is the
+// handshake's (Go's crypto/tls), so:
+//   - the script keeps it when it changes one digit of its User-Agent and
+//     forges every browser header (refused on a disallowed path, where the
+//     tls signal, in its default log, refuses nothing);
+//   - headed Chromium, same address, same User-Agent, different handshake,
+//     is never touched by it: its page, styles, images, a fetch and a
+//     fetch of a path robots.txt disallows are all served, and no request
+//     of it is judged by the trap.
+func TestTrapMarkFollowsTheHandshake(t *testing.T) {
+	const host = "handshake.localhost"
+	ca := newTestCA(t, host)
+	var (
+		mu   sync.Mutex
+		seen []string
+		ua   string
+		ip   string // the browser's address, as the proxy forwards it
+		goCh = make(chan struct{})
+		done = make(chan struct{})
+		once sync.Once
+	)
+	gallery := "<!doctype html><html><head><link rel=stylesheet href=/style.css></head><body><h1>Gallery</h1>"
+	for i := range 4 {
+		gallery += fmt.Sprintf(`<img src="/img/%d.svg" width="40" height="40" alt="">`, i)
+	}
+	gallery += `<script>window.onload = async () => { const r = await fetch("/api/data"); const p = await fetch("/private/data"); document.title = "fetch " + r.status + " " + p.status; setTimeout(() => { location.href = "/done.html"; }, 300); };</script></body></html>`
+	backend := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.Method+" "+r.URL.Path)
+		if r.URL.Path == "/" && ua == "" {
+			ua, ip = r.UserAgent(), r.Header.Get("X-Forwarded-For")
+		}
+		mu.Unlock()
+		switch p := r.URL.Path; {
+		case p == "/":
+			w.Header().Set("Content-Type", "text/html")
+			io.WriteString(w, `<!doctype html><p>waiting</p><script>
+async function wait() { const r = await fetch("/api/wait"); if ((await r.text()) == "go") { location.href = "/gallery.html"; } else { setTimeout(wait, 300); } }
+wait();</script>`)
+		case p == "/api/wait":
+			select {
+			case <-goCh:
+				io.WriteString(w, "go")
+			default:
+				io.WriteString(w, "wait")
+			}
+		case p == "/gallery.html":
+			w.Header().Set("Content-Type", "text/html")
+			io.WriteString(w, gallery)
+		case p == "/style.css":
+			w.Header().Set("Content-Type", "text/css")
+			io.WriteString(w, "body { background: rgb(230, 240, 255); }")
+		case strings.HasPrefix(p, "/img/"):
+			w.Header().Set("Content-Type", "image/svg+xml")
+			io.WriteString(w, `<svg xmlns="http://www.w3.org/2000/svg" width="40" height="40"><rect width="40" height="40" fill="rgb(200,60,60)"/></svg>`)
+		case p == "/done.html":
+			io.WriteString(w, "done")
+			once.Do(func() { close(done) })
+		default:
+			io.WriteString(w, "ok")
+		}
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: backend, ReadHeaderTimeout: 5 * time.Second}
+	go srv.Serve(ln)
+	defer srv.Close()
+	newClient(t, fingerprintGlobals()+fmt.Sprintf(`
+https://%s {
+	tls %s %s
+	robots {
+		source inline "User-agent: *\nDisallow: /private/\n"
+		crawl_delay off
+		strikes off
+		trap /no-robots/
+	}
+	reverse_proxy %s
+}
+`, hostPort(host, httpsPort), ca.certFile, ca.keyFile, ln.Addr().String()))
+	display := startXvfb(t)
+	home, err := os.MkdirTemp("", "robots-handshake-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "https://" + hostPort(host, httpsPort)
+	startBrowser(t, launchChromium(t, display, base+"/", home, ca, ""), home)
+	eventually(t, 60*time.Second, "Chromium to load the first page", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return ua != ""
+	})
+	mu.Lock()
+	browserUA, browserIP := ua, ip
+	mu.Unlock()
+	t.Logf("Chromium's User-Agent: %s, address %s", browserUA, browserIP)
+
+	cfg := ca.clientTLS(t)
+	cfg.ServerName = host
+	script := func(path, ua string) int {
+		s, _ := forgedGet(t, cfg, browserIP, base+path, ua)
+		return s
+	}
+	if s := script("/private/before", browserUA); s != http.StatusOK {
+		t.Fatalf("the script before the trap, with every header forged and tls in log: %d, want 200", s)
+	}
+	if s := script("/no-robots/", browserUA); s != http.StatusForbidden {
+		t.Fatalf("the script's trap request: %d", s)
+	}
+	other := strings.Replace(browserUA, "Chrome/1", "Chrome/2", 1)
+	if other == browserUA {
+		t.Fatalf("cannot change a digit of %q", browserUA)
+	}
+	if s := script("/private/after", other); s != http.StatusForbidden {
+		t.Errorf("the script with another User-Agent after the trap, same handshake: %d, want 403 (the mark follows the handshake)", s)
+	}
+
+	trapJudged := func() float64 {
+		return disguisedMetric(t, "caddy_robots_disguised_total", `signal="trap",mode="enforce"`) -
+			disguisedMetric(t, "caddy_robots_disguised_total", `signal="trap",action="trap"`) -
+			disguisedMetric(t, "caddy_robots_disguised_total", `signal="trap",action="trap_unmarked"`)
+	}
+	before := trapJudged()
+	mu.Lock()
+	seen = nil
+	mu.Unlock()
+	close(goCh)
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		mu.Lock()
+		defer mu.Unlock()
+		t.Fatalf("Chromium did not finish the gallery; the backend got %q", seen)
+	}
+	mu.Lock()
+	got := "\n" + strings.Join(seen, "\n") + "\n"
+	mu.Unlock()
+	want := []string{"GET /gallery.html", "GET /style.css", "GET /api/data", "GET /private/data", "GET /done.html"}
+	for i := range 4 {
+		want = append(want, fmt.Sprintf("GET /img/%d.svg", i))
+	}
+	for _, w := range want {
+		if !strings.Contains(got, "\n"+w+"\n") {
+			t.Errorf("the person's %s was refused; the backend got:%s", w, got)
+		}
+	}
+	if d := trapJudged() - before; d != 0 {
+		t.Errorf("%v of the person's requests were judged by the script's trap mark, want 0", d)
+	}
+}
