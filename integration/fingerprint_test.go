@@ -326,6 +326,26 @@ requests.get(sys.argv[1], verify=sys.argv[2], headers={"User-Agent": sys.argv[3]
 	}
 
 	// Every client's first request, from the access log.
+	got := firstEngines(t, logFile, want)
+	for name, engine := range want {
+		g, ok := got[name]
+		if !ok {
+			t.Errorf("%s: no request in the access log", name)
+			continue
+		}
+		if g[0] != engine || !ja4Pattern.MatchString(g[1]) {
+			t.Errorf("%s: engine %q, fingerprint %q; want %s and a JA4", name, g[0], g[1], engine)
+		}
+	}
+	t.Logf("engines and fingerprints: %v", got)
+}
+
+// firstEngines reads each named client's first request from the JSON
+// access log (the client's name is its request's last path segment): its
+// {http.robots.tls_engine} and {http.robots.tls_fingerprint}, once every
+// client in want has one.
+func firstEngines(t *testing.T, logFile string, want map[string]string) map[string][2]string {
+	t.Helper()
 	got := map[string][2]string{}
 	eventually(t, 10*time.Second, "an access log line per client", func() bool {
 		b, _ := os.ReadFile(logFile)
@@ -350,15 +370,5 @@ requests.get(sys.argv[1], verify=sys.argv[2], headers={"User-Agent": sys.argv[3]
 		}
 		return len(got) == len(want)
 	})
-	for name, engine := range want {
-		g, ok := got[name]
-		if !ok {
-			t.Errorf("%s: no request in the access log", name)
-			continue
-		}
-		if g[0] != engine || !ja4Pattern.MatchString(g[1]) {
-			t.Errorf("%s: engine %q, fingerprint %q; want %s and a JA4", name, g[0], g[1], engine)
-		}
-	}
-	t.Logf("engines and fingerprints: %v", got)
+	return got
 }
