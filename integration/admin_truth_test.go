@@ -68,6 +68,17 @@ func TestAdminStatusPageTellsTheTruth(t *testing.T) {
 	c.expect(siteURL("truth-log.localhost")+"/private/2", rude, 200)
 	c.expect(siteURL("truth-log.localhost")+"/public", rude, 200)
 
+	checkTruthStatus(t)
+	checkTruthBans(t)
+	checkTruthPage(t, chromium)
+}
+
+// checkTruthStatus checks /robots/status for TestAdminStatusPageTellsTheTruth:
+// each card names its site block and lists its own sites, an HTML
+// robots.txt warns, an unavailable site has no copy yet, its 503s are
+// counted apart from offenders, and the log-mode ban is counted apart.
+func checkTruthStatus(t *testing.T) {
+	t.Helper()
 	var st struct {
 		Handlers []struct {
 			SiteBlock string `json:"site_block"`
@@ -124,7 +135,12 @@ func TestAdminStatusPageTellsTheTruth(t *testing.T) {
 	if shop.Bans.Count != 0 || shop.Bans.Logged != 0 {
 		t.Errorf("the shop's bans %+v, want none: the logged ban is the other block's (they share a store)", shop.Bans)
 	}
+}
 
+// checkTruthBans checks that /robots/bans and the ban metrics tell the
+// log-mode ban apart from bans in force.
+func checkTruthBans(t *testing.T) {
+	t.Helper()
 	var bans struct {
 		Bans []struct {
 			Crawler string `json:"crawler"`
@@ -143,7 +159,12 @@ func TestAdminStatusPageTellsTheTruth(t *testing.T) {
 	if n := metricValue(t, adminURL()+"/metrics", `caddy_robots_bans_logged{store="memory"}`); n != 1 {
 		t.Errorf("caddy_robots_bans_logged = %v, want 1", n)
 	}
+}
 
+// checkTruthPage checks the status page's texts and renders it in
+// headless Chromium.
+func checkTruthPage(t *testing.T, chromium string) {
+	t.Helper()
 	status, page := admin(t, http.MethodGet, "/robots/", nil)
 	if status != http.StatusOK {
 		t.Fatalf("GET /robots/: %d %s", status, page)
