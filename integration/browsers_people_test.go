@@ -377,38 +377,59 @@ func checkPeopleServed(t *testing.T, name string, reqs []string) {
 	}
 }
 
-// galleryBackend is the site of TestRealBrowserBesideATrappedScript: a
-// first page that waits until goCh is closed, then a gallery of nine
-// images, a style and a fetch, then done.html, which closes done. It
-// records every request, and the User-Agent that first asked for /.
+// galleryBackend is the site of the tests where a person's browser shares
+// its address with a trapped script: a first page that waits until goCh is
+// closed, then a gallery (galleryPage), then done.html, which closes done.
+// It records every request, and the User-Agent and forwarded address of
+// the first request for /.
 type galleryBackend struct {
 	mu      sync.Mutex
 	seen    []string
 	ua      string
+	ip      string // the browser's address, as a proxy in front forwards it
 	gallery string
 	goCh    chan struct{}
 	done    chan struct{}
 	once    sync.Once
 }
 
-// newGalleryBackend returns the site, its first page waiting.
-func newGalleryBackend() *galleryBackend {
-	gallery := "<!doctype html><html><head><link rel=stylesheet href=/style.css></head><body><h1>Gallery</h1>"
-	for i := range 9 {
-		gallery += fmt.Sprintf(`<img src="/img/%d.svg" width="40" height="40" alt="">`, i)
-	}
-	gallery += `<script>window.onload = async () => { const r = await fetch("/api/data"); document.title = "fetch " + r.status; setTimeout(() => { location.href = "/done.html"; }, 300); };</script></body></html>`
+// newGalleryBackend returns the site serving gallery, its first page
+// waiting.
+func newGalleryBackend(gallery string) *galleryBackend {
 	return &galleryBackend{gallery: gallery, goCh: make(chan struct{}), done: make(chan struct{})}
 }
 
-// record notes r, and the User-Agent of the first request for /.
+// galleryPage is a page with a style sheet and n images whose script
+// fetches each of paths in turn once loaded, then moves on to done.html.
+func galleryPage(n int, paths ...string) string {
+	gallery := "<!doctype html><html><head><link rel=stylesheet href=/style.css></head><body><h1>Gallery</h1>"
+	for i := range n {
+		gallery += fmt.Sprintf(`<img src="/img/%d.svg" width="40" height="40" alt="">`, i)
+	}
+	gallery += `<script>window.onload = async () => { let title = "fetch";`
+	for _, p := range paths {
+		gallery += fmt.Sprintf(` title += " " + (await fetch(%q)).status;`, p)
+	}
+	return gallery + ` document.title = title; setTimeout(() => { location.href = "/done.html"; }, 300); };</script></body></html>`
+}
+
+// record notes r, and the User-Agent and forwarded address of the first
+// request for /.
 func (b *galleryBackend) record(r *http.Request) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.seen = append(b.seen, r.Method+" "+r.URL.Path)
 	if r.URL.Path == "/" && b.ua == "" {
-		b.ua = r.UserAgent()
+		b.ua, b.ip = r.UserAgent(), r.Header.Get("X-Forwarded-For")
 	}
+}
+
+// browser returns the browser's User-Agent and forwarded address ("" until
+// its first page).
+func (b *galleryBackend) browser() (ua, ip string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.ua, b.ip
 }
 
 func (b *galleryBackend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -478,7 +499,7 @@ func TestRealBrowserBesideATrappedScript(t *testing.T) {
 	// kept process-wide per site block, reach no other test's browser.
 	const host = "neighbour.localhost"
 	ca := newTestCA(t, host)
-	backend := newGalleryBackend()
+	backend := newGalleryBackend(galleryPage(9, "/api/data"))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -506,13 +527,10 @@ https://%s {
 	cmd := launchChromium(t, display, base+"/", home, ca, "")
 	startBrowser(t, cmd, home)
 	eventually(t, 60*time.Second, "Chromium to load the first page", func() bool {
-		backend.mu.Lock()
-		defer backend.mu.Unlock()
-		return backend.ua != ""
+		ua, _ := backend.browser()
+		return ua != ""
 	})
-	backend.mu.Lock()
-	browserUA := backend.ua
-	backend.mu.Unlock()
+	browserUA, _ := backend.browser()
 	t.Logf("Chromium's User-Agent: %s", browserUA)
 
 	// The script: Chromium's exact User-Agent, the same address, none of

@@ -10,7 +10,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -81,7 +80,7 @@ func TestRealBrowsersPeopleFirstTLSEnforced(t *testing.T) {
 func TestTrapMarkFollowsTheHandshake(t *testing.T) {
 	const host = "handshake.localhost"
 	ca := newTestCA(t, host)
-	b := &handshakeBackend{goCh: make(chan struct{}), done: make(chan struct{})}
+	b := newGalleryBackend(galleryPage(4, "/api/data", "/private/data"))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -147,85 +146,9 @@ https://%s {
 	}
 }
 
-// handshakeBackend serves TestTrapMarkFollowsTheHandshake's pages: a
-// first page that waits (polling /api/wait) until the test lets it go on
-// to a gallery with a style sheet, images, a fetch of an allowed and of a
-// disallowed path, and a last page. It records every request and the
-// browser's User-Agent and forwarded address from its first page.
-type handshakeBackend struct {
-	mu   sync.Mutex
-	seen []string
-	ua   string
-	ip   string // the browser's address, as the proxy forwards it
-	goCh chan struct{}
-	done chan struct{}
-	once sync.Once
-}
-
-// handshakeGallery is the gallery page: a style sheet, four images, and
-// a script that fetches an allowed and a disallowed path, then moves on.
-func handshakeGallery() string {
-	gallery := "<!doctype html><html><head><link rel=stylesheet href=/style.css></head><body><h1>Gallery</h1>"
-	for i := range 4 {
-		gallery += fmt.Sprintf(`<img src="/img/%d.svg" width="40" height="40" alt="">`, i)
-	}
-	return gallery + `<script>window.onload = async () => { const r = await fetch("/api/data"); const p = await fetch("/private/data"); document.title = "fetch " + r.status + " " + p.status; setTimeout(() => { location.href = "/done.html"; }, 300); };</script></body></html>`
-}
-
-// record notes a request, and the browser's User-Agent and address from
-// its first page.
-func (b *handshakeBackend) record(r *http.Request) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.seen = append(b.seen, r.Method+" "+r.URL.Path)
-	if r.URL.Path == "/" && b.ua == "" {
-		b.ua, b.ip = r.UserAgent(), r.Header.Get("X-Forwarded-For")
-	}
-}
-
-// browser returns the browser's User-Agent and forwarded address ("" until
-// its first page).
-func (b *handshakeBackend) browser() (ua, ip string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.ua, b.ip
-}
-
-func (b *handshakeBackend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	b.record(r)
-	switch p := r.URL.Path; {
-	case p == "/":
-		w.Header().Set("Content-Type", "text/html")
-		io.WriteString(w, `<!doctype html><p>waiting</p><script>
-async function wait() { const r = await fetch("/api/wait"); if ((await r.text()) == "go") { location.href = "/gallery.html"; } else { setTimeout(wait, 300); } }
-wait();</script>`)
-	case p == "/api/wait":
-		select {
-		case <-b.goCh:
-			io.WriteString(w, "go")
-		default:
-			io.WriteString(w, "wait")
-		}
-	case p == "/gallery.html":
-		w.Header().Set("Content-Type", "text/html")
-		io.WriteString(w, handshakeGallery())
-	case p == "/style.css":
-		w.Header().Set("Content-Type", "text/css")
-		io.WriteString(w, "body { background: rgb(230, 240, 255); }")
-	case strings.HasPrefix(p, "/img/"):
-		w.Header().Set("Content-Type", "image/svg+xml")
-		io.WriteString(w, `<svg xmlns="http://www.w3.org/2000/svg" width="40" height="40"><rect width="40" height="40" fill="rgb(200,60,60)"/></svg>`)
-	case p == "/done.html":
-		io.WriteString(w, "done")
-		b.once.Do(func() { close(b.done) })
-	default:
-		io.WriteString(w, "ok")
-	}
-}
-
 // checkGalleryServed lets the waiting browser go on to the gallery and
 // checks that every request of it reached the backend.
-func (b *handshakeBackend) checkGalleryServed(t *testing.T) {
+func (b *galleryBackend) checkGalleryServed(t *testing.T) {
 	t.Helper()
 	b.mu.Lock()
 	b.seen = nil
