@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/caddyrobots/caddy-robots/internal/cli"
+	"github.com/caddyrobots/caddy-robots/internal/cli/clitest"
 )
 
 // runCLI runs "caddy robots args..." in-process, as caddycmd would, and
@@ -20,39 +21,13 @@ import (
 // returned.
 func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string, err error) {
 	t.Helper()
-	root := &cobra.Command{Use: "caddy", SilenceUsage: true}
-	robots := &cobra.Command{Use: "robots"}
-	code = -1
-	cli.AddCommands(robots, cliHooks(), func(c int) { code = c })
-	root.AddCommand(robots)
-	var out, errOut bytes.Buffer
-	root.SetOut(&out)
-	root.SetErr(&errOut)
-	root.SetArgs(append([]string{"robots"}, args...))
-	err = root.Execute()
-	if code == -1 && err != nil {
-		code = 1 // cobra refused the arguments: caddycmd.Main exits 1
-	}
-	return code, out.String(), errOut.String(), err
+	return clitest.Run(t, func(robots *cobra.Command, record func(int)) { cli.AddCommands(robots, cliHooks(), record) }, args...)
 }
 
 // golden compares got with testdata/cli/name.golden, or rewrites it with -update.
 func golden(t *testing.T, name, got string) {
 	t.Helper()
-	path := filepath.Join("testdata", "cli", name+".golden")
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("output differs from %s (run with -update to accept):\n--- got\n%s\n--- want\n%s", path, got, want)
-	}
+	clitest.Golden(t, filepath.Join("testdata", "cli", name+".golden"), got, *update)
 }
 
 func TestCLIHelpListsCommands(t *testing.T) {
