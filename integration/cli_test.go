@@ -26,18 +26,7 @@ func TestCheckExitCodeReachesShell(t *testing.T) {
 		{[]string{"robots", "lint", "internal/cli/testdata/cli/lint.robots.txt"}, 1, "misspelt-key"},
 		{[]string{"robots", "--help"}, 0, "audit"},
 	} {
-		cmd := exec.Command(bin, tc.args...)
-		cmd.Dir = repoPath(".")
-		var stdout, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		err := cmd.Run()
-		code := 0
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
+		code, stdout, stderr := runCaddy(t, bin, tc.args...)
 		if code != tc.code || !strings.Contains(stdout.String(), tc.out) {
 			t.Errorf("caddy %s: exit %d (want %d)\nstdout:\n%s\nstderr:\n%s", strings.Join(tc.args, " "), code, tc.code, stdout.String(), stderr.String())
 		}
@@ -50,4 +39,22 @@ func TestCheckExitCodeReachesShell(t *testing.T) {
 			t.Errorf("lint printed after its report:\n%s", stderr.String())
 		}
 	}
+}
+
+// runCaddy runs the binary bin with args from the repository's root and
+// returns its exit status and output.
+func runCaddy(t *testing.T, bin string, args ...string) (code int, stdout, stderr *bytes.Buffer) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = repoPath(".")
+	stdout, stderr = new(bytes.Buffer), new(bytes.Buffer)
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode(), stdout, stderr
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return 0, stdout, stderr
 }

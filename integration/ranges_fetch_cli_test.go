@@ -1,9 +1,6 @@
 package integration
 
 import (
-	"bytes"
-	"errors"
-	"os/exec"
 	"strings"
 	"testing"
 )
@@ -23,17 +20,7 @@ func TestRangesFetchRegistered(t *testing.T) {
 		{[]string{"robots", "ranges", "fetch", "--help"}, 0, "ranges_dir"},
 		{[]string{"robots", "ranges", "fetch"}, 1, ""},
 	} {
-		cmd := exec.Command(bin, tc.args...)
-		var stdout, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		err := cmd.Run()
-		code := 0
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
+		code, stdout, stderr := runCaddy(t, bin, tc.args...)
 		if code != tc.code || !strings.Contains(stdout.String(), tc.out) {
 			t.Errorf("caddy %s: exit %d (want %d)\nstdout:\n%s\nstderr:\n%s", strings.Join(tc.args, " "), code, tc.code, stdout.String(), stderr.String())
 		}
