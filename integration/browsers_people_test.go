@@ -261,13 +261,7 @@ func realBrowsersPeopleFirst(t *testing.T, globals string) {
 	ca := newTestCA(t, "127.0.0.1", "localhost")
 	a := "https://" + hostPort("127.0.0.1", httpsPort)
 	backend := &peopleBackend{a: a, done: make(chan struct{})}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: backend, ReadHeaderTimeout: 5 * time.Second}
-	go srv.Serve(ln)
-	defer srv.Close()
+	backendAddr := serveLocal(t, backend)
 	site := func(host string) string {
 		return fmt.Sprintf(`
 https://%s {
@@ -279,7 +273,7 @@ https://%s {
 	}
 	reverse_proxy %s
 }
-`, hostPort(host, httpsPort), ca.certFile, ca.keyFile, ln.Addr().String())
+`, hostPort(host, httpsPort), ca.certFile, ca.keyFile, backendAddr)
 	}
 	newClient(t, globals+site("127.0.0.1")+site("localhost"))
 	display := startXvfb(t)
@@ -500,13 +494,7 @@ func TestRealBrowserBesideATrappedScript(t *testing.T) {
 	const host = "neighbour.localhost"
 	ca := newTestCA(t, host)
 	backend := newGalleryBackend(galleryPage(9, "/api/data"))
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: backend, ReadHeaderTimeout: 5 * time.Second}
-	go srv.Serve(ln)
-	defer srv.Close()
+	backendAddr := serveLocal(t, backend)
 	newClient(t, tlsGlobals()+fmt.Sprintf(`
 https://%s {
 	tls %s %s
@@ -517,7 +505,7 @@ https://%s {
 	}
 	reverse_proxy %s
 }
-`, hostPort(host, httpsPort), ca.certFile, ca.keyFile, ln.Addr().String()))
+`, hostPort(host, httpsPort), ca.certFile, ca.keyFile, backendAddr))
 	display := startXvfb(t)
 	home, err := os.MkdirTemp("", "robots-neighbour-")
 	if err != nil {
@@ -601,13 +589,7 @@ func TestTrapLinksGraphicsPerson(t *testing.T) {
 			io.WriteString(w, "<html><body><p>private page</p></body></html>")
 		}
 	})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: backend, ReadHeaderTimeout: 5 * time.Second}
-	go srv.Serve(ln)
-	defer srv.Close()
+	backendAddr := serveLocal(t, backend)
 	newClient(t, globals+fmt.Sprintf(`
 http://links.example:%d {
 	robots {
@@ -617,7 +599,7 @@ http://links.example:%d {
 	}
 	reverse_proxy %s
 }
-`, crawlPort, ln.Addr().String()))
+`, crawlPort, backendAddr))
 	display := startXvfb(t)
 	home := t.TempDir()
 	base := "http://" + hostPort("links.example", crawlPort)
@@ -688,13 +670,7 @@ func TestRealBrowserExtensionFetch(t *testing.T) {
 			once.Do(func() { close(done) })
 		}
 	})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: backend, ReadHeaderTimeout: 5 * time.Second}
-	go srv.Serve(ln)
-	defer srv.Close()
+	backendAddr := serveLocal(t, backend)
 	newClient(t, tlsGlobals()+fmt.Sprintf(`
 https://%s {
 	tls %s %s
@@ -705,7 +681,7 @@ https://%s {
 	}
 	reverse_proxy %s
 }
-`, hostPort("extension.localhost", httpsPort)+", "+hostPort("127.0.0.1", httpsPort), ca.certFile, ca.keyFile, ln.Addr().String()))
+`, hostPort("extension.localhost", httpsPort)+", "+hostPort("127.0.0.1", httpsPort), ca.certFile, ca.keyFile, backendAddr))
 	ext := t.TempDir()
 	manifest := `{"manifest_version": 3, "name": "caddy-robots test", "version": "1.0",
 "host_permissions": ["` + origin + `/*"], "background": {"service_worker": "bg.js"}}`

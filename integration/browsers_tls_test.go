@@ -81,13 +81,7 @@ func TestTrapMarkFollowsTheHandshake(t *testing.T) {
 	const host = "handshake.localhost"
 	ca := newTestCA(t, host)
 	b := newGalleryBackend(galleryPage(4, "/api/data", "/private/data"))
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: b, ReadHeaderTimeout: 5 * time.Second}
-	go srv.Serve(ln)
-	defer srv.Close()
+	backendAddr := serveLocal(t, b)
 	newClient(t, fingerprintGlobals()+fmt.Sprintf(`
 https://%s {
 	tls %s %s
@@ -99,7 +93,7 @@ https://%s {
 	}
 	reverse_proxy %s
 }
-`, hostPort(host, httpsPort), ca.certFile, ca.keyFile, ln.Addr().String()))
+`, hostPort(host, httpsPort), ca.certFile, ca.keyFile, backendAddr))
 	display := startXvfb(t)
 	home, err := os.MkdirTemp("", "robots-handshake-")
 	if err != nil {

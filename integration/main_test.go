@@ -12,6 +12,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -445,4 +446,13 @@ var builtCaddy struct {
 	once sync.Once
 	path string
 	err  error
+}
+
+// serveLocal serves h on a free loopback port until the test ends, and
+// returns its address (host:port): a site's backend behind reverse_proxy.
+func serveLocal(t *testing.T, h http.Handler) string {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv.Listener.Addr().String()
 }
