@@ -406,21 +406,7 @@ func TestAdminStatusPageInChromium(t *testing.T) {
 	}
 	reverse_proxy ` + backend.addr + `
 }
-` + siteURL("status.localhost") + ` {
-	@page {
-		path /robots/
-		method GET
-	}
-	handle @page {
-		reverse_proxy ` + hostPort("localhost", adminPort) + ` {
-			header_up Host ` + hostPort("localhost", adminPort) + `
-			header_up -Sec-Fetch-*
-			header_up -Origin
-		}
-	}
-	respond 404
-}
-`
+` + statusPageSite("status.localhost")
 	}
 	c := newClient(t, pageConfig("1h"))
 	settle(c, siteURL("page.localhost")+"/")
@@ -657,4 +643,26 @@ func (a adminReloadWithdraw) site(host string) (reloadedSite, bool) {
 		}
 	}
 	return reloadedSite{}, false
+}
+
+// statusPageSite is a site block that serves the admin status page
+// (GET /robots/) at host, the way a browser can open it: the admin
+// endpoint refuses a browser's Sec-Fetch-* and Origin headers, so the
+// proxy drops them.
+func statusPageSite(host string) string {
+	return siteURL(host) + ` {
+	@page {
+		path /robots/
+		method GET
+	}
+	handle @page {
+		reverse_proxy ` + hostPort("localhost", adminPort) + ` {
+			header_up Host ` + hostPort("localhost", adminPort) + `
+			header_up -Sec-Fetch-*
+			header_up -Origin
+		}
+	}
+	respond 404
+}
+`
 }

@@ -38,21 +38,7 @@ func TestAdminStatusPageTellsTheTruth(t *testing.T) {
 	}
 	reverse_proxy `+backend.addr+`
 }
-`+siteURL("truth-status.localhost")+` {
-	@page {
-		path /robots/
-		method GET
-	}
-	handle @page {
-		reverse_proxy `+hostPort("localhost", adminPort)+` {
-			header_up Host `+hostPort("localhost", adminPort)+`
-			header_up -Sec-Fetch-*
-			header_up -Origin
-		}
-	}
-	respond 404
-}
-`)
+`+statusPageSite("truth-status.localhost"))
 	settle(c, siteURL("truth-html.localhost")+"/")
 	// Memory stores outlive a config load: start from no ban at all, so
 	// the counts below are this test's.
