@@ -7,10 +7,11 @@ package admin
 // (a catch-all block takes the hosts no other block of the server matches).
 
 import (
-	"net"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/caddyrobots/caddy-robots/internal/policy"
 )
 
 // siteBlockOf names s's site block for the status and the admin answers:
@@ -64,35 +65,13 @@ func servesHost(s Site, host string, ss []Site, server string) bool {
 // matchesAny reports whether host matches one of patterns as Caddy's host
 // matcher does: case-insensitively, "*" standing for one label.
 func matchesAny(patterns []string, host string) bool {
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	}
-	host = strings.ToLower(strings.TrimSuffix(host, "."))
+	host = policy.HostOf(host)
 	for _, p := range patterns {
-		if matchHost(strings.ToLower(p), host) {
+		if policy.HostPatternMatches(strings.ToLower(p), host) {
 			return true
 		}
 	}
 	return false
-}
-
-func matchHost(pattern, host string) bool {
-	if pattern == host {
-		return true
-	}
-	if !strings.Contains(pattern, "*") {
-		return false
-	}
-	pl, hl := strings.Split(pattern, "."), strings.Split(host, ".")
-	if len(pl) != len(hl) {
-		return false
-	}
-	for i := range pl {
-		if pl[i] != "*" && pl[i] != hl[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // distinctSites counts the sites of rep once each, however many handlers
