@@ -251,12 +251,8 @@ func (h *Handler) adminSite() admin.Site {
 		}
 	}
 	stats := h.statsNow()
-	for _, c := range stats.top(admin.Top, false) {
-		s.TopCrawlers = append(s.TopCrawlers, admin.CrawlerCount(c))
-	}
-	for _, c := range stats.top(admin.Top, true) {
-		s.TopOffenders = append(s.TopOffenders, admin.CrawlerCount(c))
-	}
+	s.TopCrawlers = stats.top(admin.Top, false)
+	s.TopOffenders = stats.top(admin.Top, true)
 	s.RefusedUnavailable = stats.unavailableTotal()
 	return s
 }

@@ -46,32 +46,32 @@ type handlerScope struct {
 	stats *crawlerStats
 }
 
-// siteDesc names a placement's site block for people: "a.example,
-// b.example on :443", "* on :8080" for a catch-all.
-func siteDesc(p placement) string {
-	hosts := slices.Clone(p.Hosts)
+// siteOf returns a placement's hosts and listen addresses, sorted, and
+// its site: the hosts joined, "*" for a catch-all.
+func siteOf(p placement) (hosts, listen []string, site string) {
+	hosts = slices.Clone(p.Hosts)
 	slices.Sort(hosts)
-	listen := slices.Clone(p.Listen)
+	listen = slices.Clone(p.Listen)
 	slices.Sort(listen)
-	site := "*"
+	site = "*"
 	if len(hosts) > 0 {
 		site = strings.Join(hosts, ", ")
 	}
+	return hosts, listen, site
+}
+
+// siteDesc names a placement's site block for people: "a.example,
+// b.example on :443", "* on :8080" for a catch-all.
+func siteDesc(p placement) string {
+	_, listen, site := siteOf(p)
 	return site + " on " + strings.Join(listen, " ")
 }
 
 // scopeOf describes a placement.
 func scopeOf(p placement) *handlerScope {
-	hosts := slices.Clone(p.Hosts)
-	slices.Sort(hosts)
-	listen := slices.Clone(p.Listen)
-	slices.Sort(listen)
-	site := "*"
-	if len(hosts) > 0 {
-		site = strings.Join(hosts, ", ")
-	}
-	desc := siteDesc(p)
+	hosts, listen, site := siteOf(p)
 	listenText := strings.Join(listen, " ")
+	desc := site + " on " + listenText
 	name := "hosts:" + strings.Join(hosts, ",")
 	if len(hosts) == 0 {
 		name = "listen:" + strings.Join(listen, ",")

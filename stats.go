@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/caddyrobots/caddy-robots/agents"
+	"github.com/caddyrobots/caddy-robots/internal/admin"
 	"github.com/caddyrobots/caddy-robots/internal/policy"
 )
 
@@ -153,31 +154,13 @@ func (s *crawlerStats) retried(a *agents.Shared, v agents.Verdict) {
 	}
 }
 
-// crawlerCount is one crawler's counts.
-type crawlerCount struct {
-	// Name is the crawler's name, or "(no User-Agent name)" for bots whose
-	// User-Agent names nothing.
-	Name string `json:"crawler"`
-	// Claim is "unverified claim" when the crawler publishes a way to
-	// verify it and these requests were not verified, "spoofed" when their
-	// addresses are provably not its operator's; empty otherwise.
-	Claim   string `json:"claim,omitempty"`
-	Allowed uint64 `json:"allowed"`
-	Refused uint64 `json:"refused"`
-	// Retries are requests that came back inside their Retry-After.
-	Retries uint64 `json:"immediate_retries"`
-	// Unavailable are the requests refused because the site's robots.txt
-	// was unavailable; not in Refused.
-	Unavailable uint64 `json:"refused_unavailable,omitempty"`
-}
-
 // top returns the n crawlers with the most requests (by refused when
 // offenders is set).
-func (s *crawlerStats) top(n int, offenders bool) []crawlerCount {
+func (s *crawlerStats) top(n int, offenders bool) []admin.CrawlerCount {
 	if s == nil {
 		return nil
 	}
-	var out []crawlerCount
+	var out []admin.CrawlerCount
 	s.byName.Range(func(k, v any) bool {
 		name, counts := k.(string), v.(*nameCounts)
 		if name == "" {
@@ -185,7 +168,7 @@ func (s *crawlerStats) top(n int, offenders bool) []crawlerCount {
 		}
 		for c := range counts {
 			cc := &counts[c]
-			n := crawlerCount{Name: name, Claim: claim(c).String(), Allowed: cc.allowed.Load(), Refused: cc.refused.Load(), Retries: cc.retries.Load(), Unavailable: cc.unavailable.Load()}
+			n := admin.CrawlerCount{Name: name, Claim: claim(c).String(), Allowed: cc.allowed.Load(), Refused: cc.refused.Load(), Retries: cc.retries.Load(), Unavailable: cc.unavailable.Load()}
 			if n.Allowed+n.Refused+n.Retries+n.Unavailable == 0 || (offenders && n.Refused == 0) {
 				continue
 			}
@@ -196,9 +179,9 @@ func (s *crawlerStats) top(n int, offenders bool) []crawlerCount {
 	sort.Slice(out, func(i, j int) bool {
 		a, b := out[i], out[j]
 		if offenders {
-			return a.Refused > b.Refused || (a.Refused == b.Refused && a.less(b))
+			return a.Refused > b.Refused || (a.Refused == b.Refused && countsLess(a, b))
 		}
-		return a.Allowed+a.Refused > b.Allowed+b.Refused || (a.Allowed+a.Refused == b.Allowed+b.Refused && a.less(b))
+		return a.Allowed+a.Refused > b.Allowed+b.Refused || (a.Allowed+a.Refused == b.Allowed+b.Refused && countsLess(a, b))
 	})
 	if len(out) > n {
 		out = out[:n]
@@ -206,7 +189,7 @@ func (s *crawlerStats) top(n int, offenders bool) []crawlerCount {
 	return out
 }
 
-// less orders counts of equal size by name, then claim.
-func (c crawlerCount) less(d crawlerCount) bool {
+// countsLess orders counts of equal size by name, then claim.
+func countsLess(c, d admin.CrawlerCount) bool {
 	return c.Name < d.Name || (c.Name == d.Name && c.Claim < d.Claim)
 }

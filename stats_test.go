@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/caddyrobots/caddy-robots/agents"
+	"github.com/caddyrobots/caddy-robots/internal/admin"
 	"github.com/caddyrobots/caddy-robots/internal/policy"
 )
 
@@ -22,7 +23,7 @@ func TestCrawlerStatsByName(t *testing.T) {
 	s.seen(gpt, agents.Unverified, policy.Block)
 	s.retried(gpt, agents.Unverified)
 	top := s.top(10, false)
-	want := []crawlerCount{{Name: "SignedBot", Allowed: 2000}, {Name: "GPTBot", Refused: 2, Retries: 1}}
+	want := []admin.CrawlerCount{{Name: "SignedBot", Allowed: 2000}, {Name: "GPTBot", Refused: 2, Retries: 1}}
 	if len(top) != len(want) || top[0] != want[0] || top[1] != want[1] {
 		t.Fatalf("top = %+v, want %+v", top, want)
 	}
@@ -48,7 +49,7 @@ func TestCrawlerStatsClaims(t *testing.T) {
 	s.seen(plain, agents.Unverified, policy.Allow)
 	nameless := agents.NewShared(agents.Agent{Bot: true})
 	s.seen(nameless, agents.Unverified, policy.Block)
-	want := []crawlerCount{
+	want := []admin.CrawlerCount{
 		{Name: "Googlebot", Allowed: 3},
 		{Name: "Googlebot", Claim: "spoofed", Refused: 2, Retries: 1},
 		{Name: noNameLabel, Refused: 1},
