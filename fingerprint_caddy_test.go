@@ -6,12 +6,14 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -123,7 +125,14 @@ func probe(t *testing.T, client *http.Client, url, name, value string) (body, en
 	if name != "" {
 		req.Header.Set(name, value)
 	}
+	// Right after a config load, a connection the kernel queued on the
+	// previous server's socket (SO_REUSEPORT) as it closed is reset, or
+	// closed unread: that request was never served, so it is sent again.
 	res, err := client.Do(req)
+	for attempt := 0; err != nil && attempt < 3 && (errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF)); attempt++ {
+		time.Sleep(20 * time.Millisecond)
+		res, err = client.Do(req)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
