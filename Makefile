@@ -6,13 +6,14 @@ SHELL := /bin/bash
 #   make bench   the Go benchmarks, summarised by benchstat (BASE=<ref> compares)
 #   make fuzz    a short fuzzing pass over the parser, the matcher, case folding and target forms
 #   make wrk     the end-to-end throughput comparison (bench/wrk.sh)
+#   make wrk-https  the same over HTTPS, with and without the robots_fingerprint wrapper
 #   make mixed   a mixed 60 s load with and without the directive (bench/mixed.sh)
 
 GO        ?= go
 STATICCHECK_VERSION ?= v0.8.2
 export GOFLAGS := $(filter-out -trimpath,$(GOFLAGS))
 
-.PHONY: test deps vet staticcheck unit bench fuzz wrk mixed build run
+.PHONY: test deps vet staticcheck unit bench fuzz wrk wrk-https mixed build run
 
 test: deps vet staticcheck unit
 
@@ -69,7 +70,12 @@ wrk:
 	@./scripts/need-wrk.sh
 	./bench/wrk.sh
 
-# benchmarks-doc writes docs/benchmarks.md (key Go benchmarks and bench/wrk.sh, with the machine).
+wrk-https:
+	@./scripts/need-wrk.sh
+	./bench/wrk.sh --https
+
+# benchmarks-doc writes docs/benchmarks.md (key Go benchmarks and bench/wrk.sh,
+# over HTTP and over HTTPS, with the machine).
 benchmarks-doc: ; ./bench/report.sh
 
 mixed:

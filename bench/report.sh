@@ -1,19 +1,22 @@
 #!/usr/bin/env bash
 # report.sh writes docs/benchmarks.md: the current figures of the key Go
-# benchmarks (medians of COUNT runs) and of bench/wrk.sh (end-to-end
-# throughput with and without the directive), with the machine they ran on.
+# benchmarks (medians of COUNT runs), of bench/wrk.sh (end-to-end
+# throughput with and without the directive) and of bench/wrk.sh --https
+# (with and without the robots_fingerprint listener wrapper), with the
+# machine they ran on.
 # The file is generated: edit this script, not the file.
 #
 #   make benchmarks-doc              # the same as bench/report.sh
 #   COUNT=10 bench/report.sh         # more runs per Go benchmark (default 5)
 #   ROUNDS=10 bench/report.sh        # a shorter wrk run (default 40; the file says so)
 #   WRK=0 bench/report.sh            # Go benchmarks only (the file says so)
+#   WRK_HTTPS=0 bench/report.sh      # without bench/wrk.sh --https (default: as WRK)
 #   OUT=/tmp/b.md bench/report.sh    # write elsewhere
 #
 # On a 2-core machine the Go benchmarks take 10 to 20 minutes (the handler's
 # ...Only benchmarks prepare their requests outside the timer, which costs
-# wall time), bench/wrk.sh about 7 more at 40 rounds, the first build of
-# Caddy a few more. Run it on a quiet machine:
+# wall time), bench/wrk.sh about 7 more at 40 rounds, bench/wrk.sh --https
+# about 12 more, the first build of Caddy a few more. Run it on a quiet machine:
 # every figure is a time, and other processes on the same cores change it
 # (the load average before and after the run is written into the file).
 set -euo pipefail
@@ -21,6 +24,7 @@ cd "$(dirname "$0")/.."
 COUNT=${COUNT:-5}
 ROUNDS=${ROUNDS:-40}
 WRK=${WRK:-1}
+WRK_HTTPS=${WRK_HTTPS:-$WRK}
 OUT=${OUT:-docs/benchmarks.md}
 export CADDY_ROBOTS_RANGES_OPERATORS=off # loopback only
 
@@ -157,11 +161,43 @@ machine() {
   echo "| load average before / after the run | $load_before / $(cut -d' ' -f1-3 /proc/loadavg) |"
 }
 
+# https_section prints the section of bench/wrk.sh --https.
+https_section() {
+  cat <<HEAD
+
+## End to end over HTTPS: bench/wrk.sh --https
+
+The same site over HTTPS (\`tls internal\`) on two ports, both with the directive (its
+\`tls\` signal off: wrk's handshake is OpenSSL's, and a browser's handshake skips that
+signal), one of them behind the \`robots_fingerprint\` listener wrapper, which reads each
+connection's ClientHello and computes its JA4: *without* and *with* are that wrapper.
+\`browser\` and \`bot\` use wrk's keep-alive connections; \`browser-new\` and \`bot-new\`
+open a new TLS connection per request (\`Connection: close\`), where the wrapper's
+per-connection cost is all there is to see. $ROUNDS rounds of without–with–with–without; the
+profile is of the site with the wrapper under new connections.
+HEAD
+  if [ "$ROUNDS" -lt 40 ]; then
+    echo
+    echo "**A short run: $ROUNDS rounds instead of 40**, so the ratios are placed less precisely (see the confidence intervals)."
+  fi
+  echo
+  echo '```'
+  cat "$work/wrk-https.txt"
+  echo '```'
+}
+
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 run_go
 if [ "$WRK" != 0 ]; then
   echo "bench/wrk.sh with ROUNDS=$ROUNDS" >&2
   ROUNDS=$ROUNDS ./bench/wrk.sh >"$work/wrk.txt"
+fi
+# The HTTPS results are reported when the run gives them: a failure (no
+# TLS in this wrk, say) leaves their section out, with the reason on stderr.
+if [ "$WRK_HTTPS" != 0 ]; then
+  echo "bench/wrk.sh --https with ROUNDS=$ROUNDS" >&2
+  ROUNDS=$ROUNDS ./bench/wrk.sh --https >"$work/wrk-https.txt" ||
+    { echo "report.sh: bench/wrk.sh --https failed; its section is left out" >&2; : >"$work/wrk-https.txt"; }
 fi
 
 mkdir -p "$(dirname "$OUT")"
@@ -212,6 +248,9 @@ HEAD
   else
     echo
     echo "bench/wrk.sh was not run for this file (WRK=0): run \`make benchmarks-doc\` for the end-to-end figures."
+  fi
+  if [ -s "$work/wrk-https.txt" ]; then
+    https_section
   fi
 } >"$OUT"
 echo "wrote $OUT" >&2
