@@ -213,6 +213,11 @@ run() { # port kind -> "requests/s cpu-µs-per-request"
   mapfile -t hs < <(headers_for "$2")
   out=$(wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" -H "User-Agent: $(ua_of "$2")" "${hs[@]}" "$(url "$1")")
   after=$(cpu_ticks)
+  # A run with errors or non-2xx answers measured something else: said on
+  # stderr, with the run.
+  if grep -qE 'Socket errors|Non-2xx' <<<"$out"; then
+    echo "wrk on port $1, $2 traffic: $(grep -E 'Socket errors|Non-2xx' <<<"$out" | tr -s ' \n' ' ')" >&2
+  fi
   echo "$out" | awk -v t="$((after - before))" -v hz="$TICK" '
     /requests in/ {n=$1} /Requests\/sec/ {rps=$2}
     END {printf "%s %.3f\n", rps, t*1e6/hz/n}'
