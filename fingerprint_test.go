@@ -11,6 +11,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"math/big"
 	"net"
@@ -300,6 +301,102 @@ func BenchmarkFingerprintConn(b *testing.B) {
 		fc.provider = fc.placeholder
 		if _, err := fc.Read(buf); err != nil || fc.fp.Load() == nil {
 			b.Fatal("no fingerprint")
+		}
+	}
+}
+
+// BenchmarkFingerprintListener is the wrapper's cost per connection as a
+// server pays it, over a real loopback connection: accept, a full TLS 1.3
+// handshake (Go's client and server, no session resumption), one byte each
+// way, close; "wrapper" with robots_fingerprint under crypto/tls (as
+// Caddy's listener_wrappers place it: reading the ClientHello, its JA4 and
+// its engine), "none" without it. The difference of the two is the
+// wrapper's cost per connection, their ratio how much more a new
+// connection costs with it. Both ends run in the process, so ns/op counts
+// the client's handshake too.
+func BenchmarkFingerprintListener(b *testing.B) {
+	cert := selfSigned(b)
+	b.Run("none", func(b *testing.B) { benchHandshakes(b, cert, false) })
+	b.Run("wrapper", func(b *testing.B) { benchHandshakes(b, cert, true) })
+}
+
+// benchHandshakes runs b.N connections to a TLS listener on loopback,
+// wrapped by robots_fingerprint when wrapped.
+func benchHandshakes(b *testing.B, cert tls.Certificate, wrapped bool) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	inner := ln
+	if wrapped {
+		inner = new(FingerprintListener).WrapListener(ln)
+	}
+	tlsLn := tls.NewListener(inner, &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"http/1.1"}})
+	served := make(chan error, 1)
+	go func() { served <- serveHandshakes(tlsLn, wrapped) }()
+	fail := func(err error) {
+		b.Helper()
+		tlsLn.Close()
+		b.Fatalf("%v (server: %v)", err, <-served)
+	}
+	cfg := &tls.Config{InsecureSkipVerify: true, ServerName: "example.test", NextProtos: []string{"http/1.1"}}
+	reply := make([]byte, 1)
+	b.ReportAllocs()
+	for b.Loop() {
+		c, err := tls.Dial("tcp", ln.Addr().String(), cfg)
+		if err != nil {
+			fail(err)
+		}
+		if _, err := c.Write([]byte{'x'}); err != nil {
+			fail(err)
+		}
+		// The reply, then the server's close: its work is within the op,
+		// and the server closes first (its side keeps the TIME_WAIT, not
+		// the client's ephemeral ports).
+		if _, err := io.ReadFull(c, reply); err != nil {
+			fail(err)
+		}
+		if _, err := c.Read(reply); err != io.EOF {
+			fail(fmt.Errorf("after the reply: %v, want EOF", err))
+		}
+		c.Close()
+	}
+	b.StopTimer()
+	tlsLn.Close()
+	if err := <-served; err != nil {
+		b.Fatal(err)
+	}
+}
+
+// serveHandshakes serves the connections of ln one at a time until ln is
+// closed: the handshake, one byte read and one written, a close. A wrapped
+// listener's connections must carry a JA4 and the others none, so that
+// the two sides of BenchmarkFingerprintListener measure what they say.
+func serveHandshakes(ln net.Listener, wrapped bool) error {
+	buf := make([]byte, 1)
+	for {
+		c, err := ln.Accept()
+		if errors.Is(err, net.ErrClosed) {
+			return nil
+		} else if err != nil {
+			return fmt.Errorf("accept: %w", err)
+		}
+		_, err = io.ReadFull(c, buf) // completes the handshake first
+		fc := fingerprintConnOf(c)
+		switch {
+		case err != nil:
+		case wrapped && (fc == nil || fc.fp.Load() == nil || fc.fp.Load().JA4 == ""):
+			err = errors.New("a wrapped connection carries no JA4")
+		case !wrapped && fc != nil:
+			err = errors.New("a connection without the wrapper is fingerprinted")
+		default:
+			_, err = c.Write(buf)
+		}
+		if cerr := c.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("serving a connection: %w", err)
 		}
 	}
 }

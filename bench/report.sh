@@ -47,6 +47,7 @@ benchmarks() {
 .|ServeHTTPBotAllowedCold|an allowed crawler's request with cold CPU caches (handler-ns/op, minus BotBaselineCold's)
 .|ServeHTTPBotBaselineCold|the cold loop through a handler that only calls next: the floor under the two above
 .|FingerprintConn|robots_fingerprint, per TLS connection: read the ClientHello, compute its JA4
+.|FingerprintListener|a new TLS connection on loopback (Go client and server, full handshake), with robots_fingerprint (wrapper) and without (none)
 ./internal/policy|AssessAllowed|the decision alone: a verified crawler, its own group, one version, a plain target
 ./enforce|Decide5Rules|RFC 9309 decision on a 5-rule robots.txt
 ./enforce|DecideCorpus|RFC 9309 decision, averaged over the real robots.txt files of testdata
