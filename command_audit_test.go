@@ -139,6 +139,8 @@ func TestAuditHTMLInChromium(t *testing.T) {
 		{"--robots", siteRobots, "--robots-new", "testdata/cli/new.robots.txt", accessLog},
 		// Undeclared crawlers, in tables of their own.
 		{"--config", undeclaredCaddyfile, "--site", "example.com", undeclaredLog},
+		// The tls signal, with its table by handshake.
+		{"--config", undeclaredCaddyfile, "--site", "example.com", tlsLog},
 	} {
 		report := filepath.Join(dir, fmt.Sprintf("report%d.html", i))
 		code, _, _, err := runCLI(t, append([]string{"audit", "--format", "html", "--out", report}, args...)...)
@@ -537,6 +539,8 @@ func checkServersDecisions(t *testing.T, mode string, reqs []serverRequest, serv
 const (
 	undeclaredLog       = "internal/audit/testdata/undeclared.log"
 	undeclaredCaddyfile = "internal/audit/testdata/undeclared.Caddyfile"
+	// tlsLog carries the fields log_append adds for the tls signal.
+	tlsLog = "internal/audit/testdata/tls.log"
 )
 
 // TestAuditUndeclared: with a config's handler, the audit judges the
