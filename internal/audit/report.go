@@ -39,8 +39,8 @@ type Report struct {
 	Browsers       int64    `json:"browser_requests"` // requests by people's browsers
 	Crawlers       int64    `json:"crawler_requests"` // requests by automated clients that name themselves, judged
 	// Undeclared counts the requests of undeclared crawlers: browser
-	// User-Agents that a signal (the browser's own headers, the trap)
-	// showed to be programs, judged by the "*" group; not among Browsers.
+	// User-Agents that a signal (the browser's own headers, the trap, the
+	// TLS handshake) showed to be programs, judged by the "*" group; not among Browsers.
 	Undeclared int64 `json:"undeclared_requests,omitempty"`
 	// Own counts this plugin's own requests (its robots.txt loader, its
 	// command line), which are not crawlers.
@@ -134,7 +134,7 @@ type UndeclaredReport struct {
 
 // SignalReport is what one signal caught.
 type SignalReport struct {
-	Signal string `json:"signal"` // fetch_metadata, fetch_metadata_safari, client_hints or trap
+	Signal string `json:"signal"` // fetch_metadata, fetch_metadata_safari, client_hints, trap or tls (tls only when a line carried a fingerprint)
 	// Mode is the signal's mode as applied: off, log or enforce (log in a
 	// handler in mode log).
 	Mode string `json:"mode"`

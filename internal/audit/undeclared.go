@@ -14,6 +14,9 @@ package audit
 //     in force disallows for "*", is marked (address, whole User-Agent)
 //     for the hold, at the line's time; text browsers are on probation
 //     first. It applies to every format that records the User-Agent.
+//   - The tls signal: a browser's claim over a TLS handshake that refutes
+//     it, read from the fields log_append adds to Caddy's JSON log (tls.go);
+//     with a fingerprint, trap marks and state follow the handshake.
 //
 // An undeclared crawler is judged like any unnamed bot, by the "*" group,
 // with its state under its identity (judge), in log mode (its own state,
