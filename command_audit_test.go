@@ -23,6 +23,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
 
+	"github.com/caddyrobots/caddy-robots/agents/ja4"
 	"github.com/caddyrobots/caddy-robots/internal/audit"
 	"github.com/caddyrobots/caddy-robots/internal/chromiumtest"
 	"github.com/caddyrobots/caddy-robots/internal/cli"
@@ -138,6 +139,8 @@ func TestAuditHTMLInChromium(t *testing.T) {
 		{"--robots", siteRobots, "--robots-new", "testdata/cli/new.robots.txt", accessLog},
 		// Undeclared crawlers, in tables of their own.
 		{"--config", undeclaredCaddyfile, "--site", "example.com", undeclaredLog},
+		// The tls signal, with its table by handshake.
+		{"--config", undeclaredCaddyfile, "--site", "example.com", tlsLog},
 	} {
 		report := filepath.Join(dir, fmt.Sprintf("report%d.html", i))
 		code, _, _, err := runCLI(t, append([]string{"audit", "--format", "html", "--out", report}, args...)...)
@@ -536,6 +539,8 @@ func checkServersDecisions(t *testing.T, mode string, reqs []serverRequest, serv
 const (
 	undeclaredLog       = "internal/audit/testdata/undeclared.log"
 	undeclaredCaddyfile = "internal/audit/testdata/undeclared.Caddyfile"
+	// tlsLog carries the fields log_append adds for the tls signal.
+	tlsLog = "internal/audit/testdata/tls.log"
 )
 
 // TestAuditUndeclared: with a config's handler, the audit judges the
@@ -972,5 +977,31 @@ func TestAuditLogFormats(t *testing.T) {
 	if code, _, _, err := runCLI(t, "audit", "--robots", siteRobots, "--log-format", "apache", vhostLog); code != cli.ExitFailure || err == nil ||
 		!strings.Contains(err.Error(), "vhost_combined") {
 		t.Errorf("--log-format apache: code %d err %v", code, err)
+	}
+}
+
+// TestTLSVersionsPlaceholder: {http.robots.tls_versions} is what the
+// recorded hello offers in supported_versions, GREASE left out, in the
+// order sent: what the tls signal reads of a handshake beside its engine,
+// for caddy robots audit (Chromium GREASEs the list); a connection without
+// a readable hello has an empty value (ReplaceKnown writes it "-").
+func TestTLSVersionsPlaceholder(t *testing.T) {
+	for name, want := range map[string]string{"chromium-headed": "0304,0303", "curl": "0304,0303,0302,0301", "go-nethttp": "0304,0303", "": "-"} {
+		r, _, _ := fingerprintedRequest(t, name, benchBrowserUA)
+		offerTLSFingerprint(r)
+		if got := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer).ReplaceKnown("{http.robots.tls_versions}", "-"); got != want {
+			t.Errorf("%q: {http.robots.tls_versions} %q, want %q", name, got, want)
+		}
+	}
+	for _, tc := range []struct {
+		versions []uint16
+		want     string
+	}{
+		{[]uint16{0x1a1a, 0x0304, 0x7f1c, 0x0303}, "0304,7f1c,0303"},
+		{nil, ""},
+	} {
+		if got := offeredVersions(&ja4.Hello{SupportedVersions: tc.versions}); got != tc.want {
+			t.Errorf("%04x: %q, want %q", tc.versions, got, tc.want)
+		}
 	}
 }

@@ -249,10 +249,10 @@ func (c *fingerprintConn) finish(record []byte) {
 }
 
 // placeholder resolves {http.robots.tls_fingerprint}, the connection's
-// JA4, and {http.robots.tls_engine}, the engine its handshake comes from
-// (chromium, firefox, safari, library or unknown: ja4.Classify); both are
-// empty when the first record was not a ClientHello this package could
-// read.
+// JA4, {http.robots.tls_engine}, the engine its handshake comes from
+// (chromium, firefox, safari, library or unknown: ja4.Classify), and
+// {http.robots.tls_versions} (offeredVersions); all are empty when the
+// first record was not a ClientHello this package could read.
 func (c *fingerprintConn) placeholder(key string) (any, bool) {
 	switch key {
 	case tlsFingerprintPlaceholder:
@@ -265,8 +265,34 @@ func (c *fingerprintConn) placeholder(key string) (any, bool) {
 			return fp.Verdict.Engine.String(), true
 		}
 		return "", true
+	case tlsVersionsPlaceholder:
+		if fp := c.fp.Load(); fp != nil && fp.Hello != nil {
+			return offeredVersions(fp.Hello), true
+		}
+		return "", true
 	}
 	return nil, false
+}
+
+// offeredVersions is {http.robots.tls_versions}: the versions h offers in
+// supported_versions, GREASE left out, in the order sent, as JA4_r writes
+// its lists ("0304,0303"); "" without the extension. With the engine, it
+// is all the tls signal reads of a handshake (policy.TLSVerdict: whether
+// it offers TLS 1.3 as RFC 8446 published it, which a JA4's version, the
+// highest offered, does not always say), so that caddy robots audit judges
+// the signal from an access log as the handler did.
+func offeredVersions(h *ja4.Hello) string {
+	var b strings.Builder
+	for _, v := range h.SupportedVersions {
+		if ja4.IsGREASE(v) {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, "%04x", v)
+	}
+	return b.String()
 }
 
 // fingerprintCtxKey is the context key of a request's fingerprintConn.
@@ -369,10 +395,12 @@ func (h *Handler) tlsEngineOf(r *http.Request) (ja4.Verdict, bool) {
 // clients', though the placeholder shows it.
 
 // The placeholders' keys: the client's JA4, and the engine of its
-// handshake (the connection's only: a JA4 from a header carries no facts).
+// handshake and the TLS versions it offers (the connection's only: a JA4
+// from a header carries no facts).
 const (
 	tlsFingerprintPlaceholder = "http.robots.tls_fingerprint"
 	tlsEnginePlaceholder      = "http.robots.tls_engine"
+	tlsVersionsPlaceholder    = "http.robots.tls_versions"
 )
 
 // provisionFingerprint checks the tls_fingerprint_header option and writes

@@ -229,6 +229,10 @@ type Auditor struct {
 	marksUntil     time.Time // no mark holds after it
 	trapSeed       maphash.Seed
 	signals        [policy.NumSignals]signalCount
+	// The tls signal: lines that carry a fingerprint, those over TLS
+	// (request.tls), and who it judged (tls.go).
+	tlsLines, tlsRequests int64
+	tlsRows               map[tlsKey]*tlsRow
 
 	lines, bad, notAccess, browsers, bots, own, noUA, ignored int64
 	undeclared, headerLines, noHeaderLines                    int64
@@ -445,6 +449,12 @@ func (a *Auditor) Line(line []byte) error {
 	}
 	a.lines++
 	he.agg.lines++
+	if e.TLS {
+		a.tlsRequests++
+	}
+	if len(e.TLSFingerprint) > 0 {
+		a.tlsLines++
+	}
 	switch {
 	case e.HasHeaders:
 		a.headerLines++
@@ -683,6 +693,10 @@ type judging struct {
 	// RulesOnly for an undeclared crawler.
 	stateName string
 	rulesOnly bool
+	// For the tls signal: the handshake, why it refutes the claim, and
+	// the browser claimed (agents.TLSClaim.Browser).
+	tls         *tlsSeen
+	why, claims string
 }
 
 // mode is the decision's mode: enforce, or log.
@@ -749,6 +763,9 @@ func (a *Auditor) judge(ue *uaEntry, he *hostEntry, e *Entry, t time.Time, j jud
 	a.count(c, ue, &f, as)
 	if j.undeclared {
 		a.countUndeclared(c, &j, as.Refused())
+		if j.signal == policy.SignalTLS {
+			a.countTLS(he, &j, jd.Client.Addr, t, as.Refused())
+		}
 	}
 	if a.cfg.RobotsNew != nil {
 		a.preview(c, ue, &f, as)

@@ -64,9 +64,15 @@ type Decision struct {
 	CrawlDelaySeconds float64 `json:"crawl_delay_seconds,omitempty"`
 	Mode              string  `json:"mode"` // enforce, or log (nothing refused; the decision is the same)
 	// Undeclared is the signal that showed the client to be an undeclared
-	// crawler: fetch_metadata, fetch_metadata_safari, client_hints or
-	// trap; "" for everyone else.
+	// crawler: fetch_metadata, fetch_metadata_safari, client_hints, trap
+	// or tls; "" for everyone else. Why, for tls, is what the handshake
+	// refuted, as the handler's refusal says it.
 	Undeclared string `json:"undeclared,omitempty"`
+	Why        string `json:"why,omitempty"`
+	// TLSFingerprint and TLSEngine are the line's tls_fingerprint and
+	// tls_engine fields, as logged (log_append).
+	TLSFingerprint string `json:"tls_fingerprint,omitempty"`
+	TLSEngine      string `json:"tls_engine,omitempty"`
 	// Trap, on a request for the trap, is what it did to the client:
 	// "marked" (judged as a crawler for the hold), or "probation" (a text
 	// browser's first trap request).
@@ -102,6 +108,9 @@ func (w *decisionWriter) base(e *Entry, ue *uaEntry) Decision {
 	}
 	if !e.Time.IsZero() {
 		d.TS = e.Time.UTC().Format(time.RFC3339Nano)
+	}
+	if len(e.TLSFingerprint) > 0 {
+		d.TLSFingerprint, d.TLSEngine = string(e.TLSFingerprint), string(e.TLSEngine)
 	}
 	if ue != nil {
 		d.Crawler = ue.sh.Name
@@ -142,7 +151,7 @@ func (w *decisionWriter) exempt(e *Entry, ue *uaEntry, j *judging) error {
 func (w *decisionWriter) judging(d *Decision, j *judging) {
 	d.Mode = j.mode()
 	if j.undeclared {
-		d.Undeclared = j.signal.String()
+		d.Undeclared, d.Why = j.signal.String(), j.why
 	}
 }
 

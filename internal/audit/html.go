@@ -265,8 +265,18 @@ code { font-size:.85rem; background:var(--card); padding:1px 4px; border-radius:
 {{end}}</tbody>
 </table>
 </div>
-<p class="meta">{{if .Trap}}Trap <code>{{.Trap}}</code>, hold {{secs .TrapHold}}. {{end}}The header rule (fetch_metadata, fetch_metadata_safari, client_hints) read {{plural .HeaderLines "line"}} that record the request's headers (Caddy's JSON){{if .NoHeaderLines}}; {{plural .NoHeaderLines "line"}} of the Combined or Common Log Format record none: only the trap applies to them{{end}}.</p>
-{{end}}
+<p class="meta">{{if .Trap}}Trap <code>{{.Trap}}</code>, hold {{secs .TrapHold}}. {{end}}The header rule (fetch_metadata, fetch_metadata_safari, client_hints) read {{plural .HeaderLines "line"}} that record the request's headers (Caddy's JSON){{if .NoHeaderLines}}; {{plural .NoHeaderLines "line"}} of the Combined or Common Log Format record none: only the trap applies to them{{end}}.{{if .TLSLines}} The tls signal read {{plural .TLSLines "line"}} that carry the client's TLS fingerprint.{{end}}</p>
+{{if .Fingerprints}}<h2>The tls signal, by handshake</h2>
+<div class="scroll">
+<table>
+<thead><tr><th class="l">Fingerprint</th><th>Engine</th><th>Claims</th>{{if $.Split}}<th class="l">Host</th>{{end}}<th>Requests</th><th>Refused</th><th>Enforce would refuse</th><th class="l">Addresses</th><th>First seen</th><th>Last seen</th></tr></thead>
+<tbody>
+{{range .Fingerprints}}<tr><td class="l"><code>{{.Fingerprint}}</code></td><td>{{.Engine}}</td><td>{{.Claims}}</td>{{if $.Split}}<td class="l">{{host .Host}}</td>{{end}}<td>{{.Requests}}</td><td{{if .Refused}} class="bad"{{end}}>{{.Refused}}</td><td{{if .WouldRefuse}} class="warn"{{end}}>{{.WouldRefuse}}</td><td class="addrs">{{.AddressesText}}</td><td class="when">{{t .First}}</td><td class="when">{{t .Last}}</td></tr>
+{{end}}</tbody>
+</table>
+</div>
+<p class="meta">Requests whose User-Agent claims a browser over a TLS handshake that an HTTP library made (or that the claimed version could not have made), judged by the "*" group. Enforce would refuse: what the signal in log mode let through and enforce would refuse. A person behind a proxy that inspects TLS shows up here too: read this list before turning the signal to enforce.</p>
+{{end}}{{end}}
 <h2>Over time</h2>
 <p class="legend"><i style="background:var(--req)"></i>requests<i style="background:var(--viol)"></i>refused (any reason) · one bar per {{.Step}}</p>
 <div class="charts">

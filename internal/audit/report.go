@@ -39,8 +39,8 @@ type Report struct {
 	Browsers       int64    `json:"browser_requests"` // requests by people's browsers
 	Crawlers       int64    `json:"crawler_requests"` // requests by automated clients that name themselves, judged
 	// Undeclared counts the requests of undeclared crawlers: browser
-	// User-Agents that a signal (the browser's own headers, the trap)
-	// showed to be programs, judged by the "*" group; not among Browsers.
+	// User-Agents that a signal (the browser's own headers, the trap, the
+	// TLS handshake) showed to be programs, judged by the "*" group; not among Browsers.
 	Undeclared int64 `json:"undeclared_requests,omitempty"`
 	// Own counts this plugin's own requests (its robots.txt loader, its
 	// command line), which are not crawlers.
@@ -123,11 +123,18 @@ type UndeclaredReport struct {
 	// User-Agent is recorded).
 	HeaderLines   int64 `json:"header_rule_lines"`
 	NoHeaderLines int64 `json:"no_header_lines"`
+	// TLSLines counts the lines that carry the client's TLS fingerprint
+	// (the tls_fingerprint field of log_append): the tls signal could
+	// judge only them. Fingerprints lists who it judged, by handshake,
+	// site and claimed browser, the most requests first: in its log mode,
+	// who enforce would refuse.
+	TLSLines     int64               `json:"tls_lines"`
+	Fingerprints []FingerprintReport `json:"tls_fingerprints,omitempty"`
 }
 
 // SignalReport is what one signal caught.
 type SignalReport struct {
-	Signal string `json:"signal"` // fetch_metadata, fetch_metadata_safari, client_hints or trap
+	Signal string `json:"signal"` // fetch_metadata, fetch_metadata_safari, client_hints, trap or tls (tls only when a line carried a fingerprint)
 	// Mode is the signal's mode as applied: off, log or enforce (log in a
 	// handler in mode log).
 	Mode string `json:"mode"`
@@ -318,7 +325,8 @@ func (a *Auditor) Report() *Report {
 	r.Notes = a.notes()
 	if a.disOn && (a.undeclared > 0 || a.trapOn()) {
 		r.UndeclaredSignals = &UndeclaredReport{Requests: a.undeclared, Signals: a.undeclaredSignals(),
-			HeaderLines: a.headerLines, NoHeaderLines: a.noHeaderLines}
+			HeaderLines: a.headerLines, NoHeaderLines: a.noHeaderLines,
+			TLSLines: a.tlsLines, Fingerprints: a.fingerprintReports()}
 		if a.trapOn() {
 			r.UndeclaredSignals.Trap, r.UndeclaredSignals.TrapHold = a.cfg.Trap, Seconds(a.cfg.TrapHold)
 		}
@@ -361,6 +369,10 @@ func (a *Auditor) notes() []string {
 	}
 	if a.outOfOrder > 0 {
 		n = append(n, fmt.Sprintf("%d lines were more than a minute older than a line read before them: throttles, strikes and bans are replayed in the order the lines are read, so give the logs oldest first (access.log.2, access.log.1, access.log)", a.outOfOrder))
+	}
+	if a.disOn && a.dis[policy.SignalTLS] != policy.SignalOff && a.tlsRequests > 0 && a.tlsLines == 0 {
+		n = append(n, fmt.Sprintf("%s over TLS, none with the client's TLS fingerprint: the tls signal was not judged. Add to the site, with robots_fingerprint in its listener_wrappers: "+
+			"log_append tls_fingerprint {http.robots.tls_fingerprint}, log_append tls_engine {http.robots.tls_engine} and log_append tls_versions {http.robots.tls_versions}", plural(a.tlsRequests, "request")))
 	}
 	if b := a.firstBad; b != nil && a.bad > 0 && !b.JSON {
 		n = append(n, fmt.Sprintf("the first unreadable line, %s:%d: %s", b.Log, b.Line, b.Sample))
@@ -667,11 +679,48 @@ func (r *Report) WriteTable(w io.Writer) error {
 			}
 		}
 	}
+	if err := r.writeFingerprints(&b); err != nil {
+		return err
+	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(&b, "\nnote: %s\n", n)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeFingerprints writes the table of who the tls signal judged, by
+// handshake (nothing when it judged nobody).
+func (r *Report) writeFingerprints(b *strings.Builder) error {
+	u := r.UndeclaredSignals
+	if u == nil || len(u.Fingerprints) == 0 {
+		return nil
+	}
+	b.WriteString("\ntls signal, by handshake: browser claims over a TLS handshake that refutes them (log mode: what enforce would refuse)\n\n")
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "FINGERPRINT\tENGINE\tCLAIMS\tHOST\tREQUESTS\tREFUSED\tENFORCE WOULD REFUSE\tADDRESSES\tFIRST SEEN\tLAST SEEN")
+	for i := range u.Fingerprints {
+		f := &u.Fingerprints[i]
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\n", f.Fingerprint, f.Engine, f.Claims, HostLabel(f.Host),
+			f.Requests, f.Refused, f.WouldRefuse, f.AddressesText(), fmtTime(f.First), fmtTime(f.Last))
+	}
+	if err := tw.Flush(); err != nil {
+		return fmt.Errorf("writing the table: %w", err)
+	}
+	return nil
+}
+
+// AddressesText says how many addresses a handshake's requests came
+// from, and the busiest: "2: 203.0.113.9 (12), 203.0.113.7 (1)".
+func (f *FingerprintReport) AddressesText() string {
+	n := strconv.Itoa(f.Addresses)
+	if f.ManyAddresses {
+		n = "more than " + n
+	}
+	if len(f.TopAddresses) == 0 {
+		return n
+	}
+	return n + ": " + addrList(f.TopAddresses)
 }
 
 // undeclaredOf returns the undeclared crawlers of one site.

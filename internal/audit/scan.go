@@ -93,6 +93,15 @@ type Entry struct {
 	HasUA      bool   // the format records the User-Agent (Common does not)
 	HasHost    bool   // the format records the Host (CLF does not)
 	Format     Format // the line's format
+
+	// TLSFingerprint, TLSEngine and TLSVersions are the top-level fields
+	// tls_fingerprint, tls_engine and tls_versions that log_append adds
+	// from the placeholders {http.robots.tls_fingerprint},
+	// {http.robots.tls_engine} and {http.robots.tls_versions} (Caddy's
+	// JSON only); nil where absent or null. HasTLSVersions tells an empty
+	// tls_versions (a hello without supported_versions) from none.
+	TLSFingerprint, TLSEngine, TLSVersions []byte
+	HasTLSVersions                         bool
 }
 
 // Addr returns the client's address as logged: client_ip when present,
@@ -110,7 +119,7 @@ func (e *Entry) Addr() []byte {
 // walks but is not a full JSON validator. A Scanner is not safe for
 // concurrent use; the zero value is ready.
 type Scanner struct {
-	bufs [16][]byte // unescape buffers, one per string field
+	bufs [scanFields][]byte // unescape buffers, one per string field
 }
 
 const (
@@ -128,6 +137,10 @@ const (
 	fFetchDest      = fFetchMode + 1
 	fUpgrade        = fFetchDest + 1
 	fAccept         = fUpgrade + 1
+	fTLSFingerprint = fAccept + 1
+	fTLSEngine      = fTLSFingerprint + 1
+	fTLSVersions    = fTLSEngine + 1
+	scanFields      = fTLSVersions + 1
 )
 
 // Kind returns the request's kind as the handler reads it from the
@@ -276,6 +289,12 @@ func (s *Scanner) topValue(line []byte, i int, key []byte, e *Entry) (next, fiel
 			next, ok = s.object(line, i, e, 1)
 			return next, -1, true, ok
 		}
+	case "tls_fingerprint":
+		return i, fTLSFingerprint, false, true
+	case "tls_engine":
+		return i, fTLSEngine, false, true
+	case "tls_versions":
+		return i, fTLSVersions, false, true
 	}
 	return i, -1, false, true
 }
@@ -435,6 +454,12 @@ func (s *Scanner) plainValue(line []byte, i, field int, e *Entry) (int, bool) {
 		e.ClientIP = v
 	case fTS:
 		e.Time = sane(parseTimeString(v))
+	case fTLSFingerprint:
+		e.TLSFingerprint = v
+	case fTLSEngine:
+		e.TLSEngine = v
+	case fTLSVersions:
+		e.TLSVersions, e.HasTLSVersions = v, true
 	}
 	return after, true
 }

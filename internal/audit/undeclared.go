@@ -14,6 +14,9 @@ package audit
 //     in force disallows for "*", is marked (address, whole User-Agent)
 //     for the hold, at the line's time; text browsers are on probation
 //     first. It applies to every format that records the User-Agent.
+//   - The tls signal: a browser's claim over a TLS handshake that refutes
+//     it, read from the fields log_append adds to Caddy's JSON log (tls.go);
+//     with a fingerprint, trap marks and state follow the handshake.
 //
 // An undeclared crawler is judged like any unnamed bot, by the "*" group,
 // with its state under its identity (judge), in log mode (its own state,
@@ -90,13 +93,16 @@ func secure(e *Entry) bool {
 }
 
 // checkUndeclared is the handler's check of a request it took for a
-// person's (the root's undeclared.go, checkUndeclared): the trap first, then the
-// header rule. It reports whether the request was an undeclared crawler's,
-// and then judges and counts it.
+// person's (the root's undeclared.go, checkUndeclared): the trap first,
+// then the tls signal and the header rule, of which the strictest mode
+// decides (a header signal on a tie). It reports whether the request was
+// an undeclared crawler's, and then judges and counts it.
 func (a *Auditor) checkUndeclared(ue *uaEntry, he *hostEntry, e *Entry, t time.Time) (bool, error) {
 	trap := a.trapOn()
 	headers := a.headers && e.HasHeaders && !a.dis.PassesHeaders(e.Signals) && secure(e)
-	if !trap && !headers {
+	fp, hasFP := fingerprintOf(e)
+	tlsOn := hasFP && fp.hello && !fp.engine.IsBrowser() && a.dis[policy.SignalTLS] != policy.SignalOff
+	if !trap && !headers && !tlsOn {
 		return false, nil
 	}
 	path, escaped := requestPath(e.URI)
@@ -104,24 +110,37 @@ func (a *Auditor) checkUndeclared(ue *uaEntry, he *hostEntry, e *Entry, t time.T
 		// Always served, before anything is judged.
 		return false, nil
 	}
+	var fpp *tlsSeen
+	if hasFP {
+		fpp = &fp
+	}
 	if trap {
 		if policy.IsTrap(path, a.cfg.Trap) {
-			return a.takeTrap(ue, he, e, t, escaped)
+			return a.takeTrap(ue, he, e, t, escaped, fpp)
 		}
-		if mode, ok := a.trapMarked(he, e, t, path); ok {
+		if mode, ok := a.trapMarked(he, e, t, path, fpp); ok {
 			c := &a.claimOf(ue, e.UserAgent).Claim
 			rulesOnly := secure(e) && policy.CarriesClaim(c, e.Signals)
-			return true, a.judgeUndeclared(ue, he, e, t, policy.SignalTrap, mode, rulesOnly)
+			return true, a.judgeUndeclared(ue, he, e, t, policy.SignalTrap, mode, rulesOnly, fpp)
 		}
 	}
-	if !headers {
+	tlsWhy, tlsMode := "", policy.SignalOff
+	if tlsOn {
+		if tlsWhy = a.tlsWhy(ue, e, fpp); tlsWhy != "" {
+			tlsMode = a.dis[policy.SignalTLS]
+		}
+	}
+	s, mode := policy.SignalFetchMetadata, policy.SignalOff
+	if headers {
+		s, mode = a.dis.JudgeHeaders(&a.claimOf(ue, e.UserAgent).Claim, e.Signals, e.Kind())
+	}
+	switch {
+	case tlsMode > mode:
+		return true, a.judgeTLS(ue, he, e, t, tlsMode, fpp, tlsWhy)
+	case mode == policy.SignalOff:
 		return false, nil
 	}
-	s, mode := a.dis.JudgeHeaders(&a.claimOf(ue, e.UserAgent).Claim, e.Signals, e.Kind())
-	if mode == policy.SignalOff {
-		return false, nil
-	}
-	return true, a.judgeUndeclared(ue, he, e, t, s, mode, false)
+	return true, a.judgeUndeclared(ue, he, e, t, s, mode, false, fpp)
 }
 
 // claimOf returns what the User-Agent of ue (ua) claims, looked up once.
@@ -148,15 +167,30 @@ func (a *Auditor) enforced(m policy.SignalMode) bool { return m.Enforced(!a.cfg.
 // signal s in mode m: like any unnamed bot, by the "*" group, in the
 // handler's state scope when the signal enforces, in log mode's otherwise.
 //
-// Its state is its own (agents.ClaimEntry.StateName); with rulesOnly (a
-// request with every header of its claimed browser, judged only because of
-// a trap mark), robots.txt's rules alone apply (policy.Client.RulesOnly).
-func (a *Auditor) judgeUndeclared(ue *uaEntry, he *hostEntry, e *Entry, t time.Time, s policy.Signal, m policy.SignalMode, rulesOnly bool) error {
+// Its state is its own (undeclaredStateName: with a fingerprint fp, the
+// handshake's); with rulesOnly (a request with every header of its
+// claimed browser, judged only because of a trap mark), robots.txt's rules
+// alone apply (policy.Client.RulesOnly).
+func (a *Auditor) judgeUndeclared(ue *uaEntry, he *hostEntry, e *Entry, t time.Time, s policy.Signal, m policy.SignalMode, rulesOnly bool, fp *tlsSeen) error {
 	j := judging{log: a.cfg.LogMode || !a.enforced(m), undeclared: true, signal: s,
-		stateName: a.claimOf(ue, e.UserAgent).StateName, rulesOnly: rulesOnly}
+		stateName: a.undeclaredStateName(ue, e, fp), rulesOnly: rulesOnly}
+	return a.judgeAs(ue, he, e, t, &j)
+}
+
+// judgeTLS judges the request of an undeclared crawler caught by the tls
+// signal in mode m (why: what its handshake fp refutes), as
+// judgeUndeclared does, and counts it by handshake.
+func (a *Auditor) judgeTLS(ue *uaEntry, he *hostEntry, e *Entry, t time.Time, m policy.SignalMode, fp *tlsSeen, why string) error {
+	j := judging{log: a.cfg.LogMode || !a.enforced(m), undeclared: true, signal: policy.SignalTLS,
+		stateName: a.undeclaredStateName(ue, e, fp), tls: fp, why: why, claims: a.claimOf(ue, e.UserAgent).TLS.Browser}
+	return a.judgeAs(ue, he, e, t, &j)
+}
+
+// judgeAs counts an undeclared crawler's request and judges it as j says.
+func (a *Auditor) judgeAs(ue *uaEntry, he *hostEntry, e *Entry, t time.Time, j *judging) error {
 	a.undeclared++
 	he.agg.undeclared++
-	return a.judge(a.undeclaredEntry(ue, e.UserAgent), he, e, t, j)
+	return a.judge(a.undeclaredEntry(ue, e.UserAgent), he, e, t, *j)
 }
 
 // countUndeclared counts an undeclared crawler's judged request.
@@ -175,27 +209,28 @@ func (a *Auditor) countUndeclared(c *crawler, j *judging, refused bool) {
 	}
 }
 
-// trapKeyOf is the key of the request's client among the marks of the
-// trap in mode m (the handler's trapMode and trapKeyOf).
-func (a *Auditor) trapKeyOf(he *hostEntry, e *Entry, m policy.SignalMode) trapKey {
+// trapKeyOf is the key of the request's client (fp: its handshake, nil
+// for none) among the marks of the trap in mode m (the handler's trapMode
+// and trapKeyOf).
+func (a *Auditor) trapKeyOf(he *hostEntry, e *Entry, m policy.SignalMode, fp *tlsSeen) trapKey {
 	scope := he.logScope
 	if a.enforced(m) {
 		scope = he.scope
 	}
 	ip, _ := netip.ParseAddr(unsafeString(e.Addr()))
-	return trapKey{scope: scope, prefix: policy.TrapPrefix(ip), ua: maphash.Bytes(a.trapSeed, e.UserAgent)}
+	return trapKey{scope: scope, prefix: policy.TrapPrefix(ip), ua: a.trapClient(e, fp)}
 }
 
 // trapMarked reports whether the request comes from a client that took the
 // trap and is judged as a crawler at t (policy.TrapMark.Judged), with the
 // trap signal's mode. A line without a time is never judged so: the marks
 // are replayed in time.
-func (a *Auditor) trapMarked(he *hostEntry, e *Entry, t time.Time, path string) (policy.SignalMode, bool) {
+func (a *Auditor) trapMarked(he *hostEntry, e *Entry, t time.Time, path string, fp *tlsSeen) (policy.SignalMode, bool) {
 	mode := a.dis[policy.SignalTrap]
 	if len(a.marks) == 0 || t.IsZero() || t.After(a.marksUntil) {
 		return mode, false
 	}
-	m := a.marks[a.trapKeyOf(he, e, mode)]
+	m := a.marks[a.trapKeyOf(he, e, mode, fp)]
 	if m == nil {
 		return mode, false
 	}
@@ -206,7 +241,7 @@ func (a *Auditor) trapMarked(he *hostEntry, e *Entry, t time.Time, path string) 
 // robots.txt in force disallows it for "*", the client is marked at the
 // line's time and the request is refused (403) in enforce; otherwise it
 // passes as a person's, judged by nothing else.
-func (a *Auditor) takeTrap(ue *uaEntry, he *hostEntry, e *Entry, t time.Time, escaped string) (bool, error) {
+func (a *Auditor) takeTrap(ue *uaEntry, he *hostEntry, e *Entry, t time.Time, escaped string, fp *tlsSeen) (bool, error) {
 	rule, ok := policy.TrapRule(a.robotsNow, escaped)
 	if !ok {
 		return false, nil
@@ -220,7 +255,7 @@ func (a *Auditor) takeTrap(ue *uaEntry, he *hostEntry, e *Entry, t time.Time, es
 		confirmed = false
 	}
 	if marks && !t.IsZero() {
-		key := a.trapKeyOf(he, e, mode)
+		key := a.trapKeyOf(he, e, mode, fp)
 		m := a.marks[key]
 		if m == nil {
 			m = a.newMark(key)
@@ -332,12 +367,13 @@ var pathPlain = func() (t [256]bool) {
 
 // undeclaredSignals reports what each signal caught, with the modes as
 // applied (the handler's mode log makes every signal's log). The tls
-// signal is not among them: an access log carries no handshake to judge.
+// signal is among them only when a line carried a fingerprint: without
+// one, the log has no handshake to judge (tls.go).
 func (a *Auditor) undeclaredSignals() []SignalReport {
 	out := make([]SignalReport, 0, policy.NumSignals)
 	for i, sc := range a.signals {
 		s, m := policy.Signal(i), a.dis[i]
-		if s == policy.SignalTLS {
+		if s == policy.SignalTLS && a.tlsLines == 0 {
 			continue
 		}
 		if m == policy.SignalEnforce && a.cfg.LogMode {

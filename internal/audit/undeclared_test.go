@@ -45,6 +45,9 @@ type caddyReq struct {
 	tls      bool     // over TLS
 	headers  []string // "Name: value", canonical names
 	status   int      // 0 for 200
+	// fields are top-level fields log_append adds (raw JSON members,
+	// e.g. `"tls_engine":"library"`), "" for none.
+	fields string
 }
 
 func (r caddyReq) line() []byte {
@@ -78,7 +81,11 @@ func (r caddyReq) line() []byte {
 	if r.tls {
 		fmt.Fprintf(&b, `,"tls":{"resumed":false,"version":772,"cipher_suite":4865,"proto":"h2","server_name":%s,"ech":false}`, q(host))
 	}
-	fmt.Fprintf(&b, `},"bytes_read":0,"user_id":"","duration":0.000412,"size":1234,"status":%d,"resp_headers":{"Server":["Caddy"],"Content-Type":["text/html; charset=utf-8"]}}`, status)
+	fmt.Fprintf(&b, `},"bytes_read":0,"user_id":"","duration":0.000412,"size":1234,"status":%d,"resp_headers":{"Server":["Caddy"],"Content-Type":["text/html; charset=utf-8"]}`, status)
+	if r.fields != "" {
+		b.WriteString("," + r.fields)
+	}
+	b.WriteString("}")
 	return b.Bytes()
 }
 

@@ -70,9 +70,18 @@ with their own state, and reported apart from the crawlers that name
 themselves, per signal: the header rule (a browser's claim over HTTPS or to
 a loopback host without the headers that browser always sends) needs the
 request headers that only Caddy's JSON log records; the trap (--trap, or
-the config's trap) applies to every format with a User-Agent. The signals'
-modes are the config's, or --disguised off|log|enforce (default: each
-signal's own).
+the config's trap) applies to every format with a User-Agent; the tls
+signal (a browser claim over an HTTP library's TLS handshake) needs the
+fields a Caddy site adds to its JSON access log with
+
+    log_append tls_fingerprint {http.robots.tls_fingerprint}
+    log_append tls_engine {http.robots.tls_engine}
+    log_append tls_versions {http.robots.tls_versions}
+
+and the report then lists who it judged by handshake (fingerprint, engine,
+claimed browser, requests, refused, what enforce would refuse, addresses).
+The signals' modes are the config's, or --disguised off|log|enforce
+(default: each signal's own).
 
 With --robots-new, it also previews what a changed robots.txt would newly
 refuse, and which allowed requests would newly conflict with its
@@ -85,8 +94,9 @@ target, length, unverified or preference; "rule", "line", "preference",
 "judged_as", "strike", ...) and the line's "ts", "host", "method", "uri",
 "client_ip" and "user_agent"; for an undeclared crawler, "undeclared" names
 the signal that caught it (fetch_metadata, fetch_metadata_safari,
-client_hints, trap) and "trap" what a trap request did ("marked",
-"probation").
+client_hints, trap, tls), "trap" what a trap request did ("marked",
+"probation") and "why" what the tls signal found; "tls_fingerprint" and
+"tls_engine" are the line's, as logged.
 
 Memory stays bounded: per-crawler aggregates for at most --max-crawlers
 crawlers (the rest are counted together), and the handler's bounded state
