@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
@@ -208,6 +209,11 @@ func adminSites(hs []*Handler) []admin.Site {
 		s := h.adminSite()
 		if p, ok := places[h]; ok {
 			s.Block = &admin.Block{Name: siteDesc(p), Hosts: p.Hosts, Listen: strings.Join(p.Listen, " ")}
+			if h.scope != nil && h.scope.Load() == nil {
+				// No request yet (a reload just made it): its site
+				// block's counts all the same, kept across the reload.
+				scopeOf(p).stats.describe(&s, time.Now())
+			}
 		} else if s.Scope != nil {
 			s.Block = &admin.Block{Name: h.scope.Load().desc, Hosts: hostList(s.Scope.Site), Listen: s.Scope.Listen}
 		}
@@ -250,10 +256,7 @@ func (h *Handler) adminSite() admin.Site {
 			s.Scope = &admin.Scope{Key: sc.key, Site: sc.site, Listen: sc.listen}
 		}
 	}
-	stats := h.statsNow()
-	s.TopCrawlers = stats.top(admin.Top, false)
-	s.TopOffenders = stats.top(admin.Top, true)
-	s.RefusedUnavailable = stats.unavailableTotal()
+	h.statsNow().describe(&s, time.Now())
 	return s
 }
 

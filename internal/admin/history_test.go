@@ -1,0 +1,111 @@
+package admin
+
+import (
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestHistoryBuckets: a request is counted in the bucket of its minute
+// (and quarter-hour), an hour later that minute's bucket starts anew, and
+// a bucket older than the window reads as nothing.
+func TestHistoryBuckets(t *testing.T) {
+	t0 := time.Date(2026, 11, 28, 10, 7, 30, 0, time.UTC)
+	h := NewHistory()
+	h.Record(t0, Served)
+	h.Record(t0.Add(10*time.Second), Refused)
+	h.Record(t0.Add(2*time.Minute), Throttled)
+
+	hour := h.hour.series(t0.Add(2 * time.Minute))
+	if len(hour.Buckets) != 2 {
+		t.Fatalf("hour buckets %+v, want 2", hour.Buckets)
+	}
+	want := []Bucket{
+		{Start: time.Date(2026, 11, 28, 10, 7, 0, 0, time.UTC), Requests: 2, Refused: 1},
+		{Start: time.Date(2026, 11, 28, 10, 9, 0, 0, time.UTC), Requests: 1, Throttled: 1},
+	}
+	for i, b := range want {
+		if hour.Buckets[i] != b {
+			t.Errorf("hour bucket %d = %+v, want %+v", i, hour.Buckets[i], b)
+		}
+	}
+	if len(hour.dense) != 60 || !hour.Until.Equal(time.Date(2026, 11, 28, 10, 10, 0, 0, time.UTC)) {
+		t.Errorf("hour window: %d buckets until %s", len(hour.dense), hour.Until)
+	}
+	day := h.day.series(t0.Add(2 * time.Minute))
+	if len(day.Buckets) != 1 || day.Buckets[0] != (Bucket{Start: time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC), Requests: 3, Refused: 1, Throttled: 1}) {
+		t.Errorf("day buckets %+v", day.Buckets)
+	}
+
+	// An hour on: the 10:07 bucket is out of the window, and a request
+	// at 11:07 starts the same slot anew.
+	later := t0.Add(time.Hour)
+	if got := h.hour.series(later).Buckets; len(got) != 1 || got[0].Requests != 1 {
+		t.Errorf("an hour on, the window holds %+v, want only 10:09's request", got)
+	}
+	h.Record(later, Served)
+	got := h.hour.series(later).Buckets
+	if len(got) != 2 || got[1].Requests != 1 || got[1].Refused != 0 || !got[1].Start.Equal(time.Date(2026, 11, 28, 11, 7, 0, 0, time.UTC)) {
+		t.Errorf("the reused slot: %+v", got)
+	}
+	if d := h.day.series(later).Total(); d.Requests != 4 {
+		t.Errorf("the day counts %d requests, want 4", d.Requests)
+	}
+}
+
+// TestHistoryConcurrentRotation: requests of many goroutines across
+// minute boundaries are all counted, in the bucket of their minute (run
+// with -race).
+func TestHistoryConcurrentRotation(t *testing.T) {
+	t0 := time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)
+	h := NewHistory()
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 3000 {
+				h.Record(t0.Add(time.Duration(i/1000)*time.Minute+time.Duration(g)*time.Millisecond), Served)
+			}
+		}()
+	}
+	wg.Wait()
+	got := h.hour.series(t0.Add(2 * time.Minute)).Buckets
+	if len(got) != 3 {
+		t.Fatalf("buckets %+v, want 3", got)
+	}
+	for _, b := range got {
+		if b.Requests != 8000 {
+			t.Errorf("bucket %s counted %d, want 8000", b.Start, b.Requests)
+		}
+	}
+}
+
+// TestHistoryOther: the requests of crawlers without a history of their
+// own are the "other" row: the site block's less the listed crawlers'.
+func TestHistoryOther(t *testing.T) {
+	now := time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)
+	site, a := NewHistory(), NewHistory()
+	for range 5 {
+		site.Record(now, Served)
+	}
+	for range 3 {
+		site.Record(now, Refused)
+		a.Record(now, Refused)
+	}
+	st := HistoryOf(site, []CrawlerSeries{{Name: "A", History: a}, {Name: "untracked"}}, now)
+	if len(st.Crawlers) != 2 || st.Crawlers[0].Crawler != "A" || !st.Crawlers[1].Other {
+		t.Fatalf("crawlers %+v, want A then other", st.Crawlers)
+	}
+	if o := st.Crawlers[1].Hour.Total(); o.Requests != 5 || o.Refused != 0 {
+		t.Errorf("other: %+v, want 5 requests, none refused", o)
+	}
+	if st.Hour.Total().Requests != 8 {
+		t.Errorf("site: %+v", st.Hour.Total())
+	}
+	svg := string(st.Hour.Sparkline())
+	if !strings.HasPrefix(svg, "<svg") || !strings.Contains(svg, `aria-label="8 requests, 3 refused, 0 throttled"`) || !strings.Contains(svg, "#c62828") {
+		t.Errorf("sparkline: %s", svg)
+	}
+}
