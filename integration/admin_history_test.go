@@ -189,4 +189,3 @@ func checkHistory(t *testing.T, h histHandler, before, after time.Time) {
 		t.Errorf("top crawlers %v, want HistBot 4, SlowBot 2", top)
 	}
 }
-
