@@ -11,7 +11,10 @@ document.addEventListener("click", function (e) {
 	fetch(base + "bans/" + encodeURIComponent(b.dataset.identity), {method: "DELETE"})
 		.then(function (r) {
 			if (r.ok) {
+				// The row goes now; the counts on the page follow with
+				// a fresh copy of it.
 				b.closest("tr").remove();
+				setTimeout(function () { location.reload(); }, 300);
 				return;
 			}
 			return r.text().then(function (t) {
