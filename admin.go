@@ -27,7 +27,7 @@ func init() {
 // admin endpoint listens (localhost:2019 by default) and obeys its Host and
 // Origin checks:
 //
-//	GET    /robots/                 an HTML status page (read only)
+//	GET    /robots/                 an HTML status page (a Lift button per ban)
 //	GET    /robots/status           the same facts as JSON
 //	POST   /robots/check            {"user_agent", "ip", "url"}: the decision a
 //	                                request would get now, without counting it
@@ -68,6 +68,11 @@ func init() {
 //			header_up -Origin
 //		}
 //	}
+//
+// The page's Lift buttons send DELETE /robots/bans/<identity> to the page's
+// own origin: proxy that too, with its Origin, and list the status site
+// among the admin endpoint's origins, so that Caddy checks it as it checks
+// any browser's request (docs/operations.md, "Status page").
 //
 // The admin module is a separate instance from the handlers: it reads the
 // handlers of the running configurations from a process-wide registry

@@ -287,5 +287,5 @@ func (s Series) Sparkline() template.HTML {
 		bar(b.Throttled, y, "#e08a00")
 	}
 	sb.WriteString(`</svg>`)
-	return template.HTML(sb.String()) //nolint:gosec // numbers only, written here
+	return template.HTML(sb.String()) // numbers only, written above
 }
