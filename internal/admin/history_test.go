@@ -109,3 +109,14 @@ func TestHistoryOther(t *testing.T) {
 		t.Errorf("sparkline: %s", svg)
 	}
 }
+
+// BenchmarkHistoryRecord is what a bot request pays for a history: run
+// with -cpu 1,2 to see it under contention.
+func BenchmarkHistoryRecord(b *testing.B) {
+	h := NewHistory()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			h.Record(time.Now(), Refused)
+		}
+	})
+}
