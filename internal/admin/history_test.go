@@ -1,10 +1,18 @@
 package admin
 
 import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"html/template"
+	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/caddyrobots/caddy-robots/enforce/state"
 )
 
 // TestHistoryBuckets: a request is counted in the bucket of its minute
@@ -119,4 +127,45 @@ func BenchmarkHistoryRecord(b *testing.B) {
 			h.Record(time.Now(), Refused)
 		}
 	})
+}
+
+// TestStatusPageHistoryAndLift: the page draws a site block's history as
+// inline SVG with its totals and since when it counts, gives each ban a
+// Lift button carrying its identity, and its Content-Security-Policy
+// allows exactly the embedded lift script (by hash) and requests to its
+// own origin.
+func TestStatusPageHistoryAndLift(t *testing.T) {
+	now := time.Now()
+	h := NewHistory()
+	h.Record(now, Served)
+	h.Record(now, Throttled)
+	since := now.Add(-90 * time.Minute)
+	site := Site{Source: "inline", Mode: "enforce", Store: state.NewMemory(state.MemoryConfig{}), StoreType: "memory",
+		CountsSince: since, History: HistoryOf(h, []CrawlerSeries{{Name: "SlowBot", History: h}}, now)}
+	policy := state.StrikePolicy{Strikes: 1, Window: time.Minute, Ban: time.Hour}
+	id := state.NewIdentity("BanMeBot", false, netip.MustParseAddr("198.51.100.31"))
+	if _, err := site.Store.Strike(context.Background(), id, policy, now, state.StrikeInfo{Crawler: "BanMeBot", Token: "*", Line: 2}); err != nil {
+		t.Fatal(err)
+	}
+	site.Strikes = policy
+	api := &API{Sites: func() []Site { return []Site{site} }}
+	w := httptest.NewRecorder()
+	if err := api.servePage(w, httptest.NewRequest("GET", "/robots/", nil)); err != nil {
+		t.Fatal(err)
+	}
+	page := w.Body.String()
+	for _, want := range []string{`<svg class="spark"`, `aria-label="2 requests, 0 refused, 1 throttled"`, "2 requests", "1 throttled",
+		"Counting since " + since.UTC().Format("2006-01-02 15:04:05Z") + " (1h 30m ago)", "<b>SlowBot</b>",
+		`<button type="button" class="lift" data-identity="` + template.HTMLEscapeString(id.String()) + `">Lift</button>`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	sum := sha256.Sum256([]byte(liftJS))
+	csp := w.Header().Get("Content-Security-Policy")
+	for _, want := range []string{"default-src 'none'", "script-src 'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'", "connect-src 'self'"} {
+		if !strings.Contains(csp, want) {
+			t.Errorf("CSP %q lacks %q", csp, want)
+		}
+	}
 }
