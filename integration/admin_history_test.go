@@ -136,11 +136,15 @@ func TestAdminHistorySurvivesReload(t *testing.T) {
 	}
 	checkHistory(t, r, before, after)
 
-	// And counting goes on in the same series.
+	// And counting goes on in the same series; a person's browser is
+	// never counted, even where a bot would be refused.
 	settle(c, siteURL(host)+"/")
 	c.expect(siteURL(host)+"/public", histBot, 200)
+	for range 3 {
+		c.expect(siteURL(host)+"/private/a", chromeUA, 200)
+	}
 	if got := histHandlerOf(t, host).History.Hour.total(); got.Requests != 7 {
-		t.Errorf("after one more request, the hour counts %+v, want 7 requests", got)
+		t.Errorf("after one more bot request and a browser's, the hour counts %+v, want 7 requests", got)
 	}
 }
 
