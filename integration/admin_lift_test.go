@@ -313,7 +313,7 @@ func TestAdminLiftFromPageInChromium(t *testing.T) {
 	// The sparklines draw LiftBot's allowed requests (blue) and refusals
 	// (red).
 	var bars map[string]int
-	d.eval(`({blue: document.querySelectorAll("svg.spark rect[fill='#2f5fd0']").length, red: document.querySelectorAll("svg.spark rect[fill='#c62828']").length})`, &bars)
+	d.eval(`({blue: document.querySelectorAll("svg.spark path[fill='#2f5fd0']").length, red: document.querySelectorAll("svg.spark path[fill='#c62828']").length})`, &bars)
 	if bars["blue"] < 2 || bars["red"] < 2 {
 		t.Errorf("sparkline bars: %v, want LiftBot's requests and refusals in the block's and its own", bars)
 	}

@@ -84,8 +84,8 @@ type bucket struct {
 func (r *ring) add(sec int64, o Outcome) {
 	n := sec/r.width + 1
 	b := &r.buckets[n%int64(len(r.buckets))]
-	if b.n.Load() != n {
-		r.start(b, n)
+	if b.n.Load() != n && !r.start(b, n) {
+		return // a newer interval has the bucket: too late to count
 	}
 	b.requests.Add(1)
 	switch o {
@@ -96,18 +96,23 @@ func (r *ring) add(sec int64, o Outcome) {
 	}
 }
 
-// start clears b for interval n, unless another add did already, or b
-// holds a newer interval (the caller's clock was behind).
-func (r *ring) start(b *bucket, n int64) {
+// start clears b for interval n, unless another add did already; it
+// reports whether b holds n: not when it holds a newer interval (the
+// caller's time was a window behind).
+func (r *ring) start(b *bucket, n int64) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if b.n.Load() >= n {
-		return
+	switch cur := b.n.Load(); {
+	case cur == n:
+		return true
+	case cur > n:
+		return false
 	}
 	b.requests.Store(0)
 	b.refused.Store(0)
 	b.throttled.Store(0)
 	b.n.Store(n)
+	return true
 }
 
 // series reads the window ending with now's bucket; buckets of intervals
@@ -253,13 +258,35 @@ func HistoryOf(site *History, crawlers []CrawlerSeries, now time.Time) HistorySt
 
 // Sparkline draws s as an inline SVG: a bar per bucket, its height the
 // requests (scaled to the window's busiest bucket), refusals in red and
-// throttles in orange from the bottom. No script, no external asset: the
-// page's Content-Security-Policy allows none. Only numbers go into it.
+// throttles in orange from the bottom; one path per colour, so that a busy
+// window stays a few KiB. No script, no external asset: the page's
+// Content-Security-Policy allows none. Only numbers go into it.
 func (s Series) Sparkline() template.HTML {
 	const barW, height = 3, 28
 	var peak uint64
 	for _, b := range s.dense {
 		peak = max(peak, b.Requests)
+	}
+	scale := func(n uint64) int {
+		if n == 0 {
+			return 0
+		}
+		return max(1, int(n*height/peak))
+	}
+	var requests, refused, throttled strings.Builder
+	for i, b := range s.dense {
+		x := i * barW
+		// bar draws a bar of n from y0 up (from the bottom) and returns
+		// its top.
+		bar := func(p *strings.Builder, n uint64, y0 int) int {
+			h := scale(n)
+			if h > 0 {
+				fmt.Fprintf(p, "M%d %dh%dv%dh-%dz", x, height-y0, barW-1, -h, barW-1)
+			}
+			return y0 + h
+		}
+		bar(&requests, b.Requests, 0)
+		bar(&throttled, b.Throttled, bar(&refused, b.Refused, 0))
 	}
 	width := barW * len(s.dense)
 	t := s.Total()
@@ -267,24 +294,13 @@ func (s Series) Sparkline() template.HTML {
 	fmt.Fprintf(&sb, `<svg class="spark" width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="%d requests, %d refused, %d throttled">`,
 		width, height, width, height, t.Requests, t.Refused, t.Throttled)
 	fmt.Fprintf(&sb, `<rect width="%d" height="%d" fill="#eef1f6"/>`, width, height)
-	scale := func(n uint64) int {
-		if n == 0 || peak == 0 {
-			return 0
+	for _, p := range []struct {
+		d      *strings.Builder
+		colour string
+	}{{&requests, "#2f5fd0"}, {&refused, "#c62828"}, {&throttled, "#e08a00"}} {
+		if p.d.Len() > 0 {
+			fmt.Fprintf(&sb, `<path fill="%s" d="%s"/>`, p.colour, p.d.String())
 		}
-		return max(1, int(n*height/peak))
-	}
-	for i, b := range s.dense {
-		x := i * barW
-		bar := func(n uint64, y0 int, colour string) int {
-			h := scale(n)
-			if h > 0 {
-				fmt.Fprintf(&sb, `<rect x="%d" y="%d" width="%d" height="%d" fill="%s"/>`, x, height-y0-h, barW-1, h, colour)
-			}
-			return y0 + h
-		}
-		bar(b.Requests, 0, "#2f5fd0")
-		y := bar(b.Refused, 0, "#c62828")
-		bar(b.Throttled, y, "#e08a00")
 	}
 	sb.WriteString(`</svg>`)
 	return template.HTML(sb.String()) // numbers only, written above

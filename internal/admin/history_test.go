@@ -169,3 +169,19 @@ func TestStatusPageHistoryAndLift(t *testing.T) {
 		}
 	}
 }
+
+// TestHistoryLateRequest: a request whose time is a whole window behind
+// the bucket it maps to (which holds a newer interval) is not counted into
+// that newer interval.
+func TestHistoryLateRequest(t *testing.T) {
+	now := time.Date(2026, 11, 28, 10, 7, 0, 0, time.UTC)
+	h := NewHistory()
+	h.Record(now, Served)
+	h.Record(now.Add(-time.Hour), Refused) // the same minute slot, an hour before
+	if got := h.hour.series(now).Total(); got.Requests != 1 || got.Refused != 0 {
+		t.Errorf("the hour counts %+v, want the one request of 10:07", got)
+	}
+	if got := h.day.series(now).Total(); got.Requests != 2 || got.Refused != 1 {
+		t.Errorf("the day counts %+v, want both", got)
+	}
+}
