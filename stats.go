@@ -33,7 +33,8 @@ type crawlerStats struct {
 }
 
 // maxCrawlerHistories bounds the crawlers whose history a crawlerStats
-// keeps (a few KiB each), the first ones seen.
+// keeps (a few KiB each), the first ones seen (a few more may slip in when
+// many new crawlers arrive at once).
 const maxCrawlerHistories = 24
 
 // maxCrawlersCounted bounds the names a crawlerStats counts (a few more
