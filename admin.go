@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
@@ -26,7 +27,7 @@ func init() {
 // admin endpoint listens (localhost:2019 by default) and obeys its Host and
 // Origin checks:
 //
-//	GET    /robots/                 an HTML status page (read only)
+//	GET    /robots/                 an HTML status page (a Lift button per ban)
 //	GET    /robots/status           the same facts as JSON
 //	POST   /robots/check            {"user_agent", "ip", "url"}: the decision a
 //	                                request would get now, without counting it
@@ -67,6 +68,11 @@ func init() {
 //			header_up -Origin
 //		}
 //	}
+//
+// The page's Lift buttons send DELETE /robots/bans/<identity> to the page's
+// own origin: proxy that too, with its Origin, and list the status site
+// among the admin endpoint's origins, so that Caddy checks it as it checks
+// any browser's request (docs/operations.md, "Status page").
 //
 // The admin module is a separate instance from the handlers: it reads the
 // handlers of the running configurations from a process-wide registry
@@ -208,6 +214,11 @@ func adminSites(hs []*Handler) []admin.Site {
 		s := h.adminSite()
 		if p, ok := places[h]; ok {
 			s.Block = &admin.Block{Name: siteDesc(p), Hosts: p.Hosts, Listen: strings.Join(p.Listen, " ")}
+			if h.scope != nil && h.scope.Load() == nil {
+				// No request yet (a reload just made it): its site
+				// block's counts all the same, kept across the reload.
+				scopeOf(p).stats.describe(&s, time.Now())
+			}
 		} else if s.Scope != nil {
 			s.Block = &admin.Block{Name: h.scope.Load().desc, Hosts: hostList(s.Scope.Site), Listen: s.Scope.Listen}
 		}
@@ -250,10 +261,7 @@ func (h *Handler) adminSite() admin.Site {
 			s.Scope = &admin.Scope{Key: sc.key, Site: sc.site, Listen: sc.listen}
 		}
 	}
-	stats := h.statsNow()
-	s.TopCrawlers = stats.top(admin.Top, false)
-	s.TopOffenders = stats.top(admin.Top, true)
-	s.RefusedUnavailable = stats.unavailableTotal()
+	h.statsNow().describe(&s, time.Now())
 	return s
 }
 

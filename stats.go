@@ -4,6 +4,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/caddyrobots/caddy-robots/agents"
 	"github.com/caddyrobots/caddy-robots/internal/admin"
@@ -20,7 +21,21 @@ import (
 type crawlerStats struct {
 	byName sync.Map     // crawler name → *nameCounts
 	names  atomic.Int32 // entries of byName
+	// since is when counting started: the site block's first handler
+	// since the process started, kept across config reloads.
+	since time.Time
+	// site is every counted request's history; histories the number of
+	// crawlers (name and claim) that have one, at most
+	// maxCrawlerHistories: the requests of the others are in site only,
+	// and the report shows them as "other".
+	site      *admin.History
+	histories atomic.Int32
 }
+
+// maxCrawlerHistories bounds the crawlers whose history a crawlerStats
+// keeps (a few KiB each), the first ones seen (a few more may slip in when
+// many new crawlers arrive at once).
+const maxCrawlerHistories = 24
 
 // maxCrawlersCounted bounds the names a crawlerStats counts (a few more
 // may slip in when many new names arrive at once).
@@ -35,9 +50,14 @@ type crawlerCounts struct {
 	// unavailable are the 503s because the site's robots.txt was
 	// unavailable: no fault of the crawler's, so not refused (offences).
 	unavailable atomic.Uint64
+	// history is the crawler's requests over time; nil until its first
+	// request, and for good when the crawlerStats keeps enough of them.
+	history atomic.Pointer[admin.History]
 }
 
-func newCrawlerStats() *crawlerStats { return &crawlerStats{} }
+func newCrawlerStats() *crawlerStats {
+	return &crawlerStats{since: time.Now(), site: admin.NewHistory()}
+}
 
 // claim says how far a request's name is proven, for the counts: an
 // unverified "Googlebot" is counted apart from the real one, so that a
@@ -104,7 +124,16 @@ func (s *crawlerStats) seen(a *agents.Shared, v agents.Verdict, act policy.Actio
 	if s == nil {
 		return
 	}
+	o := admin.Served
+	switch act {
+	case policy.Allow:
+	case policy.Throttle:
+		o = admin.Throttled
+	default:
+		o = admin.Refused
+	}
 	cc := s.countsOf(a, claimOf(a, v))
+	s.record(cc, o)
 	if cc == nil {
 		return
 	}
@@ -115,6 +144,76 @@ func (s *crawlerStats) seen(a *agents.Shared, v agents.Verdict, act policy.Actio
 	}
 }
 
+// record adds a request with outcome o to the site block's history and
+// to the crawler's (cc, nil when its name is not counted), when it has
+// one or may have one more.
+func (s *crawlerStats) record(cc *crawlerCounts, o admin.Outcome) {
+	now := time.Now()
+	s.site.Record(now, o)
+	if cc == nil {
+		return
+	}
+	h := cc.history.Load()
+	if h == nil && s.histories.Load() < maxCrawlerHistories {
+		if cc.history.CompareAndSwap(nil, admin.NewHistory()) {
+			s.histories.Add(1)
+		}
+		h = cc.history.Load()
+	}
+	h.Record(now, o)
+}
+
+// history reads the site block's history at now, with the histories of
+// the crawlers top lists (as top returned them) that have one.
+func (s *crawlerStats) history(now time.Time, top []admin.CrawlerCount) admin.HistoryStatus {
+	if s == nil {
+		return admin.HistoryOf(nil, nil, now)
+	}
+	var cs []admin.CrawlerSeries
+	for _, c := range top {
+		name := c.Name
+		if name == noNameLabel {
+			name = ""
+		}
+		v, ok := s.byName.Load(name)
+		if !ok {
+			continue
+		}
+		cl := claimNamed(c.Claim)
+		cs = append(cs, admin.CrawlerSeries{Name: c.Name, Claim: c.Claim, History: v.(*nameCounts)[cl].history.Load()})
+	}
+	return admin.HistoryOf(s.site, cs, now)
+}
+
+// describe sets the counts of s in site: its top crawlers and offenders,
+// the refusals for an unavailable robots.txt, since when it counts and its
+// history at now.
+func (s *crawlerStats) describe(site *admin.Site, now time.Time) {
+	site.TopCrawlers = s.top(admin.Top, false)
+	site.TopOffenders = s.top(admin.Top, true)
+	site.RefusedUnavailable = s.unavailableTotal()
+	site.CountsSince = s.countingSince()
+	site.History = s.history(now, site.TopCrawlers)
+}
+
+// claimNamed is the claim whose String is name.
+func claimNamed(name string) claim {
+	for c := range numClaims {
+		if c.String() == name {
+			return c
+		}
+	}
+	return claimPlain
+}
+
+// countingSince is when s started counting; zero for none.
+func (s *crawlerStats) countingSince() time.Time {
+	if s == nil {
+		return time.Time{}
+	}
+	return s.since
+}
+
 // seenUnavailable counts one request of the crawler a refused (503)
 // because the site's robots.txt was unavailable: apart from its refusals,
 // so that a polite crawler is never listed among the offenders for it.
@@ -122,7 +221,9 @@ func (s *crawlerStats) seenUnavailable(a *agents.Shared, v agents.Verdict) {
 	if s == nil {
 		return
 	}
-	if cc := s.countsOf(a, claimOf(a, v)); cc != nil {
+	cc := s.countsOf(a, claimOf(a, v))
+	s.record(cc, admin.Served)
+	if cc != nil {
 		cc.unavailable.Add(1)
 	}
 }

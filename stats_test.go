@@ -1,7 +1,9 @@
 package caddyrobots
 
 import (
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/caddyrobots/caddy-robots/agents"
 	"github.com/caddyrobots/caddy-robots/internal/admin"
@@ -85,5 +87,55 @@ func TestCrawlerStatsUnavailableApart(t *testing.T) {
 	}
 	if n := s.unavailableTotal(); n != 3 {
 		t.Errorf("unavailableTotal = %d, want 3", n)
+	}
+}
+
+// TestCrawlerStatsHistory: every bot request is in the site block's
+// history with its outcome, each crawler's (and claim's) in its own, and
+// past maxCrawlerHistories crawlers the rest fold into "other": the
+// memory a flood of names can take is bounded.
+func TestCrawlerStatsHistory(t *testing.T) {
+	s := newCrawlerStats()
+	g := agents.NewShared(agents.Agent{Bot: true, Known: true, Name: "Googlebot", Profile: agents.Profile{Verify: "google"}})
+	s.seen(g, agents.Verified, policy.Allow)
+	s.seen(g, agents.Verified, policy.Allow)
+	s.seen(g, agents.Spoofed, policy.Block)
+	s.seen(g, agents.Spoofed, policy.Throttle)
+	for i := range maxCrawlerHistories + 20 {
+		s.seen(agents.NewShared(agents.Agent{Bot: true, Name: fmt.Sprintf("Bot%03d", i)}), agents.Unverified, policy.Allow)
+	}
+	if n := s.histories.Load(); n != maxCrawlerHistories {
+		t.Errorf("%d crawler histories kept, want %d", n, maxCrawlerHistories)
+	}
+	var site admin.Site
+	s.describe(&site, time.Now())
+	h := site.History
+	if tot := h.Hour.Total(); tot.Requests != 4+maxCrawlerHistories+20 || tot.Refused != 1 || tot.Throttled != 1 {
+		t.Errorf("site block's hour: %+v", tot)
+	}
+	byName := map[string]admin.Bucket{}
+	for _, c := range h.Crawlers {
+		byName[c.Crawler+"|"+c.Claim] = c.Day.Total()
+	}
+	if b := byName["Googlebot|spoofed"]; b.Requests != 2 || b.Refused != 1 || b.Throttled != 1 {
+		t.Errorf("spoofed Googlebot's day: %+v (all %+v)", b, byName)
+	}
+	if b := byName["Googlebot|"]; b.Requests != 2 || b.Refused != 0 {
+		t.Errorf("verified Googlebot's day: %+v", b)
+	}
+	// Listed: the top crawlers (Top of them), then other: the rest.
+	last := h.Crawlers[len(h.Crawlers)-1]
+	if !last.Other || len(h.Crawlers) != admin.Top+1 {
+		t.Fatalf("crawlers %d, last %+v: want the %d top crawlers and other", len(h.Crawlers), last.Crawler, admin.Top)
+	}
+	var listed uint64
+	for _, c := range h.Crawlers {
+		listed += c.Hour.Total().Requests
+	}
+	if listed != h.Hour.Total().Requests {
+		t.Errorf("the rows add up to %d requests, the site block counted %d", listed, h.Hour.Total().Requests)
+	}
+	if site.CountsSince.IsZero() || time.Since(site.CountsSince) > time.Minute {
+		t.Errorf("counts since %v", site.CountsSince)
 	}
 }

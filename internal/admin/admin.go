@@ -69,6 +69,12 @@ type Site struct {
 	// RefusedUnavailable is how many bot requests were refused because
 	// the site's robots.txt was unavailable, every crawler's.
 	RefusedUnavailable uint64
+	// CountsSince is when the site block's counts (top crawlers,
+	// offenders, History) started: they survive config reloads that keep
+	// the site block. Zero when nothing counts yet.
+	CountsSince time.Time
+	// History is the site block's requests over the last hour and day.
+	History HistoryStatus
 	// ConfigWarnings are the warnings about the configuration, as logged.
 	ConfigWarnings []string
 	// UntrustedProxy is the first peer found forwarding for others while

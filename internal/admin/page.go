@@ -5,7 +5,9 @@ package admin
 
 import (
 	"bytes"
+	"crypto/sha256"
 	_ "embed"
+	"encoding/base64"
 	"fmt"
 	"html/template"
 	"net/http"
@@ -29,6 +31,25 @@ type pageData struct {
 	// request's Host), for the commands the page suggests.
 	Admin string
 }
+
+// LiftScript is the page's one script, the lift buttons of the ban list:
+// inline, and allowed by its hash in the Content-Security-Policy. It is
+// our own embedded file, never anything a request brought.
+func (pageData) LiftScript() template.JS { return template.JS(liftJS) }
+
+// liftJS is the script of the status page's lift buttons.
+//
+//go:embed lift.js
+var liftJS string
+
+// pageCSP is the status page's Content-Security-Policy: inline styles,
+// inline SVG, the lift script by its hash and its DELETE to the page's own
+// origin; nothing else.
+var pageCSP = func() string {
+	sum := sha256.Sum256([]byte(liftJS))
+	return "default-src 'none'; style-src 'unsafe-inline'; img-src data:; script-src 'sha256-" +
+		base64.StdEncoding.EncodeToString(sum[:]) + "'; connect-src 'self'"
+}()
 
 // InForce returns the bans in force: those not earned in mode log.
 func (d pageData) InForce() []BanEntry { return d.bansIn(false) }
@@ -77,7 +98,7 @@ func (a *API) servePage(w http.ResponseWriter, r *http.Request) error {
 	hdr.Set("Content-Type", "text/html; charset=utf-8")
 	hdr.Set("Cache-Control", "no-store")
 	hdr.Set("X-Content-Type-Options", "nosniff")
-	hdr.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; img-src data:")
+	hdr.Set("Content-Security-Policy", pageCSP)
 	hdr.Set("Referrer-Policy", "no-referrer")
 	if r.Method == http.MethodHead {
 		return nil
@@ -137,7 +158,14 @@ var pageFuncs = template.FuncMap{
 		}
 		return "in " + humanAge(t.Sub(now).Seconds())
 	},
-	"ptr":   func(t time.Time) *time.Time { return &t },
+	"ptr": func(t time.Time) *time.Time { return &t },
+	// when is the time t points to, as a stamp.
+	"when": func(t *time.Time) string {
+		if t == nil {
+			return "—"
+		}
+		return t.UTC().Format("2006-01-02 15:04:05Z")
+	},
 	"until": func(now, t time.Time) string { return "for " + humanAge(t.Sub(now).Seconds()) },
 	"stamp": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") },
 	"site": func(host string) string {

@@ -44,9 +44,17 @@ type HandlerStatus struct {
 	// RefusedUnavailable is how many bot requests were refused (503)
 	// because robots.txt was unavailable: counted apart from the
 	// offenders, whose refusals are their own doing.
-	RefusedUnavailable uint64      `json:"refused_while_unavailable"`
-	Bans               BanCount    `json:"bans"`
-	Store              StoreStatus `json:"store"`
+	RefusedUnavailable uint64 `json:"refused_while_unavailable"`
+	// CountsSince is when the counts (top crawlers and offenders,
+	// history) started: a config reload that keeps the site block keeps
+	// counting, so it is the block's first load since the process started.
+	CountsSince *time.Time `json:"counts_since,omitempty"`
+	// History is the site block's requests, refusals and throttles per
+	// minute over the last hour and per quarter-hour over the last day,
+	// and each top crawler's.
+	History HistoryStatus `json:"history"`
+	Bans    BanCount      `json:"bans"`
+	Store   StoreStatus   `json:"store"`
 	// IPLists are the published crawler IP lists the handler verifies
 	// claims with, their age and where they come from, when they differ
 	// from the report's (shared) ones; absent otherwise.
@@ -299,6 +307,14 @@ func handlerStatusOf(i int, s Site, now time.Time) HandlerStatus {
 		IPLists:            ipListsOf(s, now),
 		ConfigWarnings:     s.ConfigWarnings,
 		GraceSeconds:       s.Grace.Seconds(),
+	}
+	if !s.CountsSince.IsZero() {
+		since := s.CountsSince.UTC()
+		hs.CountsSince = &since
+	}
+	hs.History = s.History
+	if hs.History.Crawlers == nil {
+		hs.History = HistoryOf(nil, nil, now)
 	}
 	if p := s.UntrustedProxy; p.IsValid() {
 		hs.UntrustedProxy = p.String()
