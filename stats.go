@@ -147,8 +147,12 @@ func (s *crawlerStats) seen(a *agents.Shared, v agents.Verdict, act policy.Actio
 // record adds a request with outcome o to the site block's history and
 // to the crawler's (cc, nil when its name is not counted), when it has
 // one or may have one more.
+//
+// The time is the loaders' coarse clock: buckets are a minute wide or
+// more, and a clock read on every bot request is not free on every
+// machine.
 func (s *crawlerStats) record(cc *crawlerCounts, o admin.Outcome) {
-	now := time.Now()
+	now := time.Unix(coarseNow.Load(), 0)
 	s.site.Record(now, o)
 	if cc == nil {
 		return
