@@ -254,6 +254,7 @@ func (h *Handler) adminSite() admin.Site {
 	s.TopCrawlers = stats.top(admin.Top, false)
 	s.TopOffenders = stats.top(admin.Top, true)
 	s.RefusedUnavailable = stats.unavailableTotal()
+	s.TLS = stats.tlsStatus()
 	return s
 }
 
