@@ -304,8 +304,11 @@ func handlerStatusOf(i int, s Site, now time.Time) HandlerStatus {
 		GraceSeconds:       s.Grace.Seconds(),
 		TLS:                s.TLS,
 	}
-	if hs.TLS.Logged == nil || hs.TLS.Enforced == nil {
-		hs.TLS = TLSStatus{Logged: []TLSClient{}, Enforced: []TLSClient{}}
+	if hs.TLS.Logged == nil {
+		hs.TLS.Logged = []TLSClient{}
+	}
+	if hs.TLS.Enforced == nil {
+		hs.TLS.Enforced = []TLSClient{}
 	}
 	if p := s.UntrustedProxy; p.IsValid() {
 		hs.UntrustedProxy = p.String()
