@@ -262,6 +262,7 @@ func (h *Handler) adminSite() admin.Site {
 		}
 	}
 	h.statsNow().describe(&s, time.Now())
+	s.TLS = h.statsNow().tlsStatus()
 	return s
 }
 

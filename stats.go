@@ -1,6 +1,7 @@
 package caddyrobots
 
 import (
+	"net/http"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -30,6 +31,8 @@ type crawlerStats struct {
 	// and the report shows them as "other".
 	site      *admin.History
 	histories atomic.Int32
+	// tls is what the site block's tls signal saw (tlsSeen), bounded.
+	tls admin.TLSWatch
 }
 
 // maxCrawlerHistories bounds the crawlers whose history a crawlerStats
@@ -297,4 +300,34 @@ func (s *crawlerStats) top(n int, offenders bool) []admin.CrawlerCount {
 // countsLess orders counts of equal size by name, then claim.
 func countsLess(c, d admin.CrawlerCount) bool {
 	return c.Name < d.Name || (c.Name == d.Name && c.Claim < d.Claim)
+}
+
+// noteTLS counts, for the status page, a request that reached the tls
+// signal (checkUndeclared): over HTTPS, with its fingerprint fp or none;
+// and, when the signal judged it as an undeclared crawler's (why: what it
+// found; e: what its User-Agent claims), its fingerprint, claim and
+// network, by whether the signal refuses or only logs. A person's request
+// pays one atomic add.
+func (h *Handler) noteTLS(r *http.Request, fp *tlsFingerprint, e *agents.ClaimEntry, why string) {
+	if r.TLS == nil && fp == nil {
+		return
+	}
+	s := h.statsFor(r)
+	if s == nil {
+		return
+	}
+	s.tls.Seen(fp != nil)
+	if why == "" || fp == nil || e == nil {
+		return
+	}
+	s.tls.Judged(admin.TLSJudgement{JA4: fp.JA4, Engine: fp.Verdict.Engine.String(), Why: why, Claim: e.TLS.Browser,
+		Network: policy.TrapPrefix(clientIP(nil, r)), Enforced: h.undeclared.modes[policy.SignalTLS].Enforced(h.enforce), At: h.now()})
+}
+
+// tlsStatus is what the tls signal saw, for the admin API.
+func (s *crawlerStats) tlsStatus() admin.TLSStatus {
+	if s == nil {
+		return admin.TLSStatus{Logged: []admin.TLSClient{}, Enforced: []admin.TLSClient{}}
+	}
+	return s.tls.Status()
 }

@@ -156,6 +156,7 @@ func (h *Handler) checkUndeclared(r *http.Request, d *undeclaredSignals) *outcom
 			tlsMode = d.modes[policy.SignalTLS]
 		}
 	}
+	h.noteTLS(r, fp, e, tlsWhy)
 	s, mode := policy.SignalFetchMetadata, policy.SignalOff
 	// A real browser's request carries the headers: decided without
 	// looking the User-Agent up.

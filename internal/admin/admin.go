@@ -80,6 +80,8 @@ type Site struct {
 	// UntrustedProxy is the first peer found forwarding for others while
 	// the server does not trust it; invalid when none was.
 	UntrustedProxy netip.Addr
+	// TLS is what the site block's tls signal saw (TLSWatch.Status).
+	TLS TLSStatus
 }
 
 // Block names the site block a handler serves, as the running config's

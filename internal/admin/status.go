@@ -67,6 +67,9 @@ type HandlerStatus struct {
 	// found sending X-Forwarded-For or Forwarded while the server does not
 	// trust it: a configuration error shown in red.
 	UntrustedProxy string `json:"untrusted_proxy,omitempty"`
+	// TLS is what the tls signal saw: requests with and without a
+	// fingerprint, and the fingerprints it judged, by mode (tlswatch.go).
+	TLS TLSStatus `json:"tls"`
 	// moreSites is how many sites the status page leaves out.
 	moreSites int
 }
@@ -307,6 +310,13 @@ func handlerStatusOf(i int, s Site, now time.Time) HandlerStatus {
 		IPLists:            ipListsOf(s, now),
 		ConfigWarnings:     s.ConfigWarnings,
 		GraceSeconds:       s.Grace.Seconds(),
+		TLS:                s.TLS,
+	}
+	if hs.TLS.Logged == nil {
+		hs.TLS.Logged = []TLSClient{}
+	}
+	if hs.TLS.Enforced == nil {
+		hs.TLS.Enforced = []TLSClient{}
 	}
 	if !s.CountsSince.IsZero() {
 		since := s.CountsSince.UTC()
