@@ -496,7 +496,7 @@ func (h *Handler) publishOutcome(r *http.Request, cv *caddyValues, o *outcome) *
 	if o.reason == policy.Unavailable {
 		h.statsFor(r).seenUnavailable(a, o.verdict) // not the crawler's offence
 	} else {
-		h.statsFor(r).seen(a, o.verdict, o.action)
+		h.statsFor(r).seen(a, o.verdict, o.action, o.Mode == pipeline.Log)
 	}
 	if repl := cv.repl; repl != nil {
 		repl.Map(o.published.placeholder) // placeholders.go

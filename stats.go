@@ -50,6 +50,9 @@ type nameCounts [numClaims]crawlerCounts
 // crawlerCounts are the counts of one crawler name and claim.
 type crawlerCounts struct {
 	allowed, refused, retries atomic.Uint64
+	// wouldRefuse are the requests served in mode log that enforce would
+	// have refused or throttled: not offences the crawler was refused for.
+	wouldRefuse atomic.Uint64
 	// unavailable are the 503s because the site's robots.txt was
 	// unavailable: no fault of the crawler's, so not refused (offences).
 	unavailable atomic.Uint64
@@ -123,14 +126,17 @@ func (s *crawlerStats) countsOf(a *agents.Shared, c claim) *crawlerCounts {
 }
 
 // seen counts one decision for the crawler a, with the verdict on its name.
-func (s *crawlerStats) seen(a *agents.Shared, v agents.Verdict, act policy.Action) {
+// In mode log nothing is refused: a decision other than Allow is counted
+// as what enforce would refuse, and the history records what the crawler
+// got, a served request.
+func (s *crawlerStats) seen(a *agents.Shared, v agents.Verdict, act policy.Action, logMode bool) {
 	if s == nil {
 		return
 	}
 	o := admin.Served
-	switch act {
-	case policy.Allow:
-	case policy.Throttle:
+	switch {
+	case act == policy.Allow || logMode:
+	case act == policy.Throttle:
 		o = admin.Throttled
 	default:
 		o = admin.Refused
@@ -140,9 +146,12 @@ func (s *crawlerStats) seen(a *agents.Shared, v agents.Verdict, act policy.Actio
 	if cc == nil {
 		return
 	}
-	if act == policy.Allow {
+	switch {
+	case act == policy.Allow:
 		cc.allowed.Add(1)
-	} else {
+	case logMode:
+		cc.wouldRefuse.Add(1)
+	default:
 		cc.refused.Add(1)
 	}
 }
@@ -276,8 +285,8 @@ func (s *crawlerStats) top(n int, offenders bool) []admin.CrawlerCount {
 		}
 		for c := range counts {
 			cc := &counts[c]
-			n := admin.CrawlerCount{Name: name, Claim: claim(c).String(), Allowed: cc.allowed.Load(), Refused: cc.refused.Load(), Retries: cc.retries.Load(), Unavailable: cc.unavailable.Load()}
-			if n.Allowed+n.Refused+n.Retries+n.Unavailable == 0 || (offenders && n.Refused == 0) {
+			n := admin.CrawlerCount{Name: name, Claim: claim(c).String(), Allowed: cc.allowed.Load(), Refused: cc.refused.Load(), Retries: cc.retries.Load(), Unavailable: cc.unavailable.Load(), WouldRefuse: cc.wouldRefuse.Load()}
+			if n.Allowed+n.Refused+n.WouldRefuse+n.Retries+n.Unavailable == 0 || (offenders && n.Refused+n.WouldRefuse == 0) {
 				continue
 			}
 			out = append(out, n)
@@ -287,9 +296,11 @@ func (s *crawlerStats) top(n int, offenders bool) []admin.CrawlerCount {
 	sort.Slice(out, func(i, j int) bool {
 		a, b := out[i], out[j]
 		if offenders {
-			return a.Refused > b.Refused || (a.Refused == b.Refused && countsLess(a, b))
+			ao, bo := a.Refused+a.WouldRefuse, b.Refused+b.WouldRefuse
+			return ao > bo || (ao == bo && countsLess(a, b))
 		}
-		return a.Allowed+a.Refused > b.Allowed+b.Refused || (a.Allowed+a.Refused == b.Allowed+b.Refused && countsLess(a, b))
+		at, bt := a.Allowed+a.Refused+a.WouldRefuse, b.Allowed+b.Refused+b.WouldRefuse
+		return at > bt || (at == bt && countsLess(a, b))
 	})
 	if len(out) > n {
 		out = out[:n]

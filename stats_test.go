@@ -18,11 +18,11 @@ func TestCrawlerStatsByName(t *testing.T) {
 	answers := make([]*agents.Shared, 2000) // each its own, as signed requests get
 	for i := range answers {
 		answers[i] = agents.NewShared(agents.Agent{Bot: true, Name: "SignedBot"})
-		s.seen(answers[i], agents.Unverified, policy.Allow)
+		s.seen(answers[i], agents.Unverified, policy.Allow, false)
 	}
 	gpt := agents.NewShared(agents.Agent{Bot: true, Name: "GPTBot"})
-	s.seen(gpt, agents.Unverified, policy.Block)
-	s.seen(gpt, agents.Unverified, policy.Block)
+	s.seen(gpt, agents.Unverified, policy.Block, false)
+	s.seen(gpt, agents.Unverified, policy.Block, false)
 	s.retried(gpt, agents.Unverified)
 	top := s.top(10, false)
 	want := []admin.CrawlerCount{{Name: "SignedBot", Allowed: 2000}, {Name: "GPTBot", Refused: 2, Retries: 1}}
@@ -40,17 +40,17 @@ func TestCrawlerStatsByName(t *testing.T) {
 func TestCrawlerStatsClaims(t *testing.T) {
 	s := newCrawlerStats()
 	g := agents.NewShared(agents.Agent{Bot: true, Known: true, Name: "Googlebot", Profile: agents.Profile{Verify: "google"}})
-	s.seen(g, agents.Verified, policy.Allow)
-	s.seen(g, agents.Verified, policy.Allow)
-	s.seen(g, agents.Verified, policy.Allow)
-	s.seen(g, agents.Unverified, policy.Allow)
-	s.seen(g, agents.Spoofed, policy.Block)
-	s.seen(g, agents.Spoofed, policy.Block)
+	s.seen(g, agents.Verified, policy.Allow, false)
+	s.seen(g, agents.Verified, policy.Allow, false)
+	s.seen(g, agents.Verified, policy.Allow, false)
+	s.seen(g, agents.Unverified, policy.Allow, false)
+	s.seen(g, agents.Spoofed, policy.Block, false)
+	s.seen(g, agents.Spoofed, policy.Block, false)
 	s.retried(g, agents.Spoofed)
 	plain := agents.NewShared(agents.Agent{Bot: true, Name: "SomeBot"}) // no way to verify it: no mark
-	s.seen(plain, agents.Unverified, policy.Allow)
+	s.seen(plain, agents.Unverified, policy.Allow, false)
 	nameless := agents.NewShared(agents.Agent{Bot: true})
-	s.seen(nameless, agents.Unverified, policy.Block)
+	s.seen(nameless, agents.Unverified, policy.Block, false)
 	want := []admin.CrawlerCount{
 		{Name: "Googlebot", Allowed: 3},
 		{Name: "Googlebot", Claim: "spoofed", Refused: 2, Retries: 1},
@@ -78,7 +78,7 @@ func TestCrawlerStatsUnavailableApart(t *testing.T) {
 	for range 3 {
 		s.seenUnavailable(polite, agents.Unverified)
 	}
-	s.seen(polite, agents.Unverified, policy.Allow)
+	s.seen(polite, agents.Unverified, policy.Allow, false)
 	if off := s.top(10, true); len(off) != 0 {
 		t.Errorf("offenders = %+v, want none", off)
 	}
@@ -97,12 +97,12 @@ func TestCrawlerStatsUnavailableApart(t *testing.T) {
 func TestCrawlerStatsHistory(t *testing.T) {
 	s := newCrawlerStats()
 	g := agents.NewShared(agents.Agent{Bot: true, Known: true, Name: "Googlebot", Profile: agents.Profile{Verify: "google"}})
-	s.seen(g, agents.Verified, policy.Allow)
-	s.seen(g, agents.Verified, policy.Allow)
-	s.seen(g, agents.Spoofed, policy.Block)
-	s.seen(g, agents.Spoofed, policy.Throttle)
+	s.seen(g, agents.Verified, policy.Allow, false)
+	s.seen(g, agents.Verified, policy.Allow, false)
+	s.seen(g, agents.Spoofed, policy.Block, false)
+	s.seen(g, agents.Spoofed, policy.Throttle, false)
 	for i := range maxCrawlerHistories + 20 {
-		s.seen(agents.NewShared(agents.Agent{Bot: true, Name: fmt.Sprintf("Bot%03d", i)}), agents.Unverified, policy.Allow)
+		s.seen(agents.NewShared(agents.Agent{Bot: true, Name: fmt.Sprintf("Bot%03d", i)}), agents.Unverified, policy.Allow, false)
 	}
 	if n := s.histories.Load(); n != maxCrawlerHistories {
 		t.Errorf("%d crawler histories kept, want %d", n, maxCrawlerHistories)

@@ -75,7 +75,9 @@ func checkTruthStatus(t *testing.T) {
 				Warnings []string `json:"warnings"`
 			} `json:"sites"`
 			Offenders []struct {
-				Crawler string `json:"crawler"`
+				Crawler     string `json:"crawler"`
+				Refused     int    `json:"refused"`
+				WouldRefuse int    `json:"would_refuse"`
 			} `json:"top_offenders"`
 			RefusedUnavailable int `json:"refused_while_unavailable"`
 			Bans               struct {
@@ -114,6 +116,11 @@ func checkTruthStatus(t *testing.T) {
 	}
 	if shop.RefusedUnavailable != 2 || len(shop.Offenders) != 0 {
 		t.Errorf("refused while unavailable %d, offenders %+v; want 2 and none", shop.RefusedUnavailable, shop.Offenders)
+	}
+	// Mode log refuses nothing: RudeBot's disallowed requests (and the
+	// one after its logged ban) are what enforce would refuse.
+	if o := logged.Offenders; len(o) != 1 || o[0].Crawler != "RudeBot" || o[0].Refused != 0 || o[0].WouldRefuse != 3 {
+		t.Errorf("the log block's offenders %+v, want RudeBot with 0 refused and 3 that enforce would refuse", o)
 	}
 	if logged.Bans.Count != 0 || logged.Bans.Logged != 1 {
 		t.Errorf("log block's bans %+v, want none in force and 1 logged", logged.Bans)

@@ -116,6 +116,10 @@ type CrawlerCount struct {
 	Claim   string `json:"claim,omitempty"`
 	Allowed uint64 `json:"allowed"`
 	Refused uint64 `json:"refused"`
+	// WouldRefuse are the requests served because the handler (or the
+	// signal that judged them) is in mode log, that enforce would have
+	// refused or throttled: apart from Refused, which counts refusals.
+	WouldRefuse uint64 `json:"would_refuse,omitempty"`
 	// Retries are requests that came back inside their Retry-After.
 	Retries uint64 `json:"immediate_retries"`
 	// Unavailable are the requests refused (503) because the site's
