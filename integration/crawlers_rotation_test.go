@@ -333,8 +333,9 @@ var rogueName = regexp.MustCompile(`Rnd[0-9a-f]{12}`)
 // 10 ms (far more than any Crawl-delay allows, and light on a shared
 // machine), each with a new random product token, until stop is closed:
 // allowed pages and /private/ pages in turn. extra headers are sent with
-// each.
-func runRogue(t *testing.T, base string, workers int, stop <-chan struct{}, headers ...string) *rogueRun {
+// each; with rotateShapes, each request also carries a header of a new
+// random name, so that no two requests have one client shape.
+func runRogue(t *testing.T, base string, workers int, stop <-chan struct{}, rotateShapes bool, headers ...string) *rogueRun {
 	t.Helper()
 	r := &rogueRun{names: map[string]bool{}}
 	// A connection the previous config's server took as it shut down is
@@ -364,6 +365,9 @@ func runRogue(t *testing.T, base string, workers int, stop <-chan struct{}, head
 					return
 				}
 				req.Header.Set("User-Agent", name+"/1.0")
+				if rotateShapes {
+					req.Header.Set(fmt.Sprintf("X-%012x", rand.Uint64()&(1<<48-1)), "1")
+				}
 				for _, h := range headers {
 					k, v, _ := strings.Cut(h, ":")
 					req.Header.Set(strings.TrimSpace(k), strings.TrimSpace(v))
@@ -443,42 +447,90 @@ func politeClient(t *testing.T, c client, base, ua string, pages []string, skipR
 }
 
 // rogueBound is the most allowed requests a rogue that never reuses a name
-// and never fetches /robots.txt can get in span: one request for each of
-// the address's residents (its first names), and the pool of unproven
-// names, RotationPoolNames names' worth of the Crawl-delay budget (GCRA
+// and never fetches /robots.txt can get in span from pools Crawl-delay
+// pools of its address (state.Rotations.Pool: one for a rogue of one
+// client shape, state.RotationShapes+1 for one that rotates shapes too):
+// one request for each of the address's residents (its first names), and
+// each pool RotationPoolNames names' worth of the Crawl-delay budget (GCRA
 // with emission interval 7/8 of delay/4, a burst of 4 per name, and the
 // jitter tolerance).
-func rogueBound(span time.Duration) int {
-	const residents, pool, burst = 4, 4, 4
-	interval := time.Duration(rotationDelay * float64(time.Second) / pool)
+func rogueBound(span time.Duration, pools int) int {
+	const residents, poolNames, burst = 4, 4, 4
+	interval := time.Duration(rotationDelay * float64(time.Second) / poolNames)
 	emission := interval - interval/8
 	tolerance := interval / 2
-	return residents + pool*burst + int((span+tolerance)/emission) + 1
+	return residents + pools*(poolNames*burst+int((span+tolerance)/emission)+1)
+}
+
+// checkRogue asserts that the rogue was refused every /private/ page, got
+// no more allowed pages than pools pools allow (rogueBound), asked for
+// enough of them to test that bound, and was never shown another client's
+// name.
+func checkRogue(t *testing.T, rogue *rogueRun, pools int) {
+	t.Helper()
+	rogue.mu.Lock()
+	defer rogue.mu.Unlock()
+	span := rogue.last.Sub(rogue.first)
+	bound := rogueBound(span, pools)
+	windows := span.Seconds() / rotationDelay
+	t.Logf("the rogue: %d names in %s; %d of %d allowed-page requests answered 200 (%.1f per Crawl-delay window; bound %d in all, %d pools), %d /private/ requests, %d served",
+		len(rogue.names), span.Round(100*time.Millisecond), rogue.allowedOK, rogue.allowed, float64(rogue.allowedOK)/windows, bound, pools, rogue.private, len(rogue.privateOK))
+	if rogue.allowed < 3*bound {
+		t.Fatalf("the rogue asked for only %d allowed pages, too few to test its bound %d (a busy machine?)", rogue.allowed, bound)
+	}
+	if rogue.allowedOK > bound {
+		t.Errorf("the rotating rogue got %d allowed pages in %s, more than the %d that 4 residents and %d pools of 4 names allow", rogue.allowedOK, span, bound, pools)
+	}
+	if len(rogue.privateOK) > 0 {
+		t.Errorf("the rogue was served /private/ pages: %v", rogue.privateOK)
+	}
+	for i, l := range rogue.leaks {
+		if i == 2 {
+			t.Errorf("... and %d more", len(rogue.leaks)-i)
+			break
+		}
+		t.Errorf("a refusal names another client: %s", l)
+	}
+}
+
+// checkPolite asserts that PoliteBot (politeClient) got every page, and
+// that no refusal it got names the rogue.
+func checkPolite(t *testing.T, statuses []int, refusals []string) {
+	t.Helper()
+	t.Logf("PoliteBot (written here): %v", statuses)
+	for i, r := range refusals {
+		if i < 2 {
+			t.Errorf("PoliteBot, after fetching /robots.txt beside the rogue, refused: %s", r)
+		}
+	}
+	for _, r := range refusals {
+		if m := rogueName.FindString(r); m != "" {
+			t.Errorf("a refusal to PoliteBot names the rogue's %s", m)
+		}
+	}
 }
 
 // TestRealCrawlersAfterARotatingRogue: a rogue on 127.0.0.1 sends every
 // request with a new product token, as fast as it can, half of them for
-// /private/. While it runs, a compliant crawler arrives on the same
-// address: the robotparser crawler, Scrapy and the Colly crawler (each
-// fetches /robots.txt before its first page) and one written here that
-// reads every answer. None loses an allowed page or gets a 403 or 503; no
+// /private/. While it runs, compliant crawlers arrive on the same address:
+// all six real ones (wget, wget2 and HTTrack ask for their start page
+// before /robots.txt; Scrapy, the Colly crawler and the robotparser
+// crawler fetch /robots.txt first) and one written here that reads every
+// answer: seven newcomers, more than the address's graduate places once
+// the rogue took its residents, so some crawl unproven to the end. None
+// loses an allowed page or gets a 403 or 503: an unproven name spends the
+// pool of its client's shape, and none of them looks like the rogue. No
 // answer to anyone names another client; the rogue is refused every
 // /private/ page, and its allowed requests stay within what the address's
-// residents and the pool of RotationPoolNames names allow.
+// residents and its shape's one pool of RotationPoolNames names allow.
 func TestRealCrawlersAfterARotatingRogue(t *testing.T) {
-	all := rotationCrawlers(t)
-	var crawlers []rotationCrawler
-	for _, cr := range all {
-		if cr.name == "robotparser" || cr.name == "scrapy" || cr.name == "colly" {
-			crawlers = append(crawlers, cr)
-		}
-	}
+	crawlers := rotationCrawlers(t)
 	dir, allowed := rotationSite(t)
 	logPath := filepath.Join(t.TempDir(), "access.log")
 	c := newClient(t, rotationConfig(dir, "rogue.rotation.invalid", 20303, logPath))
 	base := rotationURL()
 	stop := make(chan struct{})
-	rogue := runRogue(t, base, 4, stop)
+	rogue := runRogue(t, base, 4, stop, false)
 	time.Sleep(time.Second) // the rogue is well under way
 	var wg sync.WaitGroup
 	var statuses []int
@@ -496,41 +548,31 @@ func TestRealCrawlersAfterARotatingRogue(t *testing.T) {
 	time.Sleep(300 * time.Millisecond) // let the access log flush and the rogue stop
 
 	checkCompliant(t, readAccessLog(t, logPath), crawlers, allowed, took)
-	t.Logf("PoliteBot (written here): %v", statuses)
-	for i, r := range refusals {
-		if i < 2 {
-			t.Errorf("PoliteBot, after fetching /robots.txt beside the rogue, refused: %s", r)
-		}
-	}
-	for _, r := range refusals {
-		if m := rogueName.FindString(r); m != "" {
-			t.Errorf("a refusal to PoliteBot names the rogue's %s", m)
-		}
-	}
+	checkPolite(t, statuses, refusals)
+	checkRogue(t, rogue, 1)
+}
 
-	rogue.mu.Lock()
-	defer rogue.mu.Unlock()
-	span := rogue.last.Sub(rogue.first)
-	bound := rogueBound(span)
-	windows := span.Seconds() / rotationDelay
-	t.Logf("the rogue: %d names in %s; %d of %d allowed-page requests answered 200 (%.1f per Crawl-delay window; bound %d in all), %d /private/ requests, %d served",
-		len(rogue.names), span.Round(100*time.Millisecond), rogue.allowedOK, rogue.allowed, float64(rogue.allowedOK)/windows, bound, rogue.private, len(rogue.privateOK))
-	if rogue.allowed < 3*bound {
-		t.Fatalf("the rogue asked for only %d allowed pages, too few to test its bound %d (a busy machine?)", rogue.allowed, bound)
-	}
-	if rogue.allowedOK > bound {
-		t.Errorf("the rotating rogue got %d allowed pages in %s, more than the %d that 4 residents and a pool of 4 names allow", rogue.allowedOK, span, bound)
-	}
-	if len(rogue.privateOK) > 0 {
-		t.Errorf("the rogue was served /private/ pages: %v", rogue.privateOK)
-	}
-	for i, l := range rogue.leaks {
-		if i == 2 {
-			t.Errorf("... and %d more", len(rogue.leaks)-i)
-			break
-		}
-		t.Errorf("a refusal names another client: %s", l)
-	}
+// TestRotatingRogueThatRotatesShapesToo: a rogue that sends, with every
+// request, a new product token and a header of a new name (a new client
+// shape each time) takes its address's shape pools and the overflow pool,
+// and no more: its allowed requests stay within what the residents and
+// state.RotationShapes+1 pools allow, and it is refused every /private/
+// page. A compliant crawler that fetches /robots.txt first keeps a budget
+// of its own beside it and loses no page.
+func TestRotatingRogueThatRotatesShapesToo(t *testing.T) {
+	dir, allowed := rotationSite(t)
+	logPath := filepath.Join(t.TempDir(), "access.log")
+	c := newClient(t, rotationConfig(dir, "shapes.rotation.invalid", 20307, logPath))
+	base := rotationURL()
+	stop := make(chan struct{})
+	rogue := runRogue(t, base, 4, stop, true)
+	time.Sleep(time.Second)
+	statuses, refusals := politeClient(t, c, base, "PoliteBot/1.0 (+https://example.org/polite)", allowed[:8], false)
+	close(stop)
+	time.Sleep(300 * time.Millisecond)
+	checkPolite(t, statuses, refusals)
+	const shapes = 4 // state.RotationShapes
+	checkRogue(t, rogue, shapes+1)
 }
 
 // TestRotationBehindAnUntrustedProxy: the server trusts no proxy, and every
@@ -547,7 +589,7 @@ func TestRotationBehindAnUntrustedProxy(t *testing.T) {
 	c := newClient(t, rotationConfig(dir, "proxy.rotation.invalid", 20305, logPath))
 	base := rotationURL()
 	stop := make(chan struct{})
-	rogue := runRogue(t, base, 4, stop, "X-Forwarded-For: 198.51.100.23")
+	rogue := runRogue(t, base, 4, stop, false, "X-Forwarded-For: 198.51.100.23")
 	time.Sleep(time.Second)
 	var wg sync.WaitGroup
 	for _, ua := range []string{googleUA, "NewCrawler/1.0 (+https://example.org/new)"} {
