@@ -105,12 +105,13 @@ func rotationURL() string { return "http://" + hostPort("127.0.0.1", crawlPort) 
 // rotationConfig serves dir on the crawl port as 127.0.0.1 and name (a host
 // name no client uses: it gives the site block a scope of its own, so no
 // other test's names, rotation or bans reach it), with a store of its own
-// and a JSON access log at logPath.
-func rotationConfig(dir, name string, store int, logPath string) string {
+// (store: the store directive's arguments and block) and a JSON access log
+// at logPath.
+func rotationConfig(dir, name, store, logPath string) string {
 	return globals + rotationURL() + `, http://` + hostPort(name, crawlPort) + ` {
 	root * ` + dir + `
 	robots {
-		store memory ` + strconv.Itoa(store) + `
+		store ` + store + `
 	}
 	file_server
 	log {
@@ -305,7 +306,7 @@ func TestRealCrawlersSixOnOneAddress(t *testing.T) {
 	crawlers := rotationCrawlers(t)
 	dir, allowed := rotationSite(t)
 	logPath := filepath.Join(t.TempDir(), "access.log")
-	newClient(t, rotationConfig(dir, "six.rotation.invalid", 20301, logPath))
+	newClient(t, rotationConfig(dir, "six.rotation.invalid", "memory 20301", logPath))
 	start := time.Now()
 	runCrawlers(t, crawlers, rotationURL()+"/", 300*time.Millisecond)
 	took := time.Since(start)
@@ -527,7 +528,7 @@ func TestRealCrawlersAfterARotatingRogue(t *testing.T) {
 	crawlers := rotationCrawlers(t)
 	dir, allowed := rotationSite(t)
 	logPath := filepath.Join(t.TempDir(), "access.log")
-	c := newClient(t, rotationConfig(dir, "rogue.rotation.invalid", 20303, logPath))
+	c := newClient(t, rotationConfig(dir, "rogue.rotation.invalid", "memory 20303", logPath))
 	base := rotationURL()
 	stop := make(chan struct{})
 	rogue := runRogue(t, base, 4, stop, false)
@@ -552,6 +553,39 @@ func TestRealCrawlersAfterARotatingRogue(t *testing.T) {
 	checkRogue(t, rogue, 1)
 }
 
+// TestRealCrawlersAfterARotatingRogueRedis: as
+// TestRealCrawlersAfterARotatingRogue, with the Crawl-delay budgets in
+// Redis: the pools of an address's unproven names are keyed by client
+// shape there too, so wget, wget2 and HTTrack, which ask for their start
+// page before /robots.txt, lose nothing beside the rogue, and the rogue's
+// one pool bounds it.
+func TestRealCrawlersAfterARotatingRogueRedis(t *testing.T) {
+	r := needRedis(t)
+	var crawlers []rotationCrawler
+	for _, cr := range rotationCrawlers(t) {
+		if cr.name == "wget" || cr.name == "wget2" || cr.name == "httrack" {
+			crawlers = append(crawlers, cr)
+		}
+	}
+	dir, allowed := rotationSite(t)
+	logPath := filepath.Join(t.TempDir(), "access.log")
+	// A timeout far above a busy machine's latency: a call that timed out
+	// would be decided from local state (fail open), outside the bound.
+	store := fmt.Sprintf("redis %s {\n\t\t\tprefix rot%d\n\t\t\ttimeout 5s\n\t\t}", r.url(), time.Now().UnixNano())
+	newClient(t, rotationConfig(dir, "redis.rotation.invalid", store, logPath))
+	base := rotationURL()
+	stop := make(chan struct{})
+	rogue := runRogue(t, base, 4, stop, false)
+	time.Sleep(time.Second)
+	start := time.Now()
+	runCrawlers(t, crawlers, base+"/", 200*time.Millisecond)
+	took := time.Since(start)
+	close(stop)
+	time.Sleep(300 * time.Millisecond)
+	checkCompliant(t, readAccessLog(t, logPath), crawlers, allowed, took)
+	checkRogue(t, rogue, 1)
+}
+
 // TestRotatingRogueThatRotatesShapesToo: a rogue that sends, with every
 // request, a new product token and a header of a new name (a new client
 // shape each time) takes its address's shape pools and the overflow pool,
@@ -562,7 +596,7 @@ func TestRealCrawlersAfterARotatingRogue(t *testing.T) {
 func TestRotatingRogueThatRotatesShapesToo(t *testing.T) {
 	dir, allowed := rotationSite(t)
 	logPath := filepath.Join(t.TempDir(), "access.log")
-	c := newClient(t, rotationConfig(dir, "shapes.rotation.invalid", 20307, logPath))
+	c := newClient(t, rotationConfig(dir, "shapes.rotation.invalid", "memory 20307", logPath))
 	base := rotationURL()
 	stop := make(chan struct{})
 	rogue := runRogue(t, base, 4, stop, true)
@@ -586,7 +620,7 @@ func TestRotatingRogueThatRotatesShapesToo(t *testing.T) {
 func TestRotationBehindAnUntrustedProxy(t *testing.T) {
 	dir, allowed := rotationSite(t)
 	logPath := filepath.Join(t.TempDir(), "access.log")
-	c := newClient(t, rotationConfig(dir, "proxy.rotation.invalid", 20305, logPath))
+	c := newClient(t, rotationConfig(dir, "proxy.rotation.invalid", "memory 20305", logPath))
 	base := rotationURL()
 	stop := make(chan struct{})
 	rogue := runRogue(t, base, 4, stop, false, "X-Forwarded-For: 198.51.100.23")
