@@ -514,11 +514,10 @@ func checkPolite(t *testing.T, statuses []int, refusals []string) {
 // TestRealCrawlersAfterARotatingRogue: a rogue on 127.0.0.1 sends every
 // request with a new product token, as fast as it can, half of them for
 // /private/. While it runs, compliant crawlers arrive on the same address:
-// all six real ones (wget, wget2 and HTTrack ask for their start page
-// before /robots.txt; Scrapy, the Colly crawler and the robotparser
-// crawler fetch /robots.txt first) and one written here that reads every
-// answer: seven newcomers, more than the address's graduate places once
-// the rogue took its residents, so some crawl unproven to the end. None
+// all six real ones and one written here that reads every answer: seven
+// newcomers, more than the address's graduate places once the rogue took
+// its residents, so the last to fetch /robots.txt crawl unproven to the
+// end, and wget asks for its start page before /robots.txt. None
 // loses an allowed page or gets a 403 or 503: an unproven name spends the
 // pool of its client's shape, and none of them looks like the rogue. No
 // answer to anyone names another client; the rogue is refused every
@@ -556,17 +555,11 @@ func TestRealCrawlersAfterARotatingRogue(t *testing.T) {
 // TestRealCrawlersAfterARotatingRogueRedis: as
 // TestRealCrawlersAfterARotatingRogue, with the Crawl-delay budgets in
 // Redis: the pools of an address's unproven names are keyed by client
-// shape there too, so wget, wget2 and HTTrack, which ask for their start
-// page before /robots.txt, lose nothing beside the rogue, and the rogue's
-// one pool bounds it.
+// shape there too, so the six real crawlers lose nothing beside the rogue,
+// and the rogue's one pool bounds it.
 func TestRealCrawlersAfterARotatingRogueRedis(t *testing.T) {
 	r := needRedis(t)
-	var crawlers []rotationCrawler
-	for _, cr := range rotationCrawlers(t) {
-		if cr.name == "wget" || cr.name == "wget2" || cr.name == "httrack" {
-			crawlers = append(crawlers, cr)
-		}
-	}
+	crawlers := rotationCrawlers(t)
 	dir, allowed := rotationSite(t)
 	logPath := filepath.Join(t.TempDir(), "access.log")
 	// A timeout far above a busy machine's latency: a call that timed out

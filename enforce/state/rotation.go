@@ -36,8 +36,8 @@ import (
 // of a few, its HTTP version; internal/policy.ClientShape). wget, wget2,
 // HTTrack, curl, Python, Go and Scrapy all differ there, so a rogue that
 // rotates names only drains the pool of the clients that look like it,
-// and a crawler that asks for its start page before /robots.txt (wget,
-// HTTrack) finds its own pool unspent. The first RotationShapes shapes of
+// and a crawler that asks for its start page before /robots.txt (wget
+// does) finds its own pool unspent. The first RotationShapes shapes of
 // an address's unproven names each have a pool of their own, named by the
 // shape (the same in every process sharing a store); every later shape
 // spends one overflow pool, RotationOverflow.
