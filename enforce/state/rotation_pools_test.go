@@ -180,3 +180,18 @@ func TestRedisPoolsPerShapeAcrossInstances(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkRotationsPool is what an unproven name's request on a rotating
+// address pays, besides Note, for its pool.
+func BenchmarkRotationsPool(b *testing.B) {
+	r := NewRotations(0)
+	a := netip.MustParseAddr("203.0.113.2")
+	now := time.Unix(1_000_000, 0)
+	for i := range RotationResidents + 1 {
+		r.Note("h:abcdef012345", a, "", fmt.Sprintf("Bot%d", i), now, false)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		r.Pool("h:abcdef012345", a, 0x2222, now, false)
+	}
+}

@@ -150,3 +150,16 @@ for u in sys.argv[1:]:
 		}
 	}
 }
+
+// BenchmarkClientShape is what an unproven name's request on a rotating
+// address pays for its shape over plain HTTP (wget's headers).
+func BenchmarkClientShape(b *testing.B) {
+	r := httptest.NewRequest(http.MethodGet, "/p01.html", nil)
+	for k, v := range map[string]string{"User-Agent": "Wget/1.21.3", "Accept": "*/*", "Accept-Encoding": "identity", "Connection": "Keep-Alive", "Referer": "http://127.0.0.1/"} {
+		r.Header.Set(k, v)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		ClientShape(r, "")
+	}
+}
