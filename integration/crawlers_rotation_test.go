@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -327,21 +328,30 @@ type rogueRun struct {
 	leaks     []string // refusals that name another client
 }
 
+// rogueStyle is how a rogue's requests vary besides their names.
+type rogueStyle struct {
+	// rotateShapes sends a header of a new random name with each request,
+	// so that no two requests have one client shape.
+	rotateShapes bool
+	// headers are "Key: value" headers sent with each request.
+	headers []string
+	// tls is the client's TLS configuration, for an https base.
+	tls *tls.Config
+}
+
 // rogueName matches the names the rogue rotates through.
 var rogueName = regexp.MustCompile(`Rnd[0-9a-f]{12}`)
 
 // runRogue sends requests from workers goroutines, each at most one every
 // 10 ms (far more than any Crawl-delay allows, and light on a shared
 // machine), each with a new random product token, until stop is closed:
-// allowed pages and /private/ pages in turn. extra headers are sent with
-// each; with rotateShapes, each request also carries a header of a new
-// random name, so that no two requests have one client shape.
-func runRogue(t *testing.T, base string, workers int, stop <-chan struct{}, rotateShapes bool, headers ...string) *rogueRun {
+// allowed pages and /private/ pages in turn, as style says.
+func runRogue(t *testing.T, base string, workers int, stop <-chan struct{}, style rogueStyle) *rogueRun {
 	t.Helper()
 	r := &rogueRun{names: map[string]bool{}}
 	// A connection the previous config's server took as it shut down is
 	// reset unread: resetRetrier sends the request again.
-	hc := &http.Client{Timeout: 20 * time.Second, Transport: resetRetrier{&http.Transport{MaxIdleConnsPerHost: workers}}}
+	hc := &http.Client{Timeout: 20 * time.Second, Transport: resetRetrier{&http.Transport{MaxIdleConnsPerHost: workers, TLSClientConfig: style.tls}}}
 	var wg sync.WaitGroup
 	var n atomic.Int64
 	for range workers {
@@ -366,10 +376,10 @@ func runRogue(t *testing.T, base string, workers int, stop <-chan struct{}, rota
 					return
 				}
 				req.Header.Set("User-Agent", name+"/1.0")
-				if rotateShapes {
+				if style.rotateShapes {
 					req.Header.Set(fmt.Sprintf("X-%012x", rand.Uint64()&(1<<48-1)), "1")
 				}
-				for _, h := range headers {
+				for _, h := range style.headers {
 					k, v, _ := strings.Cut(h, ":")
 					req.Header.Set(strings.TrimSpace(k), strings.TrimSpace(v))
 				}
@@ -530,7 +540,7 @@ func TestRealCrawlersAfterARotatingRogue(t *testing.T) {
 	c := newClient(t, rotationConfig(dir, "rogue.rotation.invalid", "memory 20303", logPath))
 	base := rotationURL()
 	stop := make(chan struct{})
-	rogue := runRogue(t, base, 4, stop, false)
+	rogue := runRogue(t, base, 4, stop, rogueStyle{})
 	time.Sleep(time.Second) // the rogue is well under way
 	var wg sync.WaitGroup
 	var statuses []int
@@ -568,7 +578,7 @@ func TestRealCrawlersAfterARotatingRogueRedis(t *testing.T) {
 	newClient(t, rotationConfig(dir, "redis.rotation.invalid", store, logPath))
 	base := rotationURL()
 	stop := make(chan struct{})
-	rogue := runRogue(t, base, 4, stop, false)
+	rogue := runRogue(t, base, 4, stop, rogueStyle{})
 	time.Sleep(time.Second)
 	start := time.Now()
 	runCrawlers(t, crawlers, base+"/", 200*time.Millisecond)
@@ -592,7 +602,7 @@ func TestRotatingRogueThatRotatesShapesToo(t *testing.T) {
 	c := newClient(t, rotationConfig(dir, "shapes.rotation.invalid", "memory 20307", logPath))
 	base := rotationURL()
 	stop := make(chan struct{})
-	rogue := runRogue(t, base, 4, stop, true)
+	rogue := runRogue(t, base, 4, stop, rogueStyle{rotateShapes: true})
 	time.Sleep(time.Second)
 	statuses, refusals := politeClient(t, c, base, "PoliteBot/1.0 (+https://example.org/polite)", allowed[:8], false)
 	close(stop)
@@ -600,6 +610,55 @@ func TestRotatingRogueThatRotatesShapesToo(t *testing.T) {
 	checkPolite(t, statuses, refusals)
 	const shapes = 4 // state.RotationShapes
 	checkRogue(t, rogue, shapes+1)
+}
+
+// TestRotatingRogueOverTLS: over HTTPS with robots_fingerprint, a client's
+// shape is its handshake's JA4. A rogue that rotates names and header
+// names with every request still shows one handshake (Go's), so all its
+// unproven names share one pool, and a newcomer whose handshake differs
+// (curl's) that asks for pages without ever fetching /robots.txt, beyond
+// the address's residents, gets every page. Over plain HTTP the same rogue
+// would take every shape pool (TestRotatingRogueThatRotatesShapesToo) and
+// share the overflow pool with the newcomer. The rogue stays within one
+// pool and is refused every /private/ page.
+func TestRotatingRogueOverTLS(t *testing.T) {
+	curl := requireCrawler(t, "curl")
+	ca := newTestCA(t, "127.0.0.1")
+	dir, allowed := rotationSite(t)
+	base := "https://" + hostPort("127.0.0.1", httpsPort)
+	newClient(t, globalsWith("\tservers {\n\t\tprotocols h1 h2\n\t\tlistener_wrappers {\n\t\t\trobots_fingerprint\n\t\t\ttls\n\t\t}\n\t}\n")+
+		base+`, https://`+hostPort("tls.rotation.invalid", httpsPort)+` {
+	tls `+ca.certFile+` `+ca.keyFile+`
+	root * `+dir+`
+	robots {
+		store memory 20309
+	}
+	file_server
+}
+`)
+	stop := make(chan struct{})
+	rogue := runRogue(t, base, 4, stop, rogueStyle{rotateShapes: true, tls: ca.clientTLS(t)})
+	time.Sleep(time.Second)
+	gap := time.Duration(rotationDelay * 1.1 * float64(time.Second))
+	var statuses []string
+	for i, p := range allowed[:8] {
+		if i > 0 {
+			time.Sleep(gap)
+		}
+		out, err := exec.Command(curl, "-sS", "-o", "/dev/null", "-w", "%{http_code}", "--cacert", ca.caFile,
+			"-A", "NewcomerBot/1.0 (+https://example.org/new)", base+p).Output()
+		if err != nil {
+			t.Fatalf("curl %s: %v", p, err)
+		}
+		statuses = append(statuses, p+"="+string(out))
+		if string(out) != "200" {
+			t.Errorf("the newcomer (curl's handshake, no /robots.txt) beside a rogue of another handshake: %s got %s", p, out)
+		}
+	}
+	close(stop)
+	time.Sleep(300 * time.Millisecond)
+	t.Logf("NewcomerBot over curl: %v", statuses)
+	checkRogue(t, rogue, 1)
 }
 
 // TestRotationBehindAnUntrustedProxy: the server trusts no proxy, and every
@@ -616,7 +675,7 @@ func TestRotationBehindAnUntrustedProxy(t *testing.T) {
 	c := newClient(t, rotationConfig(dir, "proxy.rotation.invalid", "memory 20305", logPath))
 	base := rotationURL()
 	stop := make(chan struct{})
-	rogue := runRogue(t, base, 4, stop, false, "X-Forwarded-For: 198.51.100.23")
+	rogue := runRogue(t, base, 4, stop, rogueStyle{headers: []string{"X-Forwarded-For: 198.51.100.23"}})
 	time.Sleep(time.Second)
 	var wg sync.WaitGroup
 	for _, ua := range []string{googleUA, "NewCrawler/1.0 (+https://example.org/new)"} {
