@@ -219,7 +219,7 @@ func (h *Handler) read(r *http.Request, cv *caddyValues, o *outcome, mode pipeli
 		return false
 	}
 	o.Client.Agent = &o.agent.Agent
-	o.Recorded, o.Remote = recordedClientIP(cv.vars, r), r.RemoteAddr
+	o.Recorded, o.Remote, o.HTTP = recordedClientIP(cv.vars, r), r.RemoteAddr, r
 	o.Forwarded, o.TrustedProxy = forwarding(r, cv.vars)
 	sc := h.scopeFor(r)
 	o.Block, o.BlockDesc, o.Mode = sc.key, sc.desc, mode
@@ -305,8 +305,11 @@ func (h *Handler) newPipeline() *pipeline.Pipeline {
 		PacePerHost: h.Source == "site",
 		Fetched:     fetched,
 		Options:     h.policy,
-		Now:         func() time.Time { return h.now() },
-		RotationNow: func() time.Time { return time.Unix(coarseNow.Load(), 0) },
+		// The client's own handshake is its shape on an address that
+		// rotates names (pipeline.Pipeline.shape).
+		TLSFingerprint: func(r *http.Request) string { fp, _ := h.fingerprintOf(r); return fingerprintJA4(fp) },
+		Now:            func() time.Time { return h.now() },
+		RotationNow:    func() time.Time { return time.Unix(coarseNow.Load(), 0) },
 	})
 }
 

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -105,12 +106,13 @@ func rotationURL() string { return "http://" + hostPort("127.0.0.1", crawlPort) 
 // rotationConfig serves dir on the crawl port as 127.0.0.1 and name (a host
 // name no client uses: it gives the site block a scope of its own, so no
 // other test's names, rotation or bans reach it), with a store of its own
-// and a JSON access log at logPath.
-func rotationConfig(dir, name string, store int, logPath string) string {
+// (store: the store directive's arguments and block) and a JSON access log
+// at logPath.
+func rotationConfig(dir, name, store, logPath string) string {
 	return globals + rotationURL() + `, http://` + hostPort(name, crawlPort) + ` {
 	root * ` + dir + `
 	robots {
-		store memory ` + strconv.Itoa(store) + `
+		store ` + store + `
 	}
 	file_server
 	log {
@@ -305,7 +307,7 @@ func TestRealCrawlersSixOnOneAddress(t *testing.T) {
 	crawlers := rotationCrawlers(t)
 	dir, allowed := rotationSite(t)
 	logPath := filepath.Join(t.TempDir(), "access.log")
-	newClient(t, rotationConfig(dir, "six.rotation.invalid", 20301, logPath))
+	newClient(t, rotationConfig(dir, "six.rotation.invalid", "memory 20301", logPath))
 	start := time.Now()
 	runCrawlers(t, crawlers, rotationURL()+"/", 300*time.Millisecond)
 	took := time.Since(start)
@@ -326,20 +328,30 @@ type rogueRun struct {
 	leaks     []string // refusals that name another client
 }
 
+// rogueStyle is how a rogue's requests vary besides their names.
+type rogueStyle struct {
+	// rotateShapes sends a header of a new random name with each request,
+	// so that no two requests have one client shape.
+	rotateShapes bool
+	// headers are "Key: value" headers sent with each request.
+	headers []string
+	// tls is the client's TLS configuration, for an https base.
+	tls *tls.Config
+}
+
 // rogueName matches the names the rogue rotates through.
 var rogueName = regexp.MustCompile(`Rnd[0-9a-f]{12}`)
 
 // runRogue sends requests from workers goroutines, each at most one every
 // 10 ms (far more than any Crawl-delay allows, and light on a shared
 // machine), each with a new random product token, until stop is closed:
-// allowed pages and /private/ pages in turn. extra headers are sent with
-// each.
-func runRogue(t *testing.T, base string, workers int, stop <-chan struct{}, headers ...string) *rogueRun {
+// allowed pages and /private/ pages in turn, as style says.
+func runRogue(t *testing.T, base string, workers int, stop <-chan struct{}, style rogueStyle) *rogueRun {
 	t.Helper()
 	r := &rogueRun{names: map[string]bool{}}
 	// A connection the previous config's server took as it shut down is
 	// reset unread: resetRetrier sends the request again.
-	hc := &http.Client{Timeout: 20 * time.Second, Transport: resetRetrier{&http.Transport{MaxIdleConnsPerHost: workers}}}
+	hc := &http.Client{Timeout: 20 * time.Second, Transport: resetRetrier{&http.Transport{MaxIdleConnsPerHost: workers, TLSClientConfig: style.tls}}}
 	var wg sync.WaitGroup
 	var n atomic.Int64
 	for range workers {
@@ -364,7 +376,10 @@ func runRogue(t *testing.T, base string, workers int, stop <-chan struct{}, head
 					return
 				}
 				req.Header.Set("User-Agent", name+"/1.0")
-				for _, h := range headers {
+				if style.rotateShapes {
+					req.Header.Set(fmt.Sprintf("X-%012x", rand.Uint64()&(1<<48-1)), "1")
+				}
+				for _, h := range style.headers {
 					k, v, _ := strings.Cut(h, ":")
 					req.Header.Set(strings.TrimSpace(k), strings.TrimSpace(v))
 				}
@@ -443,42 +458,89 @@ func politeClient(t *testing.T, c client, base, ua string, pages []string, skipR
 }
 
 // rogueBound is the most allowed requests a rogue that never reuses a name
-// and never fetches /robots.txt can get in span: one request for each of
-// the address's residents (its first names), and the pool of unproven
-// names, RotationPoolNames names' worth of the Crawl-delay budget (GCRA
+// and never fetches /robots.txt can get in span from pools Crawl-delay
+// pools of its address (state.Rotations.Pool: one for a rogue of one
+// client shape, state.RotationShapes+1 for one that rotates shapes too):
+// one request for each of the address's residents (its first names), and
+// each pool RotationPoolNames names' worth of the Crawl-delay budget (GCRA
 // with emission interval 7/8 of delay/4, a burst of 4 per name, and the
 // jitter tolerance).
-func rogueBound(span time.Duration) int {
-	const residents, pool, burst = 4, 4, 4
-	interval := time.Duration(rotationDelay * float64(time.Second) / pool)
+func rogueBound(span time.Duration, pools int) int {
+	const residents, poolNames, burst = 4, 4, 4
+	interval := time.Duration(rotationDelay * float64(time.Second) / poolNames)
 	emission := interval - interval/8
 	tolerance := interval / 2
-	return residents + pool*burst + int((span+tolerance)/emission) + 1
+	return residents + pools*(poolNames*burst+int((span+tolerance)/emission)+1)
+}
+
+// checkRogue asserts that the rogue was refused every /private/ page, got
+// no more allowed pages than pools pools allow (rogueBound), asked for
+// enough of them to test that bound, and was never shown another client's
+// name.
+func checkRogue(t *testing.T, rogue *rogueRun, pools int) {
+	t.Helper()
+	rogue.mu.Lock()
+	defer rogue.mu.Unlock()
+	span := rogue.last.Sub(rogue.first)
+	bound := rogueBound(span, pools)
+	windows := span.Seconds() / rotationDelay
+	t.Logf("the rogue: %d names in %s; %d of %d allowed-page requests answered 200 (%.1f per Crawl-delay window; bound %d in all, %d pools), %d /private/ requests, %d served",
+		len(rogue.names), span.Round(100*time.Millisecond), rogue.allowedOK, rogue.allowed, float64(rogue.allowedOK)/windows, bound, pools, rogue.private, len(rogue.privateOK))
+	if rogue.allowed < 3*bound {
+		t.Fatalf("the rogue asked for only %d allowed pages, too few to test its bound %d (a busy machine?)", rogue.allowed, bound)
+	}
+	if rogue.allowedOK > bound {
+		t.Errorf("the rotating rogue got %d allowed pages in %s, more than the %d that 4 residents and %d pools of 4 names allow", rogue.allowedOK, span, bound, pools)
+	}
+	if len(rogue.privateOK) > 0 {
+		t.Errorf("the rogue was served /private/ pages: %v", rogue.privateOK)
+	}
+	for i, l := range rogue.leaks {
+		if i == 2 {
+			t.Errorf("... and %d more", len(rogue.leaks)-i)
+			break
+		}
+		t.Errorf("a refusal names another client: %s", l)
+	}
+}
+
+// checkPolite asserts that PoliteBot (politeClient) got every page, and
+// that no refusal it got names the rogue.
+func checkPolite(t *testing.T, statuses []int, refusals []string) {
+	t.Helper()
+	t.Logf("PoliteBot (written here): %v", statuses)
+	for i, r := range refusals {
+		if i < 2 {
+			t.Errorf("PoliteBot, after fetching /robots.txt beside the rogue, refused: %s", r)
+		}
+	}
+	for _, r := range refusals {
+		if m := rogueName.FindString(r); m != "" {
+			t.Errorf("a refusal to PoliteBot names the rogue's %s", m)
+		}
+	}
 }
 
 // TestRealCrawlersAfterARotatingRogue: a rogue on 127.0.0.1 sends every
 // request with a new product token, as fast as it can, half of them for
-// /private/. While it runs, a compliant crawler arrives on the same
-// address: the robotparser crawler, Scrapy and the Colly crawler (each
-// fetches /robots.txt before its first page) and one written here that
-// reads every answer. None loses an allowed page or gets a 403 or 503; no
+// /private/. While it runs, compliant crawlers arrive on the same address:
+// all six real ones and one written here that reads every answer: seven
+// newcomers, more than the address's graduate places once the rogue took
+// its residents, so the last to fetch /robots.txt crawl unproven to the
+// end, and wget asks for its start page before /robots.txt. None
+// loses an allowed page or gets a 403 or 503: an unproven name spends the
+// pool of its client's shape, and none of them looks like the rogue. No
 // answer to anyone names another client; the rogue is refused every
 // /private/ page, and its allowed requests stay within what the address's
-// residents and the pool of RotationPoolNames names allow.
+// residents and its shape's one pool of RotationPoolNames names allow.
 func TestRealCrawlersAfterARotatingRogue(t *testing.T) {
-	all := rotationCrawlers(t)
-	var crawlers []rotationCrawler
-	for _, cr := range all {
-		if cr.name == "robotparser" || cr.name == "scrapy" || cr.name == "colly" {
-			crawlers = append(crawlers, cr)
-		}
-	}
+	crawlers := rotationCrawlers(t)
 	dir, allowed := rotationSite(t)
 	logPath := filepath.Join(t.TempDir(), "access.log")
-	c := newClient(t, rotationConfig(dir, "rogue.rotation.invalid", 20303, logPath))
+	c := newClient(t, rotationConfig(dir, "rogue.rotation.invalid", "memory 20303", logPath))
 	base := rotationURL()
 	stop := make(chan struct{})
-	rogue := runRogue(t, base, 4, stop)
+	rogue := runRogue(t, base, 4, stop, rogueStyle{})
 	time.Sleep(time.Second) // the rogue is well under way
 	var wg sync.WaitGroup
 	var statuses []int
@@ -496,41 +558,107 @@ func TestRealCrawlersAfterARotatingRogue(t *testing.T) {
 	time.Sleep(300 * time.Millisecond) // let the access log flush and the rogue stop
 
 	checkCompliant(t, readAccessLog(t, logPath), crawlers, allowed, took)
-	t.Logf("PoliteBot (written here): %v", statuses)
-	for i, r := range refusals {
-		if i < 2 {
-			t.Errorf("PoliteBot, after fetching /robots.txt beside the rogue, refused: %s", r)
-		}
-	}
-	for _, r := range refusals {
-		if m := rogueName.FindString(r); m != "" {
-			t.Errorf("a refusal to PoliteBot names the rogue's %s", m)
-		}
-	}
+	checkPolite(t, statuses, refusals)
+	checkRogue(t, rogue, 1)
+}
 
-	rogue.mu.Lock()
-	defer rogue.mu.Unlock()
-	span := rogue.last.Sub(rogue.first)
-	bound := rogueBound(span)
-	windows := span.Seconds() / rotationDelay
-	t.Logf("the rogue: %d names in %s; %d of %d allowed-page requests answered 200 (%.1f per Crawl-delay window; bound %d in all), %d /private/ requests, %d served",
-		len(rogue.names), span.Round(100*time.Millisecond), rogue.allowedOK, rogue.allowed, float64(rogue.allowedOK)/windows, bound, rogue.private, len(rogue.privateOK))
-	if rogue.allowed < 3*bound {
-		t.Fatalf("the rogue asked for only %d allowed pages, too few to test its bound %d (a busy machine?)", rogue.allowed, bound)
+// TestRealCrawlersAfterARotatingRogueRedis: as
+// TestRealCrawlersAfterARotatingRogue, with the Crawl-delay budgets in
+// Redis: the pools of an address's unproven names are keyed by client
+// shape there too, so the six real crawlers lose nothing beside the rogue,
+// and the rogue's one pool bounds it.
+func TestRealCrawlersAfterARotatingRogueRedis(t *testing.T) {
+	r := needRedis(t)
+	crawlers := rotationCrawlers(t)
+	dir, allowed := rotationSite(t)
+	logPath := filepath.Join(t.TempDir(), "access.log")
+	// A timeout far above a busy machine's latency: a call that timed out
+	// would be decided from local state (fail open), outside the bound.
+	store := fmt.Sprintf("redis %s {\n\t\t\tprefix rot%d\n\t\t\ttimeout 5s\n\t\t}", r.url(), time.Now().UnixNano())
+	newClient(t, rotationConfig(dir, "redis.rotation.invalid", store, logPath))
+	base := rotationURL()
+	stop := make(chan struct{})
+	rogue := runRogue(t, base, 4, stop, rogueStyle{})
+	time.Sleep(time.Second)
+	start := time.Now()
+	runCrawlers(t, crawlers, base+"/", 200*time.Millisecond)
+	took := time.Since(start)
+	close(stop)
+	time.Sleep(300 * time.Millisecond)
+	checkCompliant(t, readAccessLog(t, logPath), crawlers, allowed, took)
+	checkRogue(t, rogue, 1)
+}
+
+// TestRotatingRogueThatRotatesShapesToo: a rogue that sends, with every
+// request, a new product token and a header of a new name (a new client
+// shape each time) takes its address's shape pools and the overflow pool,
+// and no more: its allowed requests stay within what the residents and
+// state.RotationShapes+1 pools allow, and it is refused every /private/
+// page. A compliant crawler that fetches /robots.txt first keeps a budget
+// of its own beside it and loses no page.
+func TestRotatingRogueThatRotatesShapesToo(t *testing.T) {
+	dir, allowed := rotationSite(t)
+	logPath := filepath.Join(t.TempDir(), "access.log")
+	c := newClient(t, rotationConfig(dir, "shapes.rotation.invalid", "memory 20307", logPath))
+	base := rotationURL()
+	stop := make(chan struct{})
+	rogue := runRogue(t, base, 4, stop, rogueStyle{rotateShapes: true})
+	time.Sleep(time.Second)
+	statuses, refusals := politeClient(t, c, base, "PoliteBot/1.0 (+https://example.org/polite)", allowed[:8], false)
+	close(stop)
+	time.Sleep(300 * time.Millisecond)
+	checkPolite(t, statuses, refusals)
+	const shapes = 4 // state.RotationShapes
+	checkRogue(t, rogue, shapes+1)
+}
+
+// TestRotatingRogueOverTLS: over HTTPS with robots_fingerprint, a client's
+// shape is its handshake's JA4. A rogue that rotates names and header
+// names with every request still shows one handshake (Go's), so all its
+// unproven names share one pool, and a newcomer whose handshake differs
+// (curl's) that asks for pages without ever fetching /robots.txt, beyond
+// the address's residents, gets every page. Over plain HTTP the same rogue
+// would take every shape pool (TestRotatingRogueThatRotatesShapesToo) and
+// share the overflow pool with the newcomer. The rogue stays within one
+// pool and is refused every /private/ page.
+func TestRotatingRogueOverTLS(t *testing.T) {
+	curl := requireCrawler(t, "curl")
+	ca := newTestCA(t, "127.0.0.1")
+	dir, allowed := rotationSite(t)
+	base := "https://" + hostPort("127.0.0.1", httpsPort)
+	newClient(t, globalsWith("\tservers {\n\t\tprotocols h1 h2\n\t\tlistener_wrappers {\n\t\t\trobots_fingerprint\n\t\t\ttls\n\t\t}\n\t}\n")+
+		base+`, https://`+hostPort("tls.rotation.invalid", httpsPort)+` {
+	tls `+ca.certFile+` `+ca.keyFile+`
+	root * `+dir+`
+	robots {
+		store memory 20309
 	}
-	if rogue.allowedOK > bound {
-		t.Errorf("the rotating rogue got %d allowed pages in %s, more than the %d that 4 residents and a pool of 4 names allow", rogue.allowedOK, span, bound)
-	}
-	if len(rogue.privateOK) > 0 {
-		t.Errorf("the rogue was served /private/ pages: %v", rogue.privateOK)
-	}
-	for i, l := range rogue.leaks {
-		if i == 2 {
-			t.Errorf("... and %d more", len(rogue.leaks)-i)
-			break
+	file_server
+}
+`)
+	stop := make(chan struct{})
+	rogue := runRogue(t, base, 4, stop, rogueStyle{rotateShapes: true, tls: ca.clientTLS(t)})
+	time.Sleep(time.Second)
+	gap := time.Duration(rotationDelay * 1.1 * float64(time.Second))
+	var statuses []string
+	for i, p := range allowed[:8] {
+		if i > 0 {
+			time.Sleep(gap)
 		}
-		t.Errorf("a refusal names another client: %s", l)
+		out, err := exec.Command(curl, "-sS", "-o", "/dev/null", "-w", "%{http_code}", "--cacert", ca.caFile,
+			"-A", "NewcomerBot/1.0 (+https://example.org/new)", base+p).Output()
+		if err != nil {
+			t.Fatalf("curl %s: %v", p, err)
+		}
+		statuses = append(statuses, p+"="+string(out))
+		if string(out) != "200" {
+			t.Errorf("the newcomer (curl's handshake, no /robots.txt) beside a rogue of another handshake: %s got %s", p, out)
+		}
 	}
+	close(stop)
+	time.Sleep(300 * time.Millisecond)
+	t.Logf("NewcomerBot over curl: %v", statuses)
+	checkRogue(t, rogue, 1)
 }
 
 // TestRotationBehindAnUntrustedProxy: the server trusts no proxy, and every
@@ -544,10 +672,10 @@ func TestRealCrawlersAfterARotatingRogue(t *testing.T) {
 func TestRotationBehindAnUntrustedProxy(t *testing.T) {
 	dir, allowed := rotationSite(t)
 	logPath := filepath.Join(t.TempDir(), "access.log")
-	c := newClient(t, rotationConfig(dir, "proxy.rotation.invalid", 20305, logPath))
+	c := newClient(t, rotationConfig(dir, "proxy.rotation.invalid", "memory 20305", logPath))
 	base := rotationURL()
 	stop := make(chan struct{})
-	rogue := runRogue(t, base, 4, stop, "X-Forwarded-For: 198.51.100.23")
+	rogue := runRogue(t, base, 4, stop, rogueStyle{headers: []string{"X-Forwarded-For: 198.51.100.23"}})
 	time.Sleep(time.Second)
 	var wg sync.WaitGroup
 	for _, ua := range []string{googleUA, "NewCrawler/1.0 (+https://example.org/new)"} {

@@ -17,6 +17,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
 	"net/netip"
 	"time"
 
@@ -79,6 +80,11 @@ type Config struct {
 	Fetched FetchLog
 	// Options are the decision's options.
 	Options policy.Options
+	// TLSFingerprint returns the JA4 of the client's own TLS handshake
+	// for a request ("" when there is none: plain HTTP, or a trusted
+	// proxy's handshake), which is then its shape (policy.ClientShape);
+	// nil: shapes are read from the request's headers alone.
+	TLSFingerprint func(*http.Request) string
 	// Now is the clock; RotationNow the (coarser) clock of Rotations.
 	// Request.At overrides both.
 	Now, RotationNow func() time.Time
@@ -116,6 +122,11 @@ type Request struct {
 	// Recorded is the client address as the server recorded it
 	// (unparsed, "" when none); Remote the peer's address ("host:port").
 	Recorded, Remote string
+	// HTTP is the request itself, read only for its client's shape when
+	// an unproven name of a rotating address is given its pool
+	// (policy.ClientShape); nil when there is none (a replayed log line):
+	// then every client of an address has one shape.
+	HTTP *http.Request
 	// Forwarded is set when the request carries X-Forwarded-For or
 	// Forwarded; TrustedProxy when the server took the client's address
 	// from them (it trusts the peer as a proxy).
@@ -281,8 +292,10 @@ func (p *Pipeline) verify(ctx context.Context, j *Judgement) agents.Verdict {
 }
 
 // noteRotation marks an unverified name that is unproven on an address
-// seen presenting many names (Who.Rotating), unless the address is a proxy
-// the server does not trust (every client behind it has its address).
+// seen presenting many names (Who.Rotating), and gives it the pool of its
+// client's shape there (Who.Pool), unless the address is a proxy the
+// server does not trust (every client behind it has its address). A name
+// with a budget of its own never has its shape computed.
 func (p *Pipeline) noteRotation(j *Judgement, clk *clock) {
 	r := p.cfg.Rotations
 	if r == nil || j.Who.Verified {
@@ -293,6 +306,22 @@ func (p *Pipeline) noteRotation(j *Judgement, clk *clock) {
 		return
 	}
 	j.Who.Rotating = r.Note(j.Block, j.Addr(), j.Recorded, j.Who.Name, now, j.DryRun)
+	if j.Who.Rotating {
+		j.Who.Pool = r.Pool(j.Block, j.Addr(), p.shape(j), now, j.DryRun)
+	}
+}
+
+// shape is the shape of j's client (policy.ClientShape), 0 without a
+// request to read it from.
+func (p *Pipeline) shape(j *Judgement) uint64 {
+	if j.HTTP == nil {
+		return 0
+	}
+	fp := ""
+	if p.cfg.TLSFingerprint != nil {
+		fp = p.cfg.TLSFingerprint(j.HTTP)
+	}
+	return policy.ClientShape(j.HTTP, fp)
 }
 
 // behindUntrustedProxy reports whether j comes from a private or loopback
@@ -364,8 +393,8 @@ func (j *Judgement) strikeInfo() state.StrikeInfo {
 }
 
 // pace spends (or, in a dry run, reads) j's throttle budget. An unproven
-// name of a rotating address keeps its own Crawl-delay and also spends the
-// address's pool.
+// name of a rotating address keeps its own Crawl-delay and also spends its
+// pool at the address (Who.Pool).
 func (p *Pipeline) pace(ctx context.Context, j *Judgement, clk *clock) (state.ThrottleResult, error) {
 	scope := p.PaceScope(j, clk.get())
 	fetch := state.NewFetch(j.Target.Method, j.Host, j.Target.Raw)

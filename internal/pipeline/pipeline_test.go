@@ -2,6 +2,9 @@ package pipeline
 
 import (
 	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"testing"
 	"time"
@@ -82,5 +85,72 @@ func TestJudgeFoldsACaseInsensitiveTarget(t *testing.T) {
 	j := judge(p, v, "/PRIVATE/a", Enforce, true, time.Now())
 	if j.Assessment.Action != policy.Block || j.Target.Raw != "/PRIVATE/a" {
 		t.Fatalf("%s (raw %q), want a block with the target as sent kept", j.Assessment.Action, j.Target.Raw)
+	}
+}
+
+// TestJudgePoolsUnprovenNamesByShape: on an address that rotates names,
+// an unproven name spends the pool of its client's shape: a rogue that
+// sends a new name with every request drains its own pool, and a
+// newcomer of another shape that asks for a page before /robots.txt
+// finds its pool unspent. A dry run reads the pool a request would spend,
+// and a request with no HTTP request to read (a replayed line) has one
+// shape per address.
+func TestJudgePoolsUnprovenNamesByShape(t *testing.T) {
+	p, v := testPipeline(t)
+	at := time.Date(2026, 11, 28, 9, 0, 0, 0, time.UTC)
+	ask := func(name string, r *http.Request, dry bool) *Judgement {
+		t.Helper()
+		a := agents.Agent{Bot: true, Name: name, Tokens: []string{name}}
+		j := &Judgement{Request: Request{
+			Target: policy.ParseTarget("GET", "/page"),
+			Host:   "example.com",
+			Client: policy.Client{Agent: &a, Addr: netip.MustParseAddr("198.51.100.8")},
+			Site:   policy.Site{Versions: []*policy.Version{v}},
+			Block:  "block", BlockDesc: "example.com", HTTP: r, DryRun: dry, At: at,
+		}}
+		p.Judge(context.Background(), j)
+		return j
+	}
+	goClient := func() *http.Request {
+		r := httptest.NewRequest(http.MethodGet, "/page", nil)
+		r.Header.Set("Accept-Encoding", "gzip")
+		return r
+	}
+	wget := func() *http.Request {
+		r := httptest.NewRequest(http.MethodGet, "/page", nil)
+		r.Header.Set("Accept", "*/*")
+		r.Header.Set("Accept-Encoding", "identity")
+		r.Header.Set("Connection", "Keep-Alive")
+		return r
+	}
+	allowed := 0
+	for i := range 50 {
+		j := ask(fmt.Sprintf("rnd%d", i), goClient(), false)
+		if j.Assessment.Action == policy.Allow {
+			allowed++
+		}
+		if i >= state.RotationResidents && (!j.Who.Rotating || j.Who.Pool == "" || j.Who.Pool == state.RotationOverflow) {
+			t.Fatalf("rogue name %d: rotating %v, pool %q: want its shape's own pool", i, j.Who.Rotating, j.Who.Pool)
+		}
+	}
+	// Crawl-delay 10, burst 1: the residents' one request each, and the
+	// pool's RotationPoolNames.
+	if want := state.RotationResidents + state.RotationPoolNames; allowed != want {
+		t.Fatalf("the rogue got %d pages at one instant, want %d", allowed, want)
+	}
+	if j := ask("wget", wget(), true); j.Assessment.Action != policy.Allow || !j.Who.Rotating {
+		t.Fatalf("dry run for wget beside the rogue: %s (rotating %v), want allow from its own pool", j.Assessment.Action, j.Who.Rotating)
+	}
+	j := ask("wget", wget(), false)
+	if j.Assessment.Action != policy.Allow {
+		t.Fatalf("wget's start page beside the rogue: %s, want allow from its own pool", j.Assessment.Action)
+	}
+	if rogue := ask("rnd99", goClient(), false); j.Who.Pool == rogue.Who.Pool || rogue.Assessment.Action != policy.Throttle {
+		t.Fatalf("wget's pool %q, the rogue's %q (%s)", j.Who.Pool, rogue.Who.Pool, rogue.Assessment.Action)
+	}
+	// Without a request to read, every client of the address has one
+	// shape: the rogue's names and a newcomer's share one pool.
+	if a, b := ask("line1", nil, false), ask("line2", nil, false); a.Who.Pool != b.Who.Pool {
+		t.Fatalf("replayed lines: pools %q and %q, want one", a.Who.Pool, b.Who.Pool)
 	}
 }

@@ -23,13 +23,16 @@ import (
 //     address never share a strike count or a ban, and a name never
 //     inherits a ban another name earned;
 //   - except that an unproven name of an address that presents many names
-//     (Who.Rotating, see state.Rotations) spends the address's pooled
-//     Crawl-delay budget (RotationName, ThrottlePace): a new token buys no
-//     fresh budget. Its strikes and bans stay its own.
+//     (Who.Rotating, see state.Rotations) also spends a pooled Crawl-delay
+//     budget of the address (Who.Pool: its client shape's, ClientShape,
+//     or the overflow pool; ThrottlePace): a new token buys no fresh
+//     budget, and only clients that look alike share one. Its strikes and
+//     bans stay its own.
 
 // RotationName is the name of the pooled Crawl-delay budget that the
-// unproven names of an address share.
-const RotationName = "*"
+// unproven names of an address share when their shape has no pool of its
+// own (state.RotationOverflow).
+const RotationName = state.RotationOverflow
 
 // FetchIdentity is the key under which a crawler's fetches of /robots.txt
 // for host are remembered for the grace rule.
@@ -41,7 +44,7 @@ func FetchIdentity(host string, who *Who, ip netip.Addr) state.Identity {
 
 // ThrottleIdentity is whose Crawl-delay budget a request spends; scope
 // names the site (the handler's scope and the host: one budget per site).
-// An unproven name of a rotating address spends the address's pool.
+// An unproven name of a rotating address spends its pool at the address.
 func ThrottleIdentity(scope string, who *Who, ip netip.Addr) state.Identity {
 	id := state.NewIdentity(who.StateName(), who.Verified, ip)
 	id.Site = scope
@@ -50,10 +53,10 @@ func ThrottleIdentity(scope string, who *Who, ip netip.Addr) state.Identity {
 
 // ThrottlePace is the pace a request's Crawl-delay budget enforces:
 // interval (the assessment's) and burst (the operator's crawl_burst) for a
-// name with a budget of its own; for the pool of an address's unproven
+// name with a budget of its own; for a pool of an address's unproven
 // names (Who.Rotating), state.RotationPoolNames names' worth of both, so
 // that that many compliant crawlers keeping the delay are never throttled
-// while all the names a rogue rotates through share one bounded rate.
+// while all the names a rogue rotates through share a bounded rate.
 func ThrottlePace(who *Who, interval time.Duration, burst int, fetch state.Fetch) state.Pace {
 	if who.Rotating && !who.Verified {
 		interval /= state.RotationPoolNames
@@ -74,7 +77,7 @@ func OwnPace(who *Who) (own Who, pooled bool) {
 		return Who{}, false
 	}
 	own = *who
-	own.Rotating = false
+	own.Rotating, own.Pool = false, ""
 	return own, true
 }
 
@@ -102,12 +105,16 @@ func StrikeIdentity(scope string, who *Who, ip netip.Addr) state.Identity {
 }
 
 // StateName is the name the request's Crawl-delay budget is kept under:
-// Name, or RotationName for an unproven name of a rotating address.
+// Name, or for an unproven name of a rotating address its Pool
+// (RotationName when none was given).
 func (w *Who) StateName() string {
-	if w.Rotating && !w.Verified {
-		return RotationName
+	switch {
+	case !w.Rotating || w.Verified:
+		return w.Name
+	case w.Pool != "":
+		return w.Pool
 	}
-	return w.Name
+	return RotationName
 }
 
 // UntrustedProxy reports whether a request from peer is forwarded for

@@ -16,6 +16,7 @@ func TestStateIdentities(t *testing.T) {
 	unverified := &Who{Name: "ExampleCrawler"}
 	rotating := &Who{Name: "RandBot7", Rotating: true}
 	rotatingVerified := &Who{Name: "GPTBot", Verified: true, Rotating: true}
+	shaped := &Who{Name: "RandBot8", Rotating: true, Pool: "*2a"}
 
 	for _, c := range []struct {
 		name string
@@ -29,6 +30,9 @@ func TestStateIdentities(t *testing.T) {
 		// it; a non-resident name of a rotating address: the address's.
 		{"throttle unverified", ThrottleIdentity("example.com", unverified, v4).String(), "u:example.com|ExampleCrawler@203.0.113.7/32"},
 		{"throttle rotating", ThrottleIdentity("example.com", rotating, v4).String(), "u:example.com|*@203.0.113.7/32"},
+		// ... the pool of its client's shape there, when it has one.
+		{"throttle rotating, shape's pool", ThrottleIdentity("example.com", shaped, v4).String(), "u:example.com|*2a@203.0.113.7/32"},
+		{"strike rotating, shape's pool", StrikeIdentity("example.com", shaped, v4).String(), "u:example.com|RandBot8@203.0.113.7/32"},
 		{"throttle IPv6 /64", ThrottleIdentity("log|example.com", unverified, v6).String(), "u:log%7Cexample.com|ExampleCrawler@2001:db8:1:2::/64"},
 		// Strikes: an unverified bot's (name, address), pooled or not (a
 		// name never inherits a ban it did not earn); a verified crawler's

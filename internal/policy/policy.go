@@ -209,9 +209,12 @@ type Who struct {
 	Claim bool
 	// Rotating is set, by the caller, for an unverified name that is
 	// unproven on an address seen presenting many names (state.Rotations):
-	// its Crawl-delay budget is the address's pool (see RotationName,
-	// ThrottlePace); its strikes and bans stay its own.
+	// its Crawl-delay budget is one of the address's pools, Pool (see
+	// StateName, ThrottlePace); its strikes and bans stay its own.
 	Rotating bool
+	// Pool is the name of that pool (state.Rotations.Pool: the pool of
+	// the client's shape, or the overflow pool); "" is RotationName.
+	Pool string
 	// RulesOnly is Client.RulesOnly: robots.txt's rules apply, no
 	// throttle, strike or ban.
 	RulesOnly bool
