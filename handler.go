@@ -306,7 +306,7 @@ func (h *Handler) newPipeline() *pipeline.Pipeline {
 		Fetched:     fetched,
 		Options:     h.policy,
 		Now:         func() time.Time { return h.now() },
-		RotationNow: func() time.Time { return time.Unix(coarseNow.Load(), 0) },
+		RotationNow: func() time.Time { return time.Unix(sites.Seconds(), 0) },
 	})
 }
 
