@@ -322,44 +322,17 @@ func checkPlacement(ctx caddy.Context) error {
 		// The handlers seen so far under each set of conditions, with the
 		// groups on their way.
 		seen := make(map[string][][]string, len(srv.Routes))
-		check := func(routes caddyhttp.RouteList, errorRoutes bool) error {
-			for i := range routes {
-				rt := &routes[i]
-				inner := dec.handlers(rt)
-				if len(inner) == 0 {
-					continue
-				}
-				ri := dec.route(rt)
-				for _, p := range inner {
-					// As p.under(rt, ri), without the hosts until an
-					// error names the site.
-					p.key = joinConds(ri.conds, p.key)
-					if rt.Group != "" {
-						p.groups = append([]string{rt.Group}, p.groups...)
-					}
-					site := func() string {
-						return siteDesc(placement{Listen: srv.Listen, Hosts: append(slices.Clip(ri.hosts), p.hosts...)})
-					}
-					if errorRoutes || p.errorRoutes {
-						return fmt.Errorf("robots: site %s has the robots directive inside handle_errors: it would judge the error pages of every request, so a bot's 404 would become a 403 or a 503. Put robots in the site block itself (use_error_routes sends its refusals to handle_errors)", site())
-					}
-					for _, groups := range seen[p.key] {
-						if !exclusive(groups, p.groups) {
-							return fmt.Errorf("robots: site %s has two robots handlers that run for the same requests: both would judge and count every bot, and the stricter would answer. Keep one robots directive per site (or give them different matchers or handle blocks)", site())
-						}
-					}
-					seen[p.key] = append(seen[p.key], p.groups)
+		site := func(p loadPath) string { return siteDesc(placement{Listen: srv.Listen, Hosts: p.hosts}) }
+		for _, p := range dec.lists(srv.Routes, srv.Errors) {
+			if p.errorRoutes {
+				return fmt.Errorf("robots: site %s has the robots directive inside handle_errors: it would judge the error pages of every request, so a bot's 404 would become a 403 or a 503. Put robots in the site block itself (use_error_routes sends its refusals to handle_errors)", site(p))
+			}
+			for _, groups := range seen[p.key] {
+				if !exclusive(groups, p.groups) {
+					return fmt.Errorf("robots: site %s has two robots handlers that run for the same requests: both would judge and count every bot, and the stricter would answer. Keep one robots directive per site (or give them different matchers or handle blocks)", site(p))
 				}
 			}
-			return nil
-		}
-		if err := check(srv.Routes, false); err != nil {
-			return err
-		}
-		if srv.Errors != nil {
-			if err := check(srv.Errors.Routes, true); err != nil {
-				return err
-			}
+			seen[p.key] = append(seen[p.key], p.groups)
 		}
 	}
 	return nil

@@ -309,7 +309,7 @@ func (h *Handler) newPipeline() *pipeline.Pipeline {
 		// rotates names (pipeline.Pipeline.shape).
 		TLSFingerprint: func(r *http.Request) string { fp, _ := h.fingerprintOf(r); return fingerprintJA4(fp) },
 		Now:            func() time.Time { return h.now() },
-		RotationNow:    func() time.Time { return time.Unix(coarseNow.Load(), 0) },
+		RotationNow:    func() time.Time { return time.Unix(sites.Seconds(), 0) },
 	})
 }
 

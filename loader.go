@@ -224,15 +224,6 @@ func storageOf(ctx caddy.Context) (st certmagic.Storage) {
 // byte past the size cap).
 func readRobotsFile(path string) ([]byte, error) { return sites.ReadFile(path) }
 
-// coarseNow is the loaders' clock in seconds (sites.Seconds), for
-// bookkeeping that must cost no clock read.
-var coarseNow coarseClock
-
-type coarseClock struct{}
-
-// Load returns the coarse clock's Unix seconds.
-func (coarseClock) Load() int64 { return sites.Seconds() }
-
 // robots.txt governs the URL the client sent, so the handler judges it
 // whatever the operator's routing makes of it: inside handle_path /docs/*,
 // a crawler's /docs/search/ is judged as /docs/search/, never as the

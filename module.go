@@ -665,6 +665,9 @@ func (h *Handler) Cleanup() error {
 	if err := h.releaseSignatures(); err != nil {
 		errs = append(errs, err)
 	}
+	if err := h.releaseTrap(); err != nil {
+		errs = append(errs, err)
+	}
 	if h.releaseRanges != nil {
 		if err := h.releaseRanges(); err != nil {
 			errs = append(errs, err)

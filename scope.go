@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddyrobots/caddy-robots/enforce/state"
+	"github.com/caddyrobots/caddy-robots/internal/cli"
 )
 
 // A ban belongs to the site block that issued it: the handler the operator
@@ -291,7 +292,7 @@ func locate(app *caddyhttp.App, port int, r *http.Request) (*Handler, *caddyhttp
 		return nil, nil, placement{}, false
 	}
 	for name, srv := range app.Servers {
-		if !listensOn(srv, port) {
+		if !cli.ListensOn(srv.Listen, port) {
 			continue
 		}
 		rr := caddyhttp.PrepareRequest(r.Clone(r.Context()), caddy.NewReplacer(), nil, srv)
@@ -337,20 +338,6 @@ func walkRoutes(routes caddyhttp.RouteList, r *http.Request, hosts []string) (*H
 		}
 	}
 	return nil, nil, false
-}
-
-// listensOn reports whether srv listens on port.
-func listensOn(srv *caddyhttp.Server, port int) bool {
-	for _, l := range srv.Listen {
-		na, err := caddy.ParseNetworkAddress(l)
-		if err != nil {
-			continue
-		}
-		if uint(port) >= na.StartPort && uint(port) <= na.EndPort {
-			return true
-		}
-	}
-	return false
 }
 
 // urlPort is the port of an http(s) URL's host: the one given, else the

@@ -10,6 +10,7 @@ import (
 	"github.com/caddyrobots/caddy-robots/agents"
 	"github.com/caddyrobots/caddy-robots/internal/admin"
 	"github.com/caddyrobots/caddy-robots/internal/policy"
+	"github.com/caddyrobots/caddy-robots/internal/sites"
 )
 
 // crawlerStats counts decisions per crawler name and claim for the admin
@@ -164,7 +165,7 @@ func (s *crawlerStats) seen(a *agents.Shared, v agents.Verdict, act policy.Actio
 // more, and a clock read on every bot request is not free on every
 // machine.
 func (s *crawlerStats) record(cc *crawlerCounts, o admin.Outcome) {
-	now := time.Unix(coarseNow.Load(), 0)
+	now := time.Unix(sites.Seconds(), 0)
 	s.site.Record(now, o)
 	if cc == nil {
 		return

@@ -86,7 +86,11 @@ func (h *Handler) provisionDisguised() error {
 		// The served and enforced text of a file or inline source carry
 		// the trap's Disallow line: the loader adds it on every read
 		// (loader.go, sites.Config.Rules).
-		d.trap = newTrapConfig(h)
+		t, err := newTrapConfig(h)
+		if err != nil {
+			return err
+		}
+		d.trap = t
 		if h.Source != "site" && h.RobotsTxt == "pass" {
 			h.warnConfig("robots: trap with robots_txt pass: the site's own /robots.txt must disallow the trap for every crawler, or compliant crawlers that follow the link are judged",
 				zap.String("trap", h.Trap))
@@ -141,7 +145,7 @@ func (h *Handler) checkUndeclared(r *http.Request, d *undeclaredSignals) *outcom
 		if policy.IsTrap(r.URL.Path, t.path) {
 			return h.takeTrap(r, t, fp)
 		}
-		if t.live() {
+		if t.marks.live(h.now) {
 			if mode, ok := h.trapMarked(r, t, fp); ok {
 				e := d.claims.Lookup(userAgent(r))
 				return h.judgeUndeclared(r, e, policy.SignalTrap, mode, d.carriesClaim(r, &e.Claim), fp, "")
@@ -482,7 +486,7 @@ func (h *Handler) parseTrap(d *caddyfile.Dispenser) error {
 // the header check catches such scripts, which rarely send a browser's
 // Fetch Metadata headers. The marks live in a bounded table (65,536
 // entries, shared by the handlers of the process and kept across config
-// reloads); losing one only forgets a mark.
+// reloads, trapPool); losing one only forgets a mark.
 //
 // People in text browsers. Lynx, w3m, Links and ELinks ignore CSS and show
 // hidden links (the placeholder's link text tells them not to follow it). A
@@ -512,13 +516,21 @@ type trapConfig struct {
 	hold     time.Duration
 	provider caddy.ReplacerFunc // the placeholders, made once
 	warn     *logLimiter
+	marks    *trapMarks // the process's, from trapPool
 	// checked remembers the robots.txt versions (by ID) already checked
 	// for the trap's Disallow line (source site).
 	checked sync.Map
 }
 
-func newTrapConfig(h *Handler) *trapConfig {
+// newTrapConfig makes h's trap and takes the marks table from trapPool
+// (releaseTrap gives it back).
+func newTrapConfig(h *Handler) (*trapConfig, error) {
 	t := &trapConfig{path: h.Trap, hold: time.Duration(h.TrapHold), warn: &logLimiter{}}
+	m, _, err := trapPool.LoadOrNew(trapPoolKey, func() (caddy.Destructor, error) { return newTrapMarks(), nil })
+	if err != nil {
+		return nil, fmt.Errorf("robots: trap marks: %w", err)
+	}
+	t.marks = m.(*trapMarks)
 	if t.hold == 0 {
 		t.hold = DefaultTrapHold
 	}
@@ -532,7 +544,20 @@ func newTrapConfig(h *Handler) *trapConfig {
 		}
 		return nil, false
 	}
-	return t
+	return t, nil
+}
+
+// releaseTrap gives h's hold on the trap marks back to trapPool, which
+// drops the table when no handler with a trap is left (not across a
+// reload: the new config takes it before the old one lets go).
+func (h *Handler) releaseTrap() error {
+	if h.undeclared == nil || h.undeclared.trap == nil {
+		return nil
+	}
+	if _, err := trapPool.Delete(trapPoolKey); err != nil {
+		return fmt.Errorf("robots: releasing trap marks: %w", err)
+	}
+	return nil
 }
 
 func htmlAttr(s string) string {
@@ -584,26 +609,52 @@ func (m *trapMark) take(now time.Time, hold time.Duration, ua string) (confirmed
 	return m.Confirmed, m.Until
 }
 
-var (
-	trapMarks    = newTrapMarks()
-	trapSeed     = maphash.MakeSeed()
-	trapLiveTill atomic.Int64 // unix seconds until which some mark may hold
-)
+// trapPool holds the one table of trap marks of the process (under
+// trapPoolKey) while some handler has a trap, so that a mark outlives a
+// config reload and every handler with a trap sees it.
+var trapPool = caddy.NewUsagePool()
 
-// newTrapMarks is the table of clients that took a trap: at most
+const trapPoolKey = "trap marks"
+
+// trapSeed keys the User-Agent hashes of trapKey.
+var trapSeed = maphash.MakeSeed()
+
+// trapMarks is the table of clients that took a trap: at most
 // trapMarksMax, the least recently seen dropped first.
-func newTrapMarks() *lru.Cache[trapKey, *trapMark] {
+type trapMarks struct {
+	lru *lru.Cache[trapKey, *trapMark]
+	// liveTill is the Unix second (of the handlers' clock, Handler.now)
+	// until which some mark may hold; 0 until a trap is taken.
+	liveTill atomic.Int64
+}
+
+func newTrapMarks() *trapMarks {
 	c, err := lru.New[trapKey, *trapMark](trapMarksMax)
 	if err != nil {
 		panic(fmt.Sprintf("robots: trap marks: %v", err)) // trapMarksMax is a positive constant
 	}
-	return c
+	return &trapMarks{lru: c}
 }
 
-// live reports whether any mark may still hold: until the first trap is
-// taken, a person's request pays one atomic load here.
-func (t *trapConfig) live() bool {
-	return coarseNow.Load() <= trapLiveTill.Load()
+// Destruct lets trapPool drop the table: it holds memory only.
+func (*trapMarks) Destruct() error { return nil }
+
+// extend records that a mark holds until till.
+func (m *trapMarks) extend(till time.Time) {
+	for t := till.Unix(); ; {
+		old := m.liveTill.Load()
+		if old >= t || m.liveTill.CompareAndSwap(old, t) {
+			return
+		}
+	}
+}
+
+// live reports whether any mark may still hold at now: until the first
+// trap is taken, a person's request pays one atomic load here and reads no
+// clock.
+func (m *trapMarks) live(now func() time.Time) bool {
+	till := m.liveTill.Load()
+	return till != 0 && now().Unix() <= till
 }
 
 // trapMode returns the trap signal's mode and the scope key of its marks.
@@ -648,7 +699,7 @@ func (h *Handler) trapKeyOf(r *http.Request, scope string, fp *tlsFingerprint) t
 // is judged as a crawler now, with the trap signal's mode.
 func (h *Handler) trapMarked(r *http.Request, t *trapConfig, fp *tlsFingerprint) (policy.SignalMode, bool) {
 	mode, scope := h.trapMode(r)
-	m, ok := trapMarks.Get(h.trapKeyOf(r, scope, fp))
+	m, ok := t.marks.lru.Get(h.trapKeyOf(r, scope, fp))
 	if !ok {
 		return mode, false
 	}
@@ -694,18 +745,13 @@ func (h *Handler) takeTrap(r *http.Request, t *trapConfig, fp *tlsFingerprint) *
 	}
 	key := h.trapKeyOf(r, scope, fp)
 	now := h.now()
-	m, found := trapMarks.Get(key)
+	m, found := t.marks.lru.Get(key)
 	if !found {
 		m = &trapMark{}
-		trapMarks.Add(key, m)
+		t.marks.lru.Add(key, m)
 	}
 	confirmed, until := m.take(now, t.hold, ua)
-	for till := until.Unix(); ; {
-		old := trapLiveTill.Load()
-		if old >= till || trapLiveTill.CompareAndSwap(old, till) {
-			break
-		}
-	}
+	t.marks.extend(until)
 	countDisguisedKind(policy.SignalTrap, actionTrap, !enforcing)
 	if c := h.logger.Check(zapcore.InfoLevel, "robots: trap taken"); c != nil {
 		c.Write(zap.String("trap", t.path), zap.String("target", warnlimit.Shorten(r.RequestURI, maxLoggedTarget)),

@@ -170,12 +170,46 @@ func TestDisguisedDeclaredUnchanged(t *testing.T) {
 	}
 }
 
-// trapTestClock starts a test's fake clock at the real time: whether any
-// trap mark may still hold is read from the real coarse clock (so that a
-// browser's request pays no clock read), while marks are dated by the
-// handler's clock. A fixed date in the past would make every mark look
-// expired to that check, and the trap tests pass or fail by the date.
-func trapTestClock() time.Time { return time.Now().Truncate(time.Second) }
+// trapTestClock starts a test's fake clock on a fixed date well before
+// the real time: the handler's clock alone decides whether a trap mark
+// holds (a check against the real clock would take every mark dated by it
+// for expired).
+func trapTestClock() time.Time { return time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC) }
+
+// TestTrapMarksFollowHandlers: the trap marks are kept while some handler
+// with a trap holds them, as over a config reload (the new handler is
+// provisioned before the old one is cleaned up), and go with the last
+// such handler, so a later configuration (or test) starts with none.
+func TestTrapMarksFollowHandlers(t *testing.T) {
+	cfg := func() *Handler { return &Handler{CrawlDelay: "off", Trap: "/trap/"} }
+	now := trapTestClock()
+	clock := func() time.Time { return now }
+	const addr = "192.0.2.40:1"
+
+	old, doneOld := newTestHandler(t, cfg())
+	old.logger, old.now = zap.NewNop(), clock
+	if s, _ := serveAs(t, old, true, "", "/trap/", benchBrowserUA, addr, chromeHeaders...); s != 403 {
+		t.Fatalf("trap: %d, want 403", s)
+	}
+	if s, _ := serveAs(t, old, true, "", "/private/a", benchBrowserUA, addr, chromeHeaders...); s != 403 {
+		t.Fatalf("marked client before the reload: %d, want 403", s)
+	}
+
+	reloaded, doneReloaded := newTestHandler(t, cfg())
+	reloaded.logger, reloaded.now = zap.NewNop(), clock
+	doneOld()
+	if s, _ := serveAs(t, reloaded, true, "", "/private/a", benchBrowserUA, addr, chromeHeaders...); s != 403 {
+		t.Errorf("marked client after a reload: %d, want 403 (the mark is kept)", s)
+	}
+	doneReloaded()
+
+	fresh, doneFresh := newTestHandler(t, cfg())
+	defer doneFresh()
+	fresh.logger, fresh.now = zap.NewNop(), clock
+	if s, body := serveAs(t, fresh, true, "", "/private/a", benchBrowserUA, addr, chromeHeaders...); s != 200 {
+		t.Errorf("a configuration provisioned after the last handler with a trap went: %d %q, want 200 (no marks left)", s, body)
+	}
+}
 
 func TestTrap(t *testing.T) {
 	h, done := newTestHandler(t, &Handler{CrawlDelay: "off", Trap: "/trap/", Source: "inline",

@@ -77,10 +77,11 @@ func foldStart(s string) int {
 			continue
 		}
 		if c == '%' {
-			if i+2 >= len(s) || !isEscape(s[i+1], s[i+2]) {
+			v, n := octetAt(s, i)
+			if n == 0 {
 				return i // a bare "%", written "%25"
 			}
-			if _, ok := letterEscape(s[i+1], s[i+2]); ok {
+			if isLetterASCII(v) {
 				return i
 			}
 			if _, n := letterAt(s, i); n > 0 {
@@ -106,16 +107,17 @@ func appendFolded(b []byte, s string) []byte {
 		case 'A' <= c && c <= 'Z':
 			b = append(b, c+'a'-'A')
 		case c == '%':
-			if i+2 >= len(s) || !isEscape(s[i+1], s[i+2]) {
+			v, n := octetAt(s, i)
+			if n == 0 {
 				// A bare "%" is written as normalisation writes it, so
 				// that a letter decoded after it cannot make an escape
 				// of it ("%%610" is "%25a0", not "%a0").
 				b = append(b, "%25"...)
 				continue
 			}
-			if l, ok := letterEscape(s[i+1], s[i+2]); ok {
-				b = append(b, l)
-				i += 2
+			if isLetterASCII(v) {
+				b = append(b, lowerASCII(v))
+				i += n - 1
 				continue
 			}
 			b = append(b, c)
@@ -305,27 +307,5 @@ func buildFoldTable() {
 	foldTable.m = m
 }
 
-// isEscape reports whether h and l are the two hex digits of an escape.
-func isEscape(h, l byte) bool {
-	_, ok1 := unhex(h)
-	_, ok2 := unhex(l)
-	return ok1 && ok2
-}
-
-// letterEscape decodes the hex digits of a percent-escape and reports
-// whether it is an ASCII letter, returning it lower-cased.
-func letterEscape(h, l byte) (byte, bool) {
-	hi, ok1 := unhex(h)
-	lo, ok2 := unhex(l)
-	if !ok1 || !ok2 {
-		return 0, false
-	}
-	c := hi<<4 | lo
-	switch {
-	case 'A' <= c && c <= 'Z':
-		return c + 'a' - 'A', true
-	case 'a' <= c && c <= 'z':
-		return c, true
-	}
-	return 0, false
-}
+// isLetterASCII reports whether c is an ASCII letter.
+func isLetterASCII(c byte) bool { return 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' }

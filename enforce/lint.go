@@ -279,10 +279,8 @@ func globOf(p parsedPattern) []int32 {
 			g = append(g, globStar)
 		}
 		for i := 0; i < len(s); i++ {
-			if s[i] == '%' && i+2 < len(s) {
-				h, _ := unhex(s[i+1])
-				l, _ := unhex(s[i+2])
-				g = append(g, 256+int32(h<<4|l))
+			if v, n := octetAt(s, i); n == 3 {
+				g = append(g, 256+int32(v))
 				i += 2
 				continue
 			}

@@ -483,6 +483,14 @@ func key4(s string, i int) uint32 {
 	return uint32(s[0]) | uint32(s[1])<<8 | uint32(s[2])<<16 | uint32(s[3])<<24
 }
 
+// gramKey is the key of the n-gram (n is 2 or 4) of s at i.
+func gramKey(s string, i, n int) uint32 {
+	if n == 4 {
+		return key4(s, i)
+	}
+	return key2(s, i)
+}
+
 func keyHash(k, shift uint32) uint32 { return k * 0x9E3779B1 >> shift }
 
 // rarest sets the key of each rule to the n-gram of its segments after the
@@ -491,11 +499,7 @@ func rarest(rules []wbuild, n int) {
 	grams := func(w *wbuild, f func(k uint32)) {
 		for _, sg := range w.rest {
 			for i := 0; i+n <= len(sg); i++ {
-				if n == 4 {
-					f(key4(sg, i))
-				} else {
-					f(key2(sg, i))
-				}
+				f(gramKey(sg, i, n))
 			}
 		}
 	}
@@ -668,9 +672,10 @@ func (m *matcher) match(t string, raw bool) (uint64, bool) {
 // the octets where the walk stops, and the first octet of each label, need
 // checking.
 //
-// walk handles the common nodes (labels of at most 16 octets, at most 16
-// children) without calls, so that its state stays in registers; it hands
-// the others over to walkSlow.
+// walk compares labels of at most 16 octets a word at a time and longer
+// ones octet by octet, and finds a child among at most 16 without calls,
+// so that its state stays in registers; it hands the search among more
+// children over to walkSlow.
 func (m *matcher) walk(t string, raw bool, n *tnode, ni uint32, pos int, stk *[stackSets]uint64, best uint64, ns int) (uint64, int, uint32, int) {
 	nodes := m.nodes
 	for {
@@ -720,7 +725,18 @@ func (m *matcher) walk(t string, raw bool, n *tnode, ni uint32, pos int, stk *[s
 					goto matched
 				}
 			default:
-				return m.walkSlow(t, raw, ni, pos, stk, best, ns, false)
+				// A label of more than 16 octets, or t ends inside one
+				// of 9 to 16: octet by octet.
+				lab := m.blob[n.lab : int(n.lab)+l]
+				for d < l && pos+d < len(t) && t[pos+d] == lab[d] {
+					d++
+				}
+				if d == l {
+					goto matched
+				}
+				if pos+d == len(t) {
+					return best, ns, 0, len(t)
+				}
 			}
 			if raw && byteClass[t[pos+d]] != clKeep {
 				return best, ns, 0, -1
@@ -760,7 +776,7 @@ func (m *matcher) walk(t string, raw bool, n *tnode, ni uint32, pos int, stk *[s
 		} else if n.nk <= 16 {
 			return best, ns, 0, len(t)
 		} else {
-			return m.walkSlow(t, raw, ni, pos, stk, best, ns, true)
+			return m.walkSlow(t, raw, ni, pos, stk, best, ns)
 		}
 		if j >= n.nk {
 			return best, ns, 0, len(t)
@@ -770,44 +786,11 @@ func (m *matcher) walk(t string, raw bool, n *tnode, ni uint32, pos int, stk *[s
 	}
 }
 
-// walkSlow is walk for one node that walk does not handle (number ni), then
-// walk again from its child. When entered is true, pos is past the label of
-// the node, which has been processed up to the search of its children.
-func (m *matcher) walkSlow(t string, raw bool, ni uint32, pos int, stk *[stackSets]uint64, best uint64, ns int, entered bool) (uint64, int, uint32, int) {
+// walkSlow is walk's search of the children of node ni when it has more
+// than 16 (walk has matched its label and checked t[pos]), then walk again
+// from the child.
+func (m *matcher) walkSlow(t string, raw bool, ni uint32, pos int, stk *[stackSets]uint64, best uint64, ns int) (uint64, int, uint32, int) {
 	n := &m.nodes[ni]
-	if !entered {
-		l := int(n.labn)
-		lab := m.blob[n.lab : int(n.lab)+l]
-		for d := 0; d < l; d++ {
-			if pos+d == len(t) {
-				return best, ns, 0, len(t)
-			}
-			if t[pos+d] != lab[d] {
-				if raw && byteClass[t[pos+d]] != clKeep {
-					return best, ns, 0, -1
-				}
-				return best, ns, 0, len(t)
-			}
-		}
-		pos += l
-		best = max(best, n.pre)
-		if n.ws&wsWild != 0 {
-			if ns == stackSets {
-				return best, ns, ni, pos - l
-			}
-			stk[ns] = uint64(pos)<<32 | uint64(n.ws)
-			ns++
-		}
-		if pos >= len(t) {
-			if n.ws&wsExact != 0 {
-				best = max(best, m.sets[n.ws&wsIndex-1].exact)
-			}
-			return best, ns, 0, len(t)
-		}
-		if raw && byteClass[t[pos]] != clKeep {
-			return best, ns, 0, -1
-		}
-	}
 	j := strings.IndexByte(m.blob[n.keys:n.keys+n.nk], t[pos])
 	if j < 0 {
 		return best, ns, 0, len(t)
@@ -888,12 +871,7 @@ func (m *matcher) scan(x *gindex, t string, pos, n int, best uint64, tb *tbloom)
 	tab := m.tab
 	filt := tab[x.filt:]
 	for i := pos; i+n <= len(t); i++ {
-		var k uint32
-		if n == 4 {
-			k = key4(t, i)
-		} else {
-			k = key2(t, i)
-		}
+		k := gramKey(t, i, n)
 		hh := k * 0x9E3779B1
 		if f := hh >> x.fshift; filt[f>>5]&(1<<(f&31)) == 0 {
 			continue
@@ -957,12 +935,7 @@ func (m *matcher) scanAll(x *gindex, t string, pos, n int, best uint64, tb *tblo
 		tb.fill(t)
 	}
 	for i := pos; i+n <= len(t); i++ {
-		var k uint32
-		if n == 4 {
-			k = key4(t, i)
-		} else {
-			k = key2(t, i)
-		}
+		k := gramKey(t, i, n)
 		h := keyHash(k, x.bshift)
 		b := m.tab[x.start+h : x.start+h+2]
 		if b[0] == b[1] || seen[h>>6]&(1<<(h&63)) != 0 {

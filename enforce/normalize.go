@@ -18,6 +18,11 @@ package enforce
 // Normal forms therefore never contain a raw "*" or "$", and two spellings of
 // the same URI character always have the same normal form.
 
+import (
+	"sync"
+	"unsafe"
+)
+
 const hexUpper = "0123456789ABCDEF"
 
 // Byte classes.
@@ -162,4 +167,37 @@ func cleanTarget(target string) (slash bool, rest string) {
 		}
 	}
 	return len(target) == 0 || target[0] != '/', target
+}
+
+// bigBuf holds normalisation buffers for targets longer than the stack buffer.
+var bigBuf = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+// normalTarget returns the normal form of target (cleanTarget, then
+// appendNormal): written into small when it fits, or else into a buffer
+// from bigBuf, returned as big. The string lives in that memory: use it
+// only until releaseTarget(big).
+func normalTarget(small *[512]byte, target string) (t string, big *[]byte) {
+	slash, rest := cleanTarget(target)
+	if 3*len(rest)+1 <= len(small) {
+		b := appendTarget(small[:0], slash, rest)
+		return unsafe.String(&b[0], len(b)), nil
+	}
+	big = bigBuf.Get().(*[]byte)
+	b := appendTarget((*big)[:0], slash, rest)
+	*big = b[:0] // keep what the buffer grew to
+	return unsafe.String(&b[0], len(b)), big
+}
+
+func appendTarget(dst []byte, slash bool, rest string) []byte {
+	if slash {
+		dst = append(dst, '/')
+	}
+	return appendNormal(dst, rest)
+}
+
+// releaseTarget gives back the buffer of a string from normalTarget.
+func releaseTarget(big *[]byte) {
+	if big != nil {
+		bigBuf.Put(big)
+	}
 }

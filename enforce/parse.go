@@ -403,8 +403,9 @@ func coreKey(k string) string {
 	return ""
 }
 
-// misspelt returns the core key that key looks like a misspelling of, or "".
-func misspelt(key string) string {
+// squashKey is key lower-cased without spaces, tabs, '-' and '_', the
+// form misspellings of a key are compared in.
+func squashKey(key string) string {
 	b := make([]byte, 0, len(key))
 	for i := 0; i < len(key); i++ {
 		c := lowerASCII(key[i])
@@ -413,7 +414,12 @@ func misspelt(key string) string {
 		}
 		b = append(b, c)
 	}
-	k := string(b)
+	return string(b)
+}
+
+// misspelt returns the core key that key looks like a misspelling of, or "".
+func misspelt(key string) string {
+	k := squashKey(key)
 	switch {
 	case k == "useragent" || k == "useragents" || k == "user":
 		return "user-agent"

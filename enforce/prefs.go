@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unsafe"
 
 	"github.com/dunglas/httpsfv"
 )
@@ -761,25 +760,10 @@ func (gp *groupPrefs) lookup(target string) Preferences {
 	if len(gp.usage) == 0 {
 		return Preferences{st: gp.signal}
 	}
-	slash, rest := cleanTarget(target)
-	if 3*len(rest)+1 <= 512 {
-		var buf [512]byte
-		b := buf[:0]
-		if slash {
-			b = append(b, '/')
-		}
-		b = appendNormal(b, rest)
-		return gp.at(unsafe.String(&b[0], len(b)))
-	}
-	bp := bigBuf.Get().(*[]byte)
-	b := (*bp)[:0]
-	if slash {
-		b = append(b, '/')
-	}
-	b = appendNormal(b, rest)
-	pr := gp.at(unsafe.String(&b[0], len(b)))
-	*bp = b[:0]
-	bigBuf.Put(bp)
+	var small [512]byte
+	t, big := normalTarget(&small, target)
+	pr := gp.at(t)
+	releaseTarget(big)
 	return pr
 }
 

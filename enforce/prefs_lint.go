@@ -401,15 +401,7 @@ func diagnoseDict(stmt string, err error) string {
 // prefMisspelt returns the preference key that key looks like a
 // misspelling of, or "".
 func prefMisspelt(key string) string {
-	b := make([]byte, 0, len(key))
-	for i := 0; i < len(key); i++ {
-		c := lowerASCII(key[i])
-		if c == ' ' || c == '\t' || c == '-' || c == '_' {
-			continue
-		}
-		b = append(b, c)
-	}
-	k := string(b)
+	k := squashKey(key)
 	switch {
 	case equalFold(key, "content-usage") || equalFold(key, "content-signal"):
 		return ""

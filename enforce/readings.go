@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"unsafe"
 )
 
 // Reading names one way real crawlers read a robots.txt file.
@@ -112,8 +111,9 @@ func (r *Robots) Readings(tokens []string, wildcard bool, target string) Reading
 	alt := r.alt.get(r)
 
 	// The 1994 reading.
-	var buf [512]byte
-	t := normalTarget(buf[:0], target)
+	var small [512]byte
+	t, big := normalTarget(&small, target)
+	defer releaseTarget(big)
 	rec, ri := alt.old.decide(tokens, wildcard, t)
 	if rec == nil || ri < 0 || rec.rules[ri].allow {
 		line, why := alt.old.explain(rd, rec, ri)
@@ -131,18 +131,6 @@ func (r *Robots) Readings(tokens []string, wildcard bool, target string) Reading
 		}
 	}
 	return Readings{Unambiguous: true}
-}
-
-// normalTarget appends the normal form of target (fragment dropped, a
-// leading "/" ensured) to dst, using dst's storage when it is large
-// enough.
-func normalTarget(dst []byte, target string) string {
-	slash, rest := cleanTarget(target)
-	if slash {
-		dst = append(dst, '/')
-	}
-	dst = appendNormal(dst, rest)
-	return unsafe.String(unsafe.SliceData(dst), len(dst))
 }
 
 // altReadings holds the readings of other parsers, built once per *Robots.

@@ -303,7 +303,9 @@ func (e *refEntry) allowance(url string) bool {
 }
 
 func (rp *ref1994) canFetch(ua, target string) bool {
-	url := normalTarget(nil, target)
+	var small [512]byte
+	url, big := normalTarget(&small, target)
+	defer releaseTarget(big)
 	for i := range rp.entries {
 		if rp.entries[i].appliesTo(ua) {
 			return rp.entries[i].allowance(url)

@@ -4,9 +4,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
-	"unsafe"
 )
 
 // MaxSize is the number of bytes of a robots.txt file that Parse reads:
@@ -388,9 +386,6 @@ func (r *Robots) Allowed(agent, target string) bool {
 	return g.Decide(target).Allowed
 }
 
-// bigBuf holds normalisation buffers for targets longer than the stack buffer.
-var bigBuf = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
-
 // Decide matches target, a path with an optional query starting with "/",
 // against the group's rules. The longest matching rule decides; on a tie,
 // allow wins; when no rule matches the target is allowed. /robots.txt (with
@@ -416,25 +411,10 @@ func (g *Group) Decide(target string) Decision {
 			return Decision{Allowed: true, Group: g}
 		}
 	}
-	slash, rest := cleanTarget(target)
-	if 3*len(rest)+1 <= 512 {
-		var buf [512]byte
-		b := buf[:0]
-		if slash {
-			b = append(b, '/')
-		}
-		b = appendNormal(b, rest)
-		return g.decide(unsafe.String(&b[0], len(b)))
-	}
-	p := bigBuf.Get().(*[]byte)
-	b := (*p)[:0]
-	if slash {
-		b = append(b, '/')
-	}
-	b = appendNormal(b, rest)
-	d := g.decide(unsafe.String(&b[0], len(b)))
-	*p = b[:0]
-	bigBuf.Put(p)
+	var small [512]byte
+	t, big := normalTarget(&small, target)
+	d := g.decide(t)
+	releaseTarget(big)
 	return d
 }
 

@@ -239,8 +239,21 @@ func (m *Memory) Throttle(ctx context.Context, id Identity, interval time.Durati
 // p.Fetch, and the Retry flag (the entry remembers the Fetch.Key and the
 // Retry-After end of its last refused request).
 func (m *Memory) ThrottlePace(_ context.Context, id Identity, p Pace, now time.Time) (ThrottleResult, error) {
+	return m.pace(id, p, now, true), nil
+}
+
+// PeekPace implements [PacePeeker]: the decision of ThrottlePace, with no
+// state changed (an identity never seen is allowed).
+func (m *Memory) PeekPace(_ context.Context, id Identity, p Pace, now time.Time) (ThrottleResult, error) {
+	return m.pace(id, p, now, false), nil
+}
+
+// pace makes ThrottlePace's decision and, with write, records it; without
+// (PeekPace) it changes nothing. Redis does the same with one script told
+// whether to write.
+func (m *Memory) pace(id Identity, p Pace, now time.Time, write bool) ThrottleResult {
 	if p.Interval <= 0 {
-		return ThrottleResult{Allowed: true}, nil
+		return ThrottleResult{Allowed: true}
 	}
 	em, tau := p.gcra()
 	id = id.clipped()
@@ -249,50 +262,31 @@ func (m *Memory) ThrottlePace(_ context.Context, id Identity, p Pace, now time.T
 	s := m.shard(h)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e := s.lookup(id, h, t, true)
-	retry := e.isRetry(p.Fetch.Key, t)
-	if p.Fetch.Key != 0 && !p.Fetch.Head && e.headKey == p.Fetch.Key && e.pairEnd >= t {
-		e.headKey, e.pairEnd = 0, 0
-		return ThrottleResult{Allowed: true, Retry: retry, Paired: true}, nil
-	}
-	tat := max(e.tat, t)
-	if tat-t > int64(tau) {
-		e.retryEnd, e.retryKey = tat-int64(tau), p.Fetch.Key
-		return ThrottleResult{RetryAfter: time.Duration(tat - int64(tau) - t), Retry: retry}, nil
-	}
-	e.tat = tat + int64(em)
-	if p.Fetch.Key != 0 && p.Fetch.Head {
-		e.headKey, e.pairEnd = p.Fetch.Key, t+int64(FetchPairWindow)
-	}
-	return ThrottleResult{Allowed: true, Retry: retry}, nil
-}
-
-// PeekPace implements [PacePeeker]: the decision of ThrottlePace, with no
-// state changed (an identity never seen is allowed).
-func (m *Memory) PeekPace(_ context.Context, id Identity, p Pace, now time.Time) (ThrottleResult, error) {
-	if p.Interval <= 0 {
-		return ThrottleResult{Allowed: true}, nil
-	}
-	_, tau := p.gcra()
-	id = id.clipped()
-	t := now.UnixNano()
-	h := m.hash(id)
-	s := m.shard(h)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e := s.lookup(id, h, t, false)
+	e := s.lookup(id, h, t, write)
 	if e == nil {
-		return ThrottleResult{Allowed: true}, nil
+		return ThrottleResult{Allowed: true} // never seen, and a peek
 	}
 	retry := e.isRetry(p.Fetch.Key, t)
 	if p.Fetch.Key != 0 && !p.Fetch.Head && e.headKey == p.Fetch.Key && e.pairEnd >= t {
-		return ThrottleResult{Allowed: true, Retry: retry, Paired: true}, nil
+		if write {
+			e.headKey, e.pairEnd = 0, 0
+		}
+		return ThrottleResult{Allowed: true, Retry: retry, Paired: true}
 	}
 	tat := max(e.tat, t)
 	if tat-t > int64(tau) {
-		return ThrottleResult{RetryAfter: time.Duration(tat - int64(tau) - t), Retry: retry}, nil
+		if write {
+			e.retryEnd, e.retryKey = tat-int64(tau), p.Fetch.Key
+		}
+		return ThrottleResult{RetryAfter: time.Duration(tat - int64(tau) - t), Retry: retry}
 	}
-	return ThrottleResult{Allowed: true, Retry: retry}, nil
+	if write {
+		e.tat = tat + int64(em)
+		if p.Fetch.Key != 0 && p.Fetch.Head {
+			e.headKey, e.pairEnd = p.Fetch.Key, t+int64(FetchPairWindow)
+		}
+	}
+	return ThrottleResult{Allowed: true, Retry: retry}
 }
 
 // Strike implements [Store.Strike]. An identity's first strike allocates

@@ -2,6 +2,7 @@ package audit
 
 import (
 	"bytes"
+	"encoding/hex"
 	"time"
 )
 
@@ -197,13 +198,12 @@ func unescape(v []byte, buf *[]byte) []byte {
 		k++
 		switch v[k] {
 		case 'x':
+			var b [1]byte
 			if k+2 < len(v) {
-				if h, ok := unhex(v[k+1]); ok {
-					if l, ok := unhex(v[k+2]); ok {
-						out = append(out, h<<4|l)
-						k += 2
-						continue
-					}
+				if _, err := hex.Decode(b[:], v[k+1:k+3]); err == nil {
+					out = append(out, b[0])
+					k += 2
+					continue
 				}
 			}
 			out = append(out, '\\', 'x')
@@ -223,18 +223,6 @@ func unescape(v []byte, buf *[]byte) []byte {
 	}
 	*buf = out
 	return out
-}
-
-func unhex(c byte) (byte, bool) {
-	switch {
-	case '0' <= c && c <= '9':
-		return c - '0', true
-	case 'a' <= c && c <= 'f':
-		return c - 'a' + 10, true
-	case 'A' <= c && c <= 'F':
-		return c - 'A' + 10, true
-	}
-	return 0, false
 }
 
 // time reads a CLF time, "11/May/2026:11:46:40 +0000", reusing the last

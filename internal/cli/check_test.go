@@ -40,3 +40,26 @@ func TestRefusalSummary(t *testing.T) {
 		}
 	}
 }
+
+// TestListensOn: a server is picked by any of its listen addresses,
+// port ranges and network prefixes included; an address Caddy cannot
+// parse picks nothing.
+func TestListensOn(t *testing.T) {
+	for _, c := range []struct {
+		listen []string
+		port   int
+		want   bool
+	}{
+		{[]string{":443"}, 443, true},
+		{[]string{":80", ":443"}, 80, true},
+		{[]string{"tcp/127.0.0.1:8080-8090"}, 8085, true},
+		{[]string{"tcp/127.0.0.1:8080-8090"}, 8091, false},
+		{[]string{":443"}, 80, false},
+		{[]string{"not an address:x"}, 80, false},
+		{nil, 80, false},
+	} {
+		if got := ListensOn(c.listen, c.port); got != c.want {
+			t.Errorf("ListensOn(%q, %d) = %v, want %v", c.listen, c.port, got, c.want)
+		}
+	}
+}

@@ -92,7 +92,7 @@ func findHandlerJSON(cfg []byte, site string) (json.RawMessage, string, []string
 	var seen []string
 	for _, name := range names {
 		srv := c.Apps.HTTP.Servers[name]
-		if port != 0 && !listensOnJSON(srv.Listen, port) {
+		if port != 0 && !ListensOn(srv.Listen, port) {
 			continue
 		}
 		if raw, hosts, ok := walkJSONRoutes(srv.Routes, host); ok {
@@ -177,8 +177,11 @@ func routeHostMatches(sets []map[string]json.RawMessage, host string) bool {
 	return false
 }
 
-// listensOnJSON reports whether listen addresses include port.
-func listensOnJSON(listen []string, port int) bool {
+// ListensOn reports whether a server with these listen addresses (Caddy's
+// network addresses, port ranges included) listens on port. It is the one
+// rule by which both `caddy robots check` (on a config file) and the
+// root's admin check (on the running config) pick a server by its port.
+func ListensOn(listen []string, port int) bool {
 	for _, l := range listen {
 		na, err := caddy.ParseNetworkAddress(l)
 		if err != nil {
