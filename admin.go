@@ -274,20 +274,9 @@ func (h *Handler) storeType() string {
 	return "memory"
 }
 
-// distinctStores returns the handlers of hs whose store no earlier handler
-// uses: each store once, with the first handler that uses it.
-func distinctStores(hs []*Handler) []*Handler {
-	seen := map[state.Store]bool{}
-	var out []*Handler
-	for _, h := range hs {
-		if h.store == nil || seen[h.store] {
-			continue
-		}
-		seen[h.store] = true
-		out = append(out, h)
-	}
-	return out
-}
+// stateStore is h's throttle, strike and ban store (nil before
+// provisioning), for admin.DistinctStores.
+func (h *Handler) stateStore() state.Store { return h.store }
 
 // Interface guards.
 var (

@@ -338,7 +338,7 @@ func (c *bansCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	now := time.Now()
-	for _, h := range distinctStores(handlers()) {
+	for _, h := range admin.DistinctStores(handlers(), (*Handler).stateStore) {
 		kind := h.storeType()
 		bl, ok := h.store.(state.BanLister)
 		if !ok {

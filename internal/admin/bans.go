@@ -77,20 +77,26 @@ type BansReport struct {
 	Errors    []string   `json:"errors,omitempty"`
 }
 
-// distinctStores returns the Sites of ss whose store no earlier Site
-// uses: each store once, with the first handler that uses it.
-func distinctStores(ss []Site) []Site {
+// DistinctStores returns the elements of xs whose store (storeOf) no
+// earlier element has, and none without a store: handlers and site blocks
+// may share one store (a Redis, or the process's memory store), whose bans
+// are listed, counted and lifted once.
+func DistinctStores[T any](xs []T, storeOf func(T) state.Store) []T {
 	seen := map[state.Store]bool{}
-	var out []Site
-	for _, s := range ss {
-		if s.Store == nil || seen[s.Store] {
+	var out []T
+	for _, x := range xs {
+		st := storeOf(x)
+		if st == nil || seen[st] {
 			continue
 		}
-		seen[s.Store] = true
-		out = append(out, s)
+		seen[st] = true
+		out = append(out, x)
 	}
 	return out
 }
+
+// siteStore is the store of a Site, for DistinctStores.
+func siteStore(s Site) state.Store { return s.Store }
 
 // Bans lists the bans the stores of ss hold at now, in force and earned in
 // mode log: the answer of GET /robots/bans.
@@ -102,7 +108,7 @@ func Bans(ctx context.Context, ss []Site, now time.Time) BansReport {
 func listBans(ctx context.Context, ss []Site, now time.Time, scans banScans) BansReport {
 	rep := BansReport{Bans: []BanEntry{}}
 	scopes := scopesOf(ss)
-	for _, s := range distinctStores(ss) {
+	for _, s := range DistinctStores(ss, siteStore) {
 		l, ok := s.Store.(state.BanLister)
 		if !ok {
 			continue
@@ -215,7 +221,7 @@ func unban(ctx context.Context, ss []Site, key string, now time.Time) (bool, err
 // their errors.
 func forEachBanStore(ctx context.Context, ss []Site, f func(context.Context, Site, state.BanLister) error) error {
 	var errs []error
-	for _, s := range distinctStores(ss) {
+	for _, s := range DistinctStores(ss, siteStore) {
 		l, ok := s.Store.(state.BanLister)
 		if !ok {
 			continue
