@@ -203,8 +203,8 @@ func (h *Handler) auditConfig(fl *pflag.FlagSet) (audit.Config, error) {
 		return audit.Config{}, fmt.Errorf("the handler's exempt: %w", err)
 	}
 	// Undeclared crawlers, with the handler's modes and trap.
-	modes := policy.NewDisguiseModes(h.Disguised, h.DisguisedSignals, h.Trap != "")
-	cfg.Disguised = &modes
+	modes := policy.NewUndeclaredModes(h.Disguised, h.DisguisedSignals, h.Trap != "")
+	cfg.Undeclared = &modes
 	if modes[policy.SignalTrap] != policy.SignalOff {
 		cfg.Trap, cfg.TrapHold = h.Trap, time.Duration(h.TrapHold)
 	}

@@ -54,12 +54,12 @@ import (
 // "Disguised crawlers".
 
 // The signals, their modes and the choice among them are policy's
-// (policy.Signal, policy.DisguiseModes), shared with caddy robots audit.
+// (policy.Signal, policy.UndeclaredModes), shared with caddy robots audit.
 
 // undeclaredSignals is a handler's state for undeclared crawlers; nil when every
 // signal is off.
 type undeclaredSignals struct {
-	modes policy.DisguiseModes
+	modes policy.UndeclaredModes
 	// headers is set when a header signal is on.
 	headers bool
 	claims  *agents.BrowserClaims
@@ -73,7 +73,7 @@ type undeclaredSignals struct {
 // provisionDisguised reads the disguised, disguised_signals, trap and
 // trap_hold options (with their defaults, see applyDefaults) into h.undeclared.
 func (h *Handler) provisionDisguised() error {
-	d := &undeclaredSignals{modes: policy.NewDisguiseModes(h.Disguised, h.DisguisedSignals, h.Trap != "")}
+	d := &undeclaredSignals{modes: policy.NewUndeclaredModes(h.Disguised, h.DisguisedSignals, h.Trap != "")}
 	if !d.modes.On() {
 		h.undeclared = nil
 		return nil
@@ -842,7 +842,7 @@ func (h *Handler) servesTrapRules() bool {
 	if h.Trap == "" || (h.Source != "inline" && h.Source != "file") {
 		return false
 	}
-	modes := policy.NewDisguiseModes(h.Disguised, h.DisguisedSignals, true)
+	modes := policy.NewUndeclaredModes(h.Disguised, h.DisguisedSignals, true)
 	return modes[policy.SignalTrap] != policy.SignalOff
 }
 
