@@ -54,8 +54,8 @@ type metricSet struct {
 	rulesAge *rulesAgeCollector
 	// bans is the number of bans in force, by store type.
 	bans *bansCollector
-	// disguised counts undeclared crawlers' requests (undeclared.go).
-	disguised *disguisedCounters
+	// undeclared counts undeclared crawlers' requests (undeclared.go).
+	undeclared *undeclaredCounters
 }
 
 func newMetricSet() *metricSet {
@@ -102,7 +102,7 @@ func newMetricSet() *metricSet {
 			logged: prometheus.NewDesc("caddy_robots_bans_logged",
 				"Bans earned in mode log (the crawlers would be banned; nothing refuses them) in the state stores of the running handlers (at most 1000 counted per store), by store type.",
 				[]string{"store"}, nil)},
-		disguised: newDisguisedCounters(),
+		undeclared: newUndeclaredCounters(),
 	}
 	m.initSeries()
 	return m
@@ -137,7 +137,7 @@ func (m *metricSet) initSeries() {
 // collectors lists every collector of the set.
 func (m *metricSet) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.decisions, m.purposes, m.fetches, m.stateErrors, m.retries,
-		m.ruleMemory, m.ruleMemoryRefused, m.tableFull, m.rulesAge, m.bans, m.disguised.vec}
+		m.ruleMemory, m.ruleMemoryRefused, m.tableFull, m.rulesAge, m.bans, m.undeclared.vec}
 }
 
 // registerMetrics adds every collector of the package to a config's
