@@ -34,7 +34,7 @@ func TestRenamedOptionsStillRead(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("caddy adapt of disguised: exit %d\n%s", code, stderr)
 	}
-	if !strings.Contains(stderr.String(), "disguised is now undeclared") || !strings.Contains(stderr.String(), "WARN") {
+	if !strings.Contains(stderr.String(), "disguised is now undeclared") || !strings.Contains(strings.ToLower(stderr.String()), "warn") {
 		t.Errorf("caddy adapt of disguised did not warn that it is now undeclared:\n%s", stderr)
 	}
 	if !strings.Contains(stdout.String(), `"undeclared":"log"`) || !strings.Contains(stdout.String(), `"undeclared_signals":{"trap":"enforce"}`) || strings.Contains(stdout.String(), "disguised") {
