@@ -304,6 +304,9 @@ type Handler struct {
 	// scope is the handler's site block, found from its first request
 	// (a pointer: Handler values are copied by CaddyModule).
 	scope *atomic.Pointer[handlerScope]
+	// series are the handler's series of the decision metrics, labelled
+	// with its site block (metrics.go).
+	series *siteSeries
 	// events is the config's events app, and eventsCtx the context to emit
 	// with; configWarnings the load-time warnings about where the handler
 	// sits (for GET /robots/status).
@@ -452,6 +455,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	h.privateClaims = &logLimiter{}
 	h.configWarnings = new(warnings)
 	h.scope = new(atomic.Pointer[handlerScope])
+	h.series = newSiteSeries()
 	h.rotations = rotationTable
 	h.untrustedProxy = new(atomic.Pointer[netip.Addr])
 	h.exemptProxy = new(atomic.Pointer[netip.Addr])

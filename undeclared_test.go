@@ -99,14 +99,13 @@ func TestUndeclaredCountsAndCategory(t *testing.T) {
 	h.logger = zap.NewNop()
 	blocked := undeclaredCount("fetch_metadata", "block", "enforce")
 	logged := undeclaredCount("client_hints", "block", "log")
-	undeclared := metrics.decisions.WithLabelValues("block", "rule", "undeclared", "enforce")
-	cat := counterOf(undeclared)
+	cat := decisionCount(t, "block", "rule", "undeclared", "enforce")
 
 	serveAs(t, h, true, "", "/private/", benchBrowserUA, "203.0.113.51:1")
 	if d := undeclaredCount("fetch_metadata", "block", "enforce") - blocked; d != 1 {
 		t.Errorf("fetch_metadata block enforce counted %v, want 1", d)
 	}
-	if d := counterOf(undeclared) - cat; d != 1 {
+	if d := decisionCount(t, "block", "rule", "undeclared", "enforce") - cat; d != 1 {
 		t.Errorf("decisions of category undeclared: %v, want 1", d)
 	}
 	// Sec-CH-UA missing, Fetch Metadata present: a person whose browser
