@@ -277,6 +277,7 @@ type purposeKey struct {
 	action  policy.Action
 }
 
+// newSiteSeries returns a handler's series, none created yet.
 func newSiteSeries() *siteSeries {
 	return &siteSeries{decisions: map[decisionKey]prometheus.Counter{}, purposes: map[purposeKey]prometheus.Counter{}}
 }
