@@ -11,7 +11,6 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 
 	"github.com/caddyrobots/caddy-robots/agents"
 	"github.com/caddyrobots/caddy-robots/internal/policy"
@@ -373,15 +372,6 @@ func TestPurposeMetricSums(t *testing.T) {
 	if got := value("seo", "block") - beforeSEO; got != 0 {
 		t.Errorf("seo blocks: %v, want 0", got)
 	}
-}
-
-// counterOf returns the value of counter c.
-func counterOf(c prometheus.Counter) float64 {
-	var m dto.Metric
-	if err := c.Write(&m); err != nil {
-		panic(err)
-	}
-	return m.GetCounter().GetValue()
 }
 
 // BenchmarkCountDecision is what counting an allowed bot's decision costs
