@@ -86,3 +86,15 @@ func metricLineWith(body, name, label string) bool {
 	}
 	return false
 }
+
+// hasSeries reports whether body has a series line starting with prefix
+// (a metric and its first labels) for a named site block (not a handler
+// outside any) whose value is value.
+func hasSeries(body, prefix, value string) bool {
+	for _, line := range strings.Split(body, "\n") {
+		if strings.HasPrefix(line, prefix) && strings.HasSuffix(line, value) && !strings.HasPrefix(line, prefix+"this handler") {
+			return true
+		}
+	}
+	return false
+}
