@@ -52,8 +52,9 @@ type metricSet struct {
 	rulesAge *rulesAgeCollector
 	// bans is the number of bans in force, by store type.
 	bans *bansCollector
-	// undeclared counts undeclared crawlers' requests (undeclared.go).
-	undeclared *undeclaredCounters
+	// undeclared counts undeclared crawlers' requests, by site block
+	// (siteSeries.countUndeclared).
+	undeclared *prometheus.CounterVec
 }
 
 func newMetricSet() *metricSet {
@@ -125,7 +126,7 @@ func (m *metricSet) initSeries() {
 // collectors lists every collector of the set.
 func (m *metricSet) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.decisions, m.purposes, m.fetches, m.stateErrors, m.retries,
-		m.ruleMemory, m.ruleMemoryRefused, m.tableFull, m.rulesAge, m.bans, m.undeclared.vec}
+		m.ruleMemory, m.ruleMemoryRefused, m.tableFull, m.rulesAge, m.bans, m.undeclared}
 }
 
 // registerMetrics adds every collector of the package to a config's
@@ -257,10 +258,11 @@ func purposeIndex(p agents.Purpose) int {
 // WithLabelValues does. A handler learns its site block when the config
 // starts or from its first request (scope.go); site is "" until then.
 type siteSeries struct {
-	mu        sync.Mutex
-	site      string
-	decisions map[decisionKey]prometheus.Counter
-	purposes  map[purposeKey]prometheus.Counter
+	mu         sync.Mutex
+	site       string
+	decisions  map[decisionKey]prometheus.Counter
+	purposes   map[purposeKey]prometheus.Counter
+	undeclared map[undeclaredKey]prometheus.Counter
 }
 
 // decisionKey is a series of caddy_robots_decisions_total within a site.
@@ -277,9 +279,17 @@ type purposeKey struct {
 	action  policy.Action
 }
 
+// undeclaredKey is a series of caddy_robots_undeclared_total within a
+// site: action is a policy.Action, actionTrap or actionTrapUnmarked.
+type undeclaredKey struct {
+	signal       policy.Signal
+	action, mode int
+}
+
 // newSiteSeries returns a handler's series, none created yet.
 func newSiteSeries() *siteSeries {
-	return &siteSeries{decisions: map[decisionKey]prometheus.Counter{}, purposes: map[purposeKey]prometheus.Counter{}}
+	return &siteSeries{decisions: map[decisionKey]prometheus.Counter{}, purposes: map[purposeKey]prometheus.Counter{},
+		undeclared: map[undeclaredKey]prometheus.Counter{}}
 }
 
 // countDecision counts one bot decision of the site block site in
@@ -300,6 +310,7 @@ func (s *siteSeries) setSite(site string) {
 		s.site = site
 		clear(s.decisions)
 		clear(s.purposes)
+		clear(s.undeclared)
 	}
 }
 
@@ -329,6 +340,26 @@ func (s *siteSeries) purpose(k purposeKey) prometheus.Counter {
 	return c
 }
 
+// countUndeclared counts one request of an undeclared crawler of the site
+// block site in caddy_robots_undeclared_total: the signal that caught it,
+// its action (a policy.Action, actionTrap or actionTrapUnmarked) and mode.
+func (s *siteSeries) countUndeclared(site string, sig policy.Signal, a int, logMode bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.setSite(site)
+	s.undeclaredSeries(undeclaredKey{sig, a, modeIndex(logMode)}).Inc()
+}
+
+// undeclaredSeries returns the series of k, creating it; s.mu is held.
+func (s *siteSeries) undeclaredSeries(k undeclaredKey) prometheus.Counter {
+	c, ok := s.undeclared[k]
+	if !ok {
+		c = metrics.undeclared.WithLabelValues(k.signal.String(), undeclaredAction(k.action), modeNames[k.mode], s.site)
+		s.undeclared[k] = c
+	}
+	return c
+}
+
 // siteName is the site block s counts for, "" before it is known.
 func (s *siteSeries) siteName() string {
 	s.mu.Lock()
@@ -338,8 +369,8 @@ func (s *siteSeries) siteName() string {
 
 // start creates, at zero, the series a site block's dashboard panels and
 // alerts read from start-up: every decision kind in the handler's mode and
-// every action, for the category and purpose "other". The other series
-// appear with their first count.
+// every action, for the category and purpose "other", and a block by
+// each signal. The other series appear with their first count.
 func (s *siteSeries) start(site string, logMode bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -350,6 +381,9 @@ func (s *siteSeries) start(site string, logMode bool) {
 	}
 	for a := range policy.Actions {
 		s.purpose(purposeKey{purposeIndex(agents.PurposeOther), policy.Action(a)})
+	}
+	for sig := range policy.Signal(policy.NumSignals) {
+		s.undeclaredSeries(undeclaredKey{sig, int(policy.Block), mi})
 	}
 }
 

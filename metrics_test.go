@@ -285,7 +285,7 @@ func TestMetricFamilies(t *testing.T) {
 		"caddy_robots_rules_age_seconds":         "source|Age of the current robots.txt version (time since it was first loaded), the oldest among the sites of each source (site, file, inline).",
 		"caddy_robots_bans_in_force":             "store|Bans in force in the state stores of the running handlers (at most 1000 counted per store), by store type.",
 		"caddy_robots_bans_logged":               "store|Bans earned in mode log (the crawlers would be banned; nothing refuses them) in the state stores of the running handlers (at most 1000 counted per store), by store type.",
-		"caddy_robots_undeclared_total":          "signal,action,mode|Requests judged as an undeclared crawler's, by the signal that gave it away (fetch_metadata, fetch_metadata_safari, client_hints, trap, tls), the decision (allow, block, throttle, ban; trap for a trap request that marked its client, trap_unmarked for one a page or the browser caused) and mode (enforce, log).",
+		"caddy_robots_undeclared_total":          "signal,action,mode,site|Requests judged as an undeclared crawler's, by the signal that gave it away (fetch_metadata, fetch_metadata_safari, client_hints, trap, tls), the decision (allow, block, throttle, ban; trap for a trap request that marked its client, trap_unmarked for one a page or the browser caused), mode (enforce, log) and site (the site block of the config, one value per robots handler).",
 	}
 	ch := make(chan *prometheus.Desc, 64)
 	for _, c := range metrics.collectors() {

@@ -226,7 +226,7 @@ func (h *Handler) judgeUndeclared(r *http.Request, e *agents.ClaimEntry, s polic
 	if !judged {
 		return refused
 	}
-	countUndeclared(s, o.action, m == pipeline.Log)
+	h.series.countUndeclared(h.scopeFor(r).desc, s, int(o.action), m == pipeline.Log) // metrics.go
 	h.logUndeclared(r, s, &o, m.String(), fp, why)
 	if refused != nil {
 		refused.text = undeclaredWhy(r, s, rulesOnly, why) + "\n\n" + refused.message()
@@ -306,14 +306,6 @@ func fingerprintEngine(fp *tlsFingerprint) string {
 	return fp.Verdict.Engine.String()
 }
 
-// undeclaredCounters is the counter family caddy_robots_undeclared_total,
-// part of the package's one metric set, with its counters resolved once:
-// [signal][action or trap][mode].
-type undeclaredCounters struct {
-	vec    *prometheus.CounterVec
-	byKind [policy.NumSignals][policy.Actions + 2][2]prometheus.Counter
-}
-
 // actionTrap is the action label of a trap request that marked its
 // client; actionTrapUnmarked of one that did not (another page or the
 // browser's own speculation caused it).
@@ -322,39 +314,27 @@ const (
 	actionTrapUnmarked = policy.Actions + 1
 )
 
-func newUndeclaredCounters() *undeclaredCounters {
-	d := &undeclaredCounters{vec: prometheus.NewCounterVec(prometheus.CounterOpts{
+// newUndeclaredCounters is the counter family caddy_robots_undeclared_total,
+// part of the package's one metric set; its series are a handler's
+// (siteSeries.countUndeclared).
+func newUndeclaredCounters() *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "caddy", Subsystem: "robots", Name: "undeclared_total",
-		Help: "Requests judged as an undeclared crawler's, by the signal that gave it away (fetch_metadata, fetch_metadata_safari, client_hints, trap, tls), the decision (allow, block, throttle, ban; trap for a trap request that marked its client, trap_unmarked for one a page or the browser caused) and mode (enforce, log).",
-	}, []string{"signal", "action", "mode"})}
-	for s := range policy.Signal(policy.NumSignals) {
-		for a := 0; a <= actionTrapUnmarked; a++ {
-			act := "trap"
-			switch {
-			case a < policy.Actions:
-				act = policy.Action(a).String()
-			case a == actionTrapUnmarked:
-				act = "trap_unmarked"
-			}
-			for m, mode := range [...]string{"enforce", "log"} {
-				d.byKind[s][a][m] = d.vec.WithLabelValues(s.String(), act, mode)
-			}
-		}
-	}
-	return d
+		Help: "Requests judged as an undeclared crawler's, by the signal that gave it away (fetch_metadata, fetch_metadata_safari, client_hints, trap, tls), the decision (allow, block, throttle, ban; trap for a trap request that marked its client, trap_unmarked for one a page or the browser caused), mode (enforce, log) and site (the site block of the config, one value per robots handler).",
+	}, []string{"signal", "action", "mode", "site"})
 }
 
-// countUndeclared counts one request of an undeclared crawler.
-func countUndeclared(s policy.Signal, a policy.Action, logMode bool) {
-	countUndeclaredKind(s, int(a), logMode)
-}
-
-func countUndeclaredKind(s policy.Signal, a int, logMode bool) {
-	m := 0
-	if logMode {
-		m = 1
+// undeclaredAction is the action label of a: a policy.Action, actionTrap
+// or actionTrapUnmarked.
+func undeclaredAction(a int) string {
+	switch {
+	case a < policy.Actions:
+		return policy.Action(a).String()
+	case a == actionTrap:
+		return "trap"
+	default:
+		return "trap_unmarked"
 	}
-	metrics.undeclared.byKind[s][a][m].Inc()
 }
 
 // validUndeclaredMode reports whether v is a mode of undeclared.
@@ -678,7 +658,7 @@ func (h *Handler) takeTrap(r *http.Request, t *trapConfig, fp *tlsFingerprint) *
 	if !policy.TrapMarks(policy.KindOf(r.Header)) {
 		// Another page, or the browser's own speculation, caused this
 		// request: the trap's 403, and nothing else.
-		countUndeclaredKind(policy.SignalTrap, actionTrapUnmarked, !enforcing)
+		h.series.countUndeclared(h.scopeFor(r).desc, policy.SignalTrap, actionTrapUnmarked, !enforcing)
 		if c := h.logger.Check(zapcore.InfoLevel, "robots: trap asked for by a request the client did not choose; not marked"); c != nil {
 			c.Write(zap.String("trap", t.path), zap.String("target", warnlimit.Shorten(r.RequestURI, maxLoggedTarget)),
 				zap.String("remote_ip", ip.String()), zap.String("host", policy.HostOf(r.Host)),
@@ -706,7 +686,7 @@ func (h *Handler) takeTrap(r *http.Request, t *trapConfig, fp *tlsFingerprint) *
 			break
 		}
 	}
-	countUndeclaredKind(policy.SignalTrap, actionTrap, !enforcing)
+	h.series.countUndeclared(h.scopeFor(r).desc, policy.SignalTrap, actionTrap, !enforcing)
 	if c := h.logger.Check(zapcore.InfoLevel, "robots: trap taken"); c != nil {
 		c.Write(zap.String("trap", t.path), zap.String("target", warnlimit.Shorten(r.RequestURI, maxLoggedTarget)),
 			zap.String("remote_ip", ip.String()), zap.String("host", policy.HostOf(r.Host)),

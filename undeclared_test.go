@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"go.uber.org/zap"
 )
@@ -47,12 +48,35 @@ func serveAs(t testing.TB, h *Handler, https bool, host, target, ua, remote stri
 	return w.Code, w.Body.String()
 }
 
+// undeclaredCount sums caddy_robots_undeclared_total over its sites for
+// one signal, action and mode.
 func undeclaredCount(signal, action, mode string) float64 {
-	var m dto.Metric
-	if err := metrics.undeclared.vec.WithLabelValues(signal, action, mode).Write(&m); err != nil {
+	mfs, err := gatherOnly(metrics.undeclared)
+	if err != nil {
 		panic(err)
 	}
-	return m.GetCounter().GetValue()
+	var sum float64
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			l := map[string]string{}
+			for _, p := range m.GetLabel() {
+				l[p.GetName()] = p.GetValue()
+			}
+			if l["signal"] == signal && l["action"] == action && l["mode"] == mode {
+				sum += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return sum
+}
+
+// gatherOnly gathers the collector c alone.
+func gatherOnly(c prometheus.Collector) ([]*dto.MetricFamily, error) {
+	reg := prometheus.NewRegistry()
+	if err := reg.Register(c); err != nil {
+		return nil, err
+	}
+	return reg.Gather()
 }
 
 func TestUndeclaredHeaders(t *testing.T) {

@@ -8,7 +8,8 @@ import (
 	"testing"
 )
 
-// TestDecisionMetricsBySite: the decision metrics carry the site block
+// TestDecisionMetricsBySite: the decision metrics (and the undeclared
+// crawlers' caddy_robots_undeclared_total) carry the site block
 // (its hosts and listen addresses, as the ban scope and the status page
 // name it) in a site label. Each site block's series exist from the start
 // of the config, before any request, so its dashboard panels and alerts
@@ -30,7 +31,7 @@ func TestDecisionMetricsBySite(t *testing.T) {
 	one := `site="one.sites.localhost on :` + strconv.Itoa(httpPort) + `"`
 	two := `site="two.sites.localhost on :` + strconv.Itoa(httpPort) + `"`
 	body := scrapeMetrics(t)
-	for _, name := range []string{"caddy_robots_decisions_total", "caddy_robots_purpose_decisions_total"} {
+	for _, name := range []string{"caddy_robots_decisions_total", "caddy_robots_purpose_decisions_total", "caddy_robots_undeclared_total"} {
 		for _, site := range []string{one, two} {
 			if !strings.Contains(body, "\n"+name+"{") || !metricLineWith(body, name, site) {
 				t.Errorf("before any request, /metrics has no %s series with %s", name, site)
