@@ -20,7 +20,7 @@ test: deps vet staticcheck unit
 # deps installs what the tests run for real: redis-server (state and
 # integration tests, on loopback), wget, wget2 and httrack (real crawlers
 # against a real Caddy) and chromium (the HTML report and the status page,
-# rendered headless); need-browsers.sh what the disguised-crawler tests
+# rendered headless); need-browsers.sh what the undeclared-crawler tests
 # run: headed Chromium and Firefox under Xvfb, lynx, python requests, Scrapy;
 # promtool checks and unit-tests the Prometheus alert rules in examples/.
 deps:

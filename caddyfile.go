@@ -9,6 +9,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"go.uber.org/zap"
 
 	"github.com/caddyrobots/caddy-robots/enforce/state"
 	"github.com/caddyrobots/caddy-robots/internal/ranges"
@@ -68,7 +69,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //		max_rule_memory <size>               # 16MiB..1TiB, default 64MiB; a unit is required
 //		use_error_routes                     # refusals go to handle_errors
 //		case_insensitive_paths               # /PRIVATE/ is /private/ (IIS); see the README's cost
-//		disguised [off | log | enforce] {    # undeclared crawlers; default: per signal
+//		undeclared [off | log | enforce] {   # undeclared crawlers; default: per signal (old name: disguised)
 //			fetch_metadata        off | log | enforce   # default enforce
 //			fetch_metadata_safari off | log | enforce   # default log
 //			client_hints          off | log | enforce   # default log
@@ -98,6 +99,9 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		opt := d.Val()
 		if seen[opt] && opt != "exempt" {
 			return d.Errf("robots: option %q given twice", opt)
+		}
+		if opt == "disguised" && seen["undeclared"] || opt == "undeclared" && seen["disguised"] {
+			return d.Errf("robots: disguised and undeclared are both given: disguised is the old name of undeclared; keep undeclared only")
 		}
 		seen[opt] = true
 		err := h.parseOption(d, opt)
@@ -154,8 +158,12 @@ func (h *Handler) parseOption(d *caddyfile.Dispenser, opt string) error {
 		return parseEnum(d, opt, &h.RobotsTxt, "serve", "pass")
 	case "max_rule_memory":
 		return h.parseMaxRuleMemory(d)
+	case "undeclared":
+		return h.parseUndeclared(d, opt) // undeclared.go
 	case "disguised":
-		return h.parseDisguised(d) // undeclared.go
+		caddy.Log().Named("config.adapter.caddyfile").Warn("robots: disguised is now undeclared; rename it in the Caddyfile (the old name will be removed)",
+			zap.String("file", d.File()), zap.Int("line", d.Line()))
+		return h.parseUndeclared(d, opt)
 	case "trap":
 		return h.parseTrap(d)
 	case "tls_fingerprint_header":

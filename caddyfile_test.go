@@ -139,7 +139,7 @@ func TestCaddyfileNoSilentConfig(t *testing.T) {
 		"robots {\n verify {\n ranges GPTBot /etc/caddy/gptbot.json\n }\n}":       {`(did you mean openai-gptbot?)`},
 		"robots {\n verify {\n ranges gptbot\n }\n}":                              {"ranges needs <method> <file> or <method> <https-url>, e.g. ranges openai-gptbot /etc/caddy/gptbot.json", "Testfile:3"},
 		"robots {\n store redis redis://h {\n timeout 1s\n timeout 2s\n }\n}":     {`store redis: option "timeout" given twice`},
-		"robots {\n disguised {\n client_hints log\n client_hints off\n }\n}":     {`disguised: signal "client_hints" given twice`},
+		"robots {\n undeclared {\n client_hints log\n client_hints off\n }\n}":    {`undeclared: signal "client_hints" given twice`},
 		"robots {\n trap /a/\n trap /b/\n}":                                       {`option "trap" given twice`},
 	}
 	for src, wants := range cases {

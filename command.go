@@ -159,6 +159,9 @@ func handlerFromConfig(path, adapter, site string) (*Handler, []string, error) {
 	if err := json.Unmarshal(raw, h); err != nil {
 		return nil, nil, fmt.Errorf("%s: the robots handler of %s: %w", path, where, err)
 	}
+	if err := h.takeRenamedOptions(caddy.Log()); err != nil {
+		return nil, nil, fmt.Errorf("%s: the robots handler of %s: %w", path, where, err)
+	}
 	if err := h.replacePlaceholders(); err != nil {
 		return nil, nil, err
 	}
@@ -175,7 +178,7 @@ func handlerFromConfig(path, adapter, site string) (*Handler, []string, error) {
 }
 
 // auditConfig is the audit's configuration as far as h alone sets it,
-// after --crawl-burst, --disguised, --trap and --trap-hold, checked as the
+// after --crawl-burst, --undeclared, --trap and --trap-hold, checked as the
 // config would check them.
 func (h *Handler) auditConfig(fl *pflag.FlagSet) (audit.Config, error) {
 	if fl.Changed("crawl-burst") {
@@ -184,7 +187,7 @@ func (h *Handler) auditConfig(fl *pflag.FlagSet) (audit.Config, error) {
 			return audit.Config{}, fmt.Errorf("--crawl-burst: %w", err)
 		}
 	}
-	if err := disguisedFlags(fl, h); err != nil {
+	if err := undeclaredFlags(fl, h); err != nil {
 		return audit.Config{}, err
 	}
 	opts, strikes := h.decisionOptions(), h.strikePolicy()
@@ -203,22 +206,29 @@ func (h *Handler) auditConfig(fl *pflag.FlagSet) (audit.Config, error) {
 		return audit.Config{}, fmt.Errorf("the handler's exempt: %w", err)
 	}
 	// Undeclared crawlers, with the handler's modes and trap.
-	modes := policy.NewDisguiseModes(h.Disguised, h.DisguisedSignals, h.Trap != "")
-	cfg.Disguised = &modes
+	modes := policy.NewUndeclaredModes(h.Undeclared, h.UndeclaredSignals, h.Trap != "")
+	cfg.Undeclared = &modes
 	if modes[policy.SignalTrap] != policy.SignalOff {
 		cfg.Trap, cfg.TrapHold = h.Trap, time.Duration(h.TrapHold)
 	}
 	return cfg, nil
 }
 
-// disguisedFlags sets the handler's disguised and trap options from
-// --disguised, --trap and --trap-hold (without --config), checked as the
-// config would check them.
-func disguisedFlags(fl *pflag.FlagSet, h *Handler) error {
-	if !fl.Changed("disguised") && !fl.Changed("trap") && !fl.Changed("trap-hold") {
+// undeclaredFlags sets the handler's undeclared and trap options from
+// --undeclared (or its old name --disguised), --trap and --trap-hold
+// (without --config), checked as the config would check them.
+func undeclaredFlags(fl *pflag.FlagSet, h *Handler) error {
+	if fl.Changed("undeclared") && fl.Changed("disguised") {
+		return errors.New("--disguised and --undeclared are both given: --disguised is the old name of --undeclared; keep --undeclared only")
+	}
+	flag := "undeclared"
+	if fl.Changed("disguised") {
+		flag = "disguised" // pflag has printed that it is deprecated
+	}
+	if !fl.Changed(flag) && !fl.Changed("trap") && !fl.Changed("trap-hold") {
 		return nil
 	}
-	h.Disguised, _ = fl.GetString("disguised")
+	h.Undeclared, _ = fl.GetString(flag)
 	h.Trap, _ = fl.GetString("trap")
 	hold, _ := fl.GetDuration("trap-hold")
 	if fl.Changed("trap-hold") && h.Trap == "" {
@@ -227,8 +237,8 @@ func disguisedFlags(fl *pflag.FlagSet, h *Handler) error {
 	if h.Trap != "" {
 		h.TrapHold = caddy.Duration(hold)
 	}
-	if errs := h.checkDisguised(); len(errs) > 0 {
-		return fmt.Errorf("--disguised, --trap: %w", errors.Join(errs...))
+	if errs := h.validateUndeclared(); len(errs) > 0 {
+		return fmt.Errorf("--%s, --trap: %w", flag, errors.Join(errs...))
 	}
 	return nil
 }

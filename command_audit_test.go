@@ -76,8 +76,8 @@ func TestAuditGolden(t *testing.T) {
 		// the handler judges them as undeclared crawlers (see
 		// TestAuditUndeclaredMultiHost); here the signals are off, the
 		// subject is the per-site state.
-		{"audit-multihost-table", []string{"--robots", siteRobots, "--strikes", "2 10m 1h", "--disguised", "off", multiHostLog}},
-		{"audit-multihost-json", []string{"--robots", siteRobots, "--strikes", "2 10m 1h", "--disguised", "off", "--format", "json", multiHostLog}},
+		{"audit-multihost-table", []string{"--robots", siteRobots, "--strikes", "2 10m 1h", "--undeclared", "off", multiHostLog}},
+		{"audit-multihost-json", []string{"--robots", siteRobots, "--strikes", "2 10m 1h", "--undeclared", "off", "--format", "json", multiHostLog}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out, _, err := runCLI(t, append([]string{"audit"}, tc.args...)...)
@@ -627,8 +627,8 @@ func TestAuditUndeclared(t *testing.T) {
 	}
 }
 
-// TestAuditUndeclaredFlags: without a config, --disguised and --trap set
-// the handler's options as the Caddyfile's disguised and trap do; the trap
+// TestAuditUndeclaredFlags: without a config, --undeclared and --trap set
+// the handler's options as the Caddyfile's undeclared and trap do; the trap
 // applies to the Combined Log Format (its robots.txt must disallow it, as
 // with source site), the header rule does not.
 func TestAuditUndeclaredFlags(t *testing.T) {
@@ -656,8 +656,8 @@ func TestAuditUndeclaredFlags(t *testing.T) {
 	if got := summary(decisionsOf(t, "--robots", robots, "--trap", "/no-robots/", log)); got != "allow//enforce block/trap/enforce block/trap/enforce allow//enforce" {
 		t.Errorf("--trap: %s", got)
 	}
-	if got := summary(decisionsOf(t, "--robots", robots, "--trap", "/no-robots/", "--disguised", "log", log)); got != "allow//enforce block/trap/log block/trap/log allow//enforce" {
-		t.Errorf("--trap --disguised log: %s", got)
+	if got := summary(decisionsOf(t, "--robots", robots, "--trap", "/no-robots/", "--undeclared", "log", log)); got != "allow//enforce block/trap/log block/trap/log allow//enforce" {
+		t.Errorf("--trap --undeclared log: %s", got)
 	}
 	// The hold ends: 1m, and a request 2 minutes later.
 	writeFile(t, log, strings.Join([]string{
@@ -668,11 +668,11 @@ func TestAuditUndeclaredFlags(t *testing.T) {
 		t.Errorf("--trap-hold 1m: %s", got)
 	}
 	// The multi-site fixture's two Chrome 131 lines over TLS carry no Fetch
-	// Metadata: undeclared by default, people with --disguised off.
+	// Metadata: undeclared by default, people with --undeclared off.
 	for _, c := range []struct {
 		args       []string
 		undeclared int64
-	}{{nil, 2}, {[]string{"--disguised", "off"}, 0}} {
+	}{{nil, 2}, {[]string{"--undeclared", "off"}, 0}} {
 		_, out, _, err := runCLI(t, append(append([]string{"audit", "--robots", siteRobots, "--format", "json"}, c.args...), multiHostLog)...)
 		var r audit.Report
 		if err != nil || json.Unmarshal([]byte(out), &r) != nil || r.Undeclared != c.undeclared || r.Browsers != 2-c.undeclared {
@@ -683,7 +683,7 @@ func TestAuditUndeclaredFlags(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--robots", robots, "--disguised", "maybe", log}, "disguised: unknown value"},
+		{[]string{"--robots", robots, "--undeclared", "maybe", log}, "undeclared: unknown value"},
 		{[]string{"--robots", robots, "--trap", "no-slash", log}, "not a path"},
 		{[]string{"--robots", robots, "--trap-hold", "1h", log}, "--trap-hold: give the trap with --trap"},
 		{[]string{"--robots", robots, "--trap", "/t/", "--trap-hold", "10s", log}, "outside"},

@@ -3,6 +3,7 @@ package caddyrobots
 import (
 	"bytes"
 	"compress/gzip"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/caddyrobots/caddy-robots/internal/audit"
 	"github.com/caddyrobots/caddy-robots/internal/cli"
 	"github.com/caddyrobots/caddy-robots/internal/cli/clitest"
 )
@@ -91,5 +93,31 @@ func gzipFile(t *testing.T, src, dst string) {
 	zw.Close()
 	if err := os.WriteFile(dst, b.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestAuditOldUndeclaredFlag: --disguised, the old name of --undeclared,
+// still sets the signals' modes and says it is deprecated; giving both is
+// an error naming both.
+func TestAuditOldUndeclaredFlag(t *testing.T) {
+	dir := t.TempDir()
+	robots := filepath.Join(dir, "robots.txt")
+	writeFile(t, robots, "User-agent: *\nDisallow: /private/\n")
+	for _, c := range []struct {
+		args       []string
+		undeclared int64
+	}{{[]string{"--undeclared", "off"}, 0}, {[]string{"--disguised", "off"}, 0}, {[]string{"--disguised", "enforce"}, 2}} {
+		_, out, stderr, err := runCLI(t, append(append([]string{"audit", "--robots", siteRobots, "--format", "json"}, c.args...), multiHostLog)...)
+		var r audit.Report
+		if err != nil || json.Unmarshal([]byte(out), &r) != nil || r.Undeclared != c.undeclared {
+			t.Errorf("%v: err %v, want %d undeclared:\n%s", c.args, err, c.undeclared, out)
+		}
+		if c.args[0] == "--disguised" && !strings.Contains(stderr, "--disguised is now --undeclared") {
+			t.Errorf("%v: no deprecation notice on stderr: %q", c.args, stderr)
+		}
+	}
+	code, _, _, err := runCLI(t, "audit", "--robots", robots, "--undeclared", "log", "--disguised", "off", multiHostLog)
+	if code != cli.ExitFailure || err == nil || !strings.Contains(err.Error(), "--disguised and --undeclared are both given") {
+		t.Errorf("both flags: code %d, err %v", code, err)
 	}
 }

@@ -174,6 +174,9 @@ func checkResolver(addr string) (string, error) {
 // that a source file can be read, so that a configuration that cannot work
 // fails now, naming the option, instead of misbehaving once it runs.
 func (h *Handler) checkConfig() error {
+	if err := h.takeRenamedOptions(h.logger); err != nil {
+		return err
+	}
 	if err := h.replacePlaceholders(); err != nil {
 		return fmt.Errorf("robots: %w", err)
 	}
@@ -186,6 +189,43 @@ func (h *Handler) checkConfig() error {
 		}
 	}
 	return nil
+}
+
+// takeRenamedOptions moves the options given under their old names into
+// the new ones, warning through log (nil: no warning) that the config
+// should be updated: disguised is now undeclared and disguised_signals
+// undeclared_signals. A config that gives an option under both names is an
+// error naming both, as nothing says which was meant.
+func (h *Handler) takeRenamedOptions(log *zap.Logger) error {
+	var errs []error
+	if h.Disguised != "" {
+		if h.Undeclared != "" {
+			errs = append(errs, errors.New("disguised and undeclared are both set: disguised is the old name of undeclared; keep undeclared only"))
+		} else {
+			h.Undeclared, h.Disguised = h.Disguised, ""
+			warnRenamed(log, "disguised", "undeclared")
+		}
+	}
+	if h.DisguisedSignals != nil {
+		if h.UndeclaredSignals != nil {
+			errs = append(errs, errors.New("disguised_signals and undeclared_signals are both set: disguised_signals is the old name of undeclared_signals; keep undeclared_signals only"))
+		} else {
+			h.UndeclaredSignals, h.DisguisedSignals = h.DisguisedSignals, nil
+			warnRenamed(log, "disguised_signals", "undeclared_signals")
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("robots: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+// warnRenamed says that the option oldName is now called newName.
+func warnRenamed(log *zap.Logger, oldName, newName string) {
+	if log != nil {
+		log.Warn("robots: "+oldName+" is now "+newName+"; rename it in the config (the old name will be removed)",
+			zap.String("option", oldName), zap.String("new_name", newName))
+	}
 }
 
 // replacePlaceholders replaces the global placeholders in the paths and
@@ -288,7 +328,7 @@ func (h *Handler) applyDefaults() {
 		g := caddy.Duration(DefaultGrace)
 		h.Grace = &g
 	}
-	// disguised: empty means each signal's own default (undeclared.go).
+	// undeclared: empty means each signal's own default (undeclared.go).
 	if h.Trap != "" && h.TrapHold == 0 {
 		h.TrapHold = caddy.Duration(DefaultTrapHold)
 	}

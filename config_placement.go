@@ -416,6 +416,7 @@ func (s startedCheck) Handle(context.Context, caddy.Event) error {
 	for _, w := range s.h.placementWarnings(a) {
 		s.h.warnConfig(w)
 	}
+	s.h.seriesAtStart(a) // metrics.go
 	return nil
 }
 

@@ -12,6 +12,9 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 )
 
 // provisionJSON decodes a handler from its JSON config and provisions it
@@ -287,5 +290,53 @@ func TestValidatePlacementJSON(t *testing.T) {
 				t.Errorf("got %v, want an error containing %q", err, c.want)
 			}
 		})
+	}
+}
+
+// TestRenamedOptions: the old names disguised and disguised_signals are
+// still read, moved into undeclared and undeclared_signals with a warning
+// naming both; a config giving an option under both names is an error
+// naming both, in JSON and in the Caddyfile.
+func TestRenamedOptions(t *testing.T) {
+	core, logs := observer.New(zapcore.WarnLevel)
+	h := &Handler{Disguised: "log", DisguisedSignals: map[string]string{"trap": "enforce"}}
+	if err := h.takeRenamedOptions(zap.New(core)); err != nil {
+		t.Fatal(err)
+	}
+	if h.Undeclared != "log" || h.UndeclaredSignals["trap"] != "enforce" || h.Disguised != "" || h.DisguisedSignals != nil {
+		t.Errorf("not moved to the new names: %+v", h)
+	}
+	var warned []string
+	for _, e := range logs.All() {
+		warned = append(warned, e.Message)
+	}
+	if len(warned) != 2 || !strings.Contains(warned[0], "disguised is now undeclared") || !strings.Contains(warned[1], "disguised_signals is now undeclared_signals") {
+		t.Errorf("warnings %q, want one per renamed option", warned)
+	}
+
+	for _, c := range []struct {
+		h    Handler
+		want string
+	}{
+		{Handler{Disguised: "log", Undeclared: "enforce"}, "disguised and undeclared are both set"},
+		{Handler{DisguisedSignals: map[string]string{"tls": "log"}, UndeclaredSignals: map[string]string{}}, "disguised_signals and undeclared_signals are both set"},
+	} {
+		if err := c.h.takeRenamedOptions(nil); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: %v, want an error containing %q", c.h, err, c.want)
+		}
+	}
+
+	h = &Handler{}
+	if err := h.UnmarshalCaddyfile(caddyfile.NewTestDispenser("robots {\n disguised log {\n trap enforce\n }\n}")); err != nil {
+		t.Fatal(err)
+	}
+	if h.Undeclared != "log" || h.UndeclaredSignals["trap"] != "enforce" || h.Disguised != "" {
+		t.Errorf("disguised in the Caddyfile: parsed as %+v", h)
+	}
+	for _, src := range []string{"robots {\n disguised off\n undeclared log\n}", "robots {\n undeclared log\n disguised off\n}"} {
+		err := (&Handler{}).UnmarshalCaddyfile(caddyfile.NewTestDispenser(src))
+		if err == nil || !strings.Contains(err.Error(), "disguised and undeclared are both given") {
+			t.Errorf("%q: %v, want an error naming both", src, err)
+		}
 	}
 }

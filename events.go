@@ -26,25 +26,27 @@ const (
 	// mode log only records).
 	EventCrawlerBanned = "robots_crawler_banned"
 	// EventBanLifted is emitted for each ban lifted through the admin API.
-	// Data: identity, crawler, address, by (the admin client's address).
+	// Data: identity, crawler, address, site (the site block that issued
+	// the ban; empty when no running handler serves it), by (the admin
+	// client's address).
 	// Bans that run out are not announced: their end is in the banned
 	// event's until.
 	EventBanLifted = "robots_ban_lifted"
 	// EventVersionPublished is emitted when a site's robots.txt is loaded
 	// as a new version (the first one included). Data: host (empty for
-	// source file and inline), version, previous (empty for the first),
-	// source.
+	// source file and inline), site (the handler's site block), version,
+	// previous (empty for the first), source.
 	EventVersionPublished = "robots_version_published"
 	// EventLoadFailed is emitted when loading a site's robots.txt fails
 	// (the last good version, if any, stays in force): once when an
 	// outage starts, then at most hourly (sites.FailedRepeat) while it
-	// lasts, not on every retry. Data: host, source, error (the latest),
+	// lasts, not on every retry. Data: host, site, source, error (the latest),
 	// since (RFC 3339, the outage's first failure), failures (loads
 	// failed so far).
 	EventLoadFailed = "robots_load_failed"
 	// EventLoadRecovered is emitted when a site's robots.txt loads again
 	// after failed loads, ending the outage robots_load_failed announced.
-	// Data: host, source, since and until (RFC 3339), down_seconds,
+	// Data: host, site, source, since and until (RFC 3339), down_seconds,
 	// failures (loads that failed).
 	EventLoadRecovered = "robots_load_recovered"
 )
@@ -123,22 +125,43 @@ func (h *Handler) emitBanned(o *outcome, id state.Identity, res state.BanResult,
 	})
 }
 
-// scopeDesc names the handler's site block for people.
+// scopeDesc names the handler's site block for people (the site of its
+// events): as its first request found it, else as the config's routes
+// placed it when the config started (seriesAtStart), else "this handler"
+// (a robots.txt loaded while the config is still being provisioned).
 func (h *Handler) scopeDesc() string {
-	if h.scope == nil {
-		return noScope.desc
+	if h.scope != nil {
+		if s := h.scope.Load(); s != nil {
+			return s.desc
+		}
 	}
-	if s := h.scope.Load(); s != nil {
-		return s.desc
+	if h.series != nil {
+		if site := h.series.siteName(); site != "" {
+			return site
+		}
 	}
 	return noScope.desc
+}
+
+// siteOfBan names the site block whose handler issued bans kept under the
+// scope key (state.Identity.Site), "" when no running handler serves it.
+func siteOfBan(key string) string {
+	for _, h := range handlers() {
+		if h.scope == nil {
+			continue
+		}
+		if s := h.scope.Load(); s != nil && (s.key == key || s.logKey == key) {
+			return s.desc
+		}
+	}
+	return ""
 }
 
 // emitLifted announces a ban lifted through the admin API by the client at
 // by.
 func emitLifted(id state.Identity, key, by string) {
 	emitAny(EventBanLifted, func() map[string]any {
-		d := map[string]any{"identity": key, "crawler": id.Name, "address": "", "by": by}
+		d := map[string]any{"identity": key, "crawler": id.Name, "address": "", "site": siteOfBan(id.Site), "by": by}
 		if id.Prefix.IsValid() {
 			d["address"] = id.Prefix.String()
 		}
@@ -149,7 +172,7 @@ func emitLifted(id state.Identity, key, by string) {
 // emitPublished announces a new robots.txt version of host.
 func (h *Handler) emitPublished(host, id, previous string) {
 	h.emit(EventVersionPublished, func() map[string]any {
-		return map[string]any{"host": host, "version": id, "previous": previous, "source": h.sourceName()}
+		return map[string]any{"host": host, "site": h.scopeDesc(), "version": id, "previous": previous, "source": h.sourceName()}
 	})
 }
 
@@ -157,7 +180,7 @@ func (h *Handler) emitPublished(host, id, previous string) {
 // outage o (the loader calls it once per outage, then at most hourly).
 func (h *Handler) emitLoadFailed(host string, err error, o sites.Outage) {
 	h.emit(EventLoadFailed, func() map[string]any {
-		return map[string]any{"host": host, "source": h.sourceName(), "error": err.Error(),
+		return map[string]any{"host": host, "site": h.scopeDesc(), "source": h.sourceName(), "error": err.Error(),
 			"since": o.Since.UTC().Format(time.RFC3339), "failures": o.Failures}
 	})
 }
@@ -166,7 +189,7 @@ func (h *Handler) emitLoadFailed(host string, err error, o sites.Outage) {
 // the outage o.
 func (h *Handler) emitLoadRecovered(host string, o sites.Outage) {
 	h.emit(EventLoadRecovered, func() map[string]any {
-		return map[string]any{"host": host, "source": h.sourceName(),
+		return map[string]any{"host": host, "site": h.scopeDesc(), "source": h.sourceName(),
 			"since": o.Since.UTC().Format(time.RFC3339), "until": o.Until.UTC().Format(time.RFC3339),
 			"down_seconds": int64(o.Until.Sub(o.Since).Round(time.Second) / time.Second), "failures": o.Failures}
 	})

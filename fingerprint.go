@@ -511,7 +511,7 @@ func (h *Handler) fingerprintWarning(srv *caddyhttp.Server, site string) string 
 	if srv == nil || len(srv.TLSConnPolicies) == 0 || h.TLSFingerprintHeader != "" {
 		return ""
 	}
-	if modes := policy.NewDisguiseModes(h.Disguised, h.DisguisedSignals, h.Trap != ""); !modes.On() {
+	if modes := policy.NewUndeclaredModes(h.Undeclared, h.UndeclaredSignals, h.Trap != ""); !modes.On() {
 		return ""
 	}
 	if _, ok := fingerprintedServers.Load(srv); ok {

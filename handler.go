@@ -511,7 +511,7 @@ func (h *Handler) publishOutcome(r *http.Request, cv *caddyValues, o *outcome) *
 		vars["robots_token"] = o.tokenValue()
 	}
 
-	countDecision(o.action, o.reason, a.Category, a.Purpose, o.Mode == pipeline.Log)
+	h.series.countDecision(h.scopeFor(r).desc, o.action, o.reason, a.Category, a.Purpose, o.Mode == pipeline.Log) // metrics.go
 	if o.action != policy.Allow {
 		h.logRefusal(r, o)
 	}

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/caddyrobots/caddy-robots/agents"
@@ -19,24 +21,20 @@ import (
 // loads and registered into each config's registry by registerMetrics, so
 // counters survive reloads (a collector made per config would start from
 // zero on every reload). Labels are bounded: actions, catalogue categories,
-// purposes, modes, results, sources and store types, never a User-Agent,
-// address, host or path. The Grafana dashboard reads these names, labels
-// and help texts: keep them.
+// purposes, modes, results, sources, store types and site blocks (the
+// configuration's, named as the ban scope names them: at most one per
+// robots handler), never a User-Agent, address, path or a request's Host.
+// The Grafana dashboard reads these names, labels and help texts: keep
+// them.
 var metrics = newMetricSet()
 
 // metricSet holds every collector of the package but the IP lists'
 // (internal/ranges, registered in config.go).
 type metricSet struct {
-	// decisions and purposes count bot decisions (countDecision).
+	// decisions and purposes count bot decisions, by site block
+	// (siteSeries.countDecision).
 	decisions *prometheus.CounterVec
 	purposes  *prometheus.CounterVec
-	// decisionSeries and purposeSeries are their series, resolved once
-	// (initSeries): WithLabelValues hashes and looks up its label values
-	// on every call, which would cost more than the rest of counting a
-	// decision. [action][reason][category][mode], nil for a pair of action
-	// and reason not among decisionKinds; [purpose][action].
-	decisionSeries [policy.Actions][policy.Reasons][len(categoryNames)][len(modeNames)]prometheus.Counter
-	purposeSeries  [len(purposeNames)][policy.Actions]prometheus.Counter
 	// fetches counts the loads of robots.txt (see loaderMetrics).
 	fetches     *prometheus.CounterVec
 	stateErrors *prometheus.CounterVec
@@ -54,20 +52,21 @@ type metricSet struct {
 	rulesAge *rulesAgeCollector
 	// bans is the number of bans in force, by store type.
 	bans *bansCollector
-	// disguised counts undeclared crawlers' requests (undeclared.go).
-	disguised *disguisedCounters
+	// undeclared counts undeclared crawlers' requests, by site block
+	// (siteSeries.countUndeclared).
+	undeclared *prometheus.CounterVec
 }
 
 func newMetricSet() *metricSet {
 	m := &metricSet{
 		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "caddy", Subsystem: "robots", Name: "decisions_total",
-			Help: "Decisions on requests from bots, by action (allow, block, throttle, ban), reason (none, rule, spoofed, unavailable, unverified, target, length, preference, rate, ban), crawler category and mode.",
-		}, []string{"action", "reason", "category", "mode"}),
+			Help: "Decisions on requests from bots, by action (allow, block, throttle, ban), reason (none, rule, spoofed, unavailable, unverified, target, length, preference, rate, ban), crawler category, mode and site (the site block of the config: its hosts and listen addresses, one value per robots handler, never a request's Host).",
+		}, []string{"action", "reason", "category", "mode", "site"}),
 		purposes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "caddy", Subsystem: "robots", Name: "purpose_decisions_total",
-			Help: "Decisions on requests from bots, by the crawler's documented purpose and the action (allow, block, throttle, ban).",
-		}, []string{"purpose", "action"}),
+			Help: "Decisions on requests from bots, by the crawler's documented purpose, the action (allow, block, throttle, ban) and site (the site block of the config, one value per robots handler).",
+		}, []string{"purpose", "action", "site"}),
 		fetches: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "caddy", Subsystem: "robots", Name: "fetch_total",
 			Help: "Loads of the site's robots.txt, by result (ok, client_error, server_error, error); for source file, every failed read of the file (it is polled every 2s) counts as error.",
@@ -102,7 +101,7 @@ func newMetricSet() *metricSet {
 			logged: prometheus.NewDesc("caddy_robots_bans_logged",
 				"Bans earned in mode log (the crawlers would be banned; nothing refuses them) in the state stores of the running handlers (at most 1000 counted per store), by store type.",
 				[]string{"store"}, nil)},
-		disguised: newDisguisedCounters(),
+		undeclared: newUndeclaredCounters(),
 	}
 	m.initSeries()
 	return m
@@ -111,20 +110,10 @@ func newMetricSet() *metricSet {
 // initSeries creates, at zero, every series of the counter vectors whose
 // label values are known in advance, so that every metric (and every
 // dashboard panel and alert reading it) has data from start-up, and
-// rate() sees the first increment.
+// rate() sees the first increment. The decision metrics' series need a
+// site: each handler creates a few once the config has started
+// (siteSeries.start).
 func (m *metricSet) initSeries() {
-	for _, k := range decisionKinds {
-		for ci, c := range categoryNames {
-			for mi, mode := range modeNames {
-				m.decisionSeries[k.action][k.reason][ci][mi] = m.decisions.WithLabelValues(k.action.String(), reasonLabel(k.reason), string(c), mode)
-			}
-		}
-	}
-	for pi, p := range purposeNames {
-		for a := range policy.Actions {
-			m.purposeSeries[pi][a] = m.purposes.WithLabelValues(p, policy.Action(a).String())
-		}
-	}
 	for _, r := range [...]string{"ok", "client_error", "server_error", "error"} {
 		m.fetches.WithLabelValues(r)
 	}
@@ -137,7 +126,7 @@ func (m *metricSet) initSeries() {
 // collectors lists every collector of the set.
 func (m *metricSet) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.decisions, m.purposes, m.fetches, m.stateErrors, m.retries,
-		m.ruleMemory, m.ruleMemoryRefused, m.tableFull, m.rulesAge, m.bans, m.disguised.vec}
+		m.ruleMemory, m.ruleMemoryRefused, m.tableFull, m.rulesAge, m.bans, m.undeclared}
 }
 
 // registerMetrics adds every collector of the package to a config's
@@ -201,13 +190,11 @@ func modeIndex(logMode bool) int {
 }
 
 // decisionKinds are the pairs of action and reason the handler decides.
-// caddy_robots_decisions_total has a series for each, in every category
-// and mode, from start-up; a pair not listed (none exists today) is
-// counted with reason "other", once it happens.
-var decisionKinds = [...]struct {
-	action policy.Action
-	reason policy.Reason
-}{
+// Each site block has a series of caddy_robots_decisions_total for each,
+// in its handler's mode, from start-up (siteSeries.start); a pair not
+// listed (none exists today) is counted with reason "other", once it
+// happens.
+var decisionKinds = [...]decisionKind{
 	{policy.Allow, policy.None},
 	{policy.Block, policy.Rule},
 	{policy.Block, policy.Spoofed},
@@ -218,6 +205,12 @@ var decisionKinds = [...]struct {
 	{policy.Block, policy.Preference},
 	{policy.Throttle, policy.Rate},
 	{policy.Ban, policy.Banned},
+}
+
+// decisionKind is a pair of action and reason.
+type decisionKind struct {
+	action policy.Action
+	reason policy.Reason
 }
 
 // reasonLabel is the reason label value: "none" for an allowed request.
@@ -257,18 +250,149 @@ func purposeIndex(p agents.Purpose) int {
 	return max(slices.Index(purposeNames[:], string(p)), 0)
 }
 
-// countDecision counts one bot decision in caddy_robots_decisions_total
-// (its action and reason, the crawler's category, the mode) and in
-// caddy_robots_purpose_decisions_total (the crawler's purpose, the
-// action); logMode is true for mode log.
-func countDecision(a policy.Action, r policy.Reason, cat agents.Category, p agents.Purpose, logMode bool) {
-	ci, mi := categoryIndex(cat), modeIndex(logMode)
-	if c := metrics.decisionSeries[a][r][ci][mi]; c != nil {
-		c.Inc()
-	} else {
-		metrics.decisions.WithLabelValues(a.String(), "other", string(categoryNames[ci]), modeNames[mi]).Inc()
+// siteSeries are one handler's series of the decision metrics, labelled
+// with its site block. Each is created on its first count, so a site
+// exports only the kinds of decision it makes (the full grid of action,
+// reason, category and mode is 240 series), and looked up in a map keyed
+// by small integers instead of hashing the label values per request as
+// WithLabelValues does. A handler learns its site block when the config
+// starts or from its first request (scope.go); site is "" until then.
+type siteSeries struct {
+	mu         sync.Mutex
+	site       string
+	decisions  map[decisionKey]prometheus.Counter
+	purposes   map[purposeKey]prometheus.Counter
+	undeclared map[undeclaredKey]prometheus.Counter
+}
+
+// decisionKey is a series of caddy_robots_decisions_total within a site.
+type decisionKey struct {
+	action         policy.Action
+	reason         policy.Reason
+	category, mode int
+}
+
+// purposeKey is a series of caddy_robots_purpose_decisions_total within a
+// site.
+type purposeKey struct {
+	purpose int
+	action  policy.Action
+}
+
+// undeclaredKey is a series of caddy_robots_undeclared_total within a
+// site: action is a policy.Action, actionTrap or actionTrapUnmarked.
+type undeclaredKey struct {
+	signal       policy.Signal
+	action, mode int
+}
+
+// newSiteSeries returns a handler's series, none created yet.
+func newSiteSeries() *siteSeries {
+	return &siteSeries{decisions: map[decisionKey]prometheus.Counter{}, purposes: map[purposeKey]prometheus.Counter{},
+		undeclared: map[undeclaredKey]prometheus.Counter{}}
+}
+
+// countDecision counts one bot decision of the site block site in
+// caddy_robots_decisions_total (its action and reason, the crawler's
+// category, the mode) and in caddy_robots_purpose_decisions_total (the
+// crawler's purpose, the action); logMode is true for mode log.
+func (s *siteSeries) countDecision(site string, a policy.Action, r policy.Reason, cat agents.Category, p agents.Purpose, logMode bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.setSite(site)
+	s.decision(decisionKey{a, r, categoryIndex(cat), modeIndex(logMode)}).Inc()
+	s.purpose(purposeKey{purposeIndex(p), a}).Inc()
+}
+
+// setSite makes site the label of the series s hands out; s.mu is held.
+func (s *siteSeries) setSite(site string) {
+	if site != s.site {
+		s.site = site
+		clear(s.decisions)
+		clear(s.purposes)
+		clear(s.undeclared)
 	}
-	metrics.purposeSeries[purposeIndex(p)][a].Inc()
+}
+
+// decision returns the series of k, creating it; s.mu is held. A pair of
+// action and reason not among decisionKinds is counted with reason
+// "other".
+func (s *siteSeries) decision(k decisionKey) prometheus.Counter {
+	c, ok := s.decisions[k]
+	if !ok {
+		reason := "other"
+		if slices.Contains(decisionKinds[:], decisionKind{k.action, k.reason}) {
+			reason = reasonLabel(k.reason)
+		}
+		c = metrics.decisions.WithLabelValues(k.action.String(), reason, string(categoryNames[k.category]), modeNames[k.mode], s.site)
+		s.decisions[k] = c
+	}
+	return c
+}
+
+// purpose returns the series of k, creating it; s.mu is held.
+func (s *siteSeries) purpose(k purposeKey) prometheus.Counter {
+	c, ok := s.purposes[k]
+	if !ok {
+		c = metrics.purposes.WithLabelValues(purposeNames[k.purpose], k.action.String(), s.site)
+		s.purposes[k] = c
+	}
+	return c
+}
+
+// countUndeclared counts one request of an undeclared crawler of the site
+// block site in caddy_robots_undeclared_total: the signal that caught it,
+// its action (a policy.Action, actionTrap or actionTrapUnmarked) and mode.
+func (s *siteSeries) countUndeclared(site string, sig policy.Signal, a int, logMode bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.setSite(site)
+	s.undeclaredSeries(undeclaredKey{sig, a, modeIndex(logMode)}).Inc()
+}
+
+// undeclaredSeries returns the series of k, creating it; s.mu is held.
+func (s *siteSeries) undeclaredSeries(k undeclaredKey) prometheus.Counter {
+	c, ok := s.undeclared[k]
+	if !ok {
+		c = metrics.undeclared.WithLabelValues(k.signal.String(), undeclaredAction(k.action), modeNames[k.mode], s.site)
+		s.undeclared[k] = c
+	}
+	return c
+}
+
+// siteName is the site block s counts for, "" before it is known.
+func (s *siteSeries) siteName() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.site
+}
+
+// start creates, at zero, the series a site block's dashboard panels and
+// alerts read from start-up: every decision kind in the handler's mode and
+// every action, for the category and purpose "other", and a block by
+// each signal. The other series appear with their first count.
+func (s *siteSeries) start(site string, logMode bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.setSite(site)
+	ci, mi := categoryIndex(agents.CategoryOther), modeIndex(logMode)
+	for _, k := range decisionKinds {
+		s.decision(decisionKey{k.action, k.reason, ci, mi})
+	}
+	for a := range policy.Actions {
+		s.purpose(purposeKey{purposeIndex(agents.PurposeOther), policy.Action(a)})
+	}
+	for sig := range policy.Signal(policy.NumSignals) {
+		s.undeclaredSeries(undeclaredKey{sig, int(policy.Block), mi})
+	}
+}
+
+// seriesAtStart creates the handler's start-up series once the config has
+// started, when its site block is known from the routes of app.
+func (h *Handler) seriesAtStart(app *caddyhttp.App) {
+	if p, ok := placements(app)[h]; ok {
+		h.series.start(siteDesc(p), !h.enforce)
+	}
 }
 
 // countRetry counts one immediate retry: a throttled request that came

@@ -11,7 +11,6 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 
 	"github.com/caddyrobots/caddy-robots/agents"
 	"github.com/caddyrobots/caddy-robots/internal/policy"
@@ -53,6 +52,16 @@ func TestMetricLabels(t *testing.T) {
 	}
 }
 
+// testSite is the site label of the decisions the tests count directly.
+const testSite = "metrics.test on :0"
+
+var testSeries = newSiteSeries()
+
+// countTestDecision counts a decision of testSite.
+func countTestDecision(a policy.Action, r policy.Reason, cat agents.Category, p agents.Purpose, logMode bool) {
+	testSeries.countDecision(testSite, a, r, cat, p, logMode)
+}
+
 // TestDecisionCounts: counts from many goroutines add up exactly, and the
 // family is exported with its labels through a real registry.
 func TestDecisionCounts(t *testing.T) {
@@ -74,7 +83,7 @@ func TestDecisionCounts(t *testing.T) {
 				for _, p := range m.GetLabel() {
 					l[p.GetName()] = p.GetValue()
 				}
-				if l["action"] == action && l["reason"] == reason && l["category"] == category && l["mode"] == mode {
+				if l["action"] == action && l["reason"] == reason && l["category"] == category && l["mode"] == mode && l["site"] == testSite {
 					return m.GetCounter().GetValue()
 				}
 			}
@@ -86,7 +95,7 @@ func TestDecisionCounts(t *testing.T) {
 	for range 8 {
 		wg.Go(func() {
 			for range 1000 {
-				countDecision(policy.Throttle, policy.Rate, agents.CategorySEO, agents.PurposeSEO, true)
+				countTestDecision(policy.Throttle, policy.Rate, agents.CategorySEO, agents.PurposeSEO, true)
 			}
 		})
 	}
@@ -128,6 +137,24 @@ func gatherLabels(t *testing.T, reg *prometheus.Registry, name string) []map[str
 	return out
 }
 
+// decisionCount sums caddy_robots_decisions_total over its sites for one
+// action, reason, category and mode.
+func decisionCount(t *testing.T, action, reason, category, mode string) float64 {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	if err := reg.Register(metrics.decisions); err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, l := range gatherLabels(t, reg, "caddy_robots_decisions_total") {
+		if l["action"] == action && l["reason"] == reason && l["category"] == category && l["mode"] == mode {
+			v, _ := strconv.ParseFloat(l["value"], 64)
+			sum += v
+		}
+	}
+	return sum
+}
+
 // TestMetricReasonLabels: every decision the handler makes is counted
 // under its own action and reason; allow is reason "none", throttle
 // "rate"; a pair the handler never makes falls back to reason "other".
@@ -138,14 +165,14 @@ func TestMetricReasonLabels(t *testing.T) {
 	}
 	want := map[[2]string]bool{}
 	for _, k := range decisionKinds {
-		countDecision(k.action, k.reason, agents.CategoryArchive, agents.PurposeArchiving, false)
+		countTestDecision(k.action, k.reason, agents.CategoryArchive, agents.PurposeArchiving, false)
 		pair := [2]string{k.action.String(), reasonLabel(k.reason)}
 		if want[pair] {
 			t.Errorf("%v/%v shares a series with another pair", k.action, k.reason)
 		}
 		want[pair] = true
 	}
-	countDecision(policy.Allow, policy.Rule, agents.CategoryArchive, agents.PurposeArchiving, false) // never made
+	countTestDecision(policy.Allow, policy.Rule, agents.CategoryArchive, agents.PurposeArchiving, false) // never made
 	want[[2]string{"allow", "other"}] = true
 	for _, pair := range [][2]string{{"allow", "none"}, {"block", "rule"}, {"block", "spoofed"}, {"block", "unavailable"},
 		{"block", "unverified"}, {"block", "target"}, {"block", "length"}, {"block", "preference"}, {"throttle", "rate"}, {"ban", "ban"}} {
@@ -155,7 +182,7 @@ func TestMetricReasonLabels(t *testing.T) {
 	}
 	got := map[[2]string]bool{}
 	for _, l := range gatherLabels(t, reg, "caddy_robots_decisions_total") {
-		if l["category"] == "archive" && l["mode"] == "enforce" {
+		if l["category"] == "archive" && l["mode"] == "enforce" && l["site"] == testSite {
 			got[[2]string{l["action"], l["reason"]}] = true
 		}
 	}
@@ -247,8 +274,8 @@ func TestMetricFamilies(t *testing.T) {
 		t.Fatalf("registering again: %v", err)
 	}
 	want := map[string]string{
-		"caddy_robots_decisions_total":           "action,reason,category,mode|Decisions on requests from bots, by action (allow, block, throttle, ban), reason (none, rule, spoofed, unavailable, unverified, target, length, preference, rate, ban), crawler category and mode.",
-		"caddy_robots_purpose_decisions_total":   "purpose,action|Decisions on requests from bots, by the crawler's documented purpose and the action (allow, block, throttle, ban).",
+		"caddy_robots_decisions_total":           "action,reason,category,mode,site|Decisions on requests from bots, by action (allow, block, throttle, ban), reason (none, rule, spoofed, unavailable, unverified, target, length, preference, rate, ban), crawler category, mode and site (the site block of the config: its hosts and listen addresses, one value per robots handler, never a request's Host).",
+		"caddy_robots_purpose_decisions_total":   "purpose,action,site|Decisions on requests from bots, by the crawler's documented purpose, the action (allow, block, throttle, ban) and site (the site block of the config, one value per robots handler).",
 		"caddy_robots_fetch_total":               "result|Loads of the site's robots.txt, by result (ok, client_error, server_error, error); for source file, every failed read of the file (it is polled every 2s) counts as error.",
 		"caddy_robots_state_errors_total":        "store|Errors of the shared state store; each such request was decided from local state.",
 		"caddy_robots_immediate_retries_total":   "mode|Throttled requests that came back before the Retry-After they were given, by mode.",
@@ -258,7 +285,7 @@ func TestMetricFamilies(t *testing.T) {
 		"caddy_robots_rules_age_seconds":         "source|Age of the current robots.txt version (time since it was first loaded), the oldest among the sites of each source (site, file, inline).",
 		"caddy_robots_bans_in_force":             "store|Bans in force in the state stores of the running handlers (at most 1000 counted per store), by store type.",
 		"caddy_robots_bans_logged":               "store|Bans earned in mode log (the crawlers would be banned; nothing refuses them) in the state stores of the running handlers (at most 1000 counted per store), by store type.",
-		"caddy_robots_disguised_total":           "signal,action,mode|Requests judged as an undeclared crawler's, by the signal that gave it away (fetch_metadata, fetch_metadata_safari, client_hints, trap, tls), the decision (allow, block, throttle, ban; trap for a trap request that marked its client, trap_unmarked for one a page or the browser caused) and mode (enforce, log).",
+		"caddy_robots_undeclared_total":          "signal,action,mode,site|Requests judged as an undeclared crawler's, by the signal that gave it away (fetch_metadata, fetch_metadata_safari, client_hints, trap, tls), the decision (allow, block, throttle, ban; trap for a trap request that marked its client, trap_unmarked for one a page or the browser caused), mode (enforce, log) and site (the site block of the config, one value per robots handler).",
 	}
 	ch := make(chan *prometheus.Desc, 64)
 	for _, c := range metrics.collectors() {
@@ -323,20 +350,19 @@ func TestPurposeMetricSums(t *testing.T) {
 	}
 	value := func(purpose, action string) float64 {
 		for _, l := range gatherLabels(t, reg, "caddy_robots_purpose_decisions_total") {
-			if l["purpose"] == purpose && l["action"] == action {
+			if l["purpose"] == purpose && l["action"] == action && l["site"] == testSite {
 				v, _ := strconv.ParseFloat(l["value"], 64)
 				return v
 			}
 		}
-		t.Fatalf("no series purpose=%s action=%s", purpose, action)
-		return 0
+		return 0 // not counted yet
 	}
 	beforeBlock, beforeThrottle := value("ai-training", "block"), value("ai-training", "throttle")
 	beforeSEO := value("seo", "block")
-	countDecision(policy.Block, policy.Rule, agents.CategoryAITraining, agents.PurposeAITraining, false)
-	countDecision(policy.Block, policy.Preference, agents.CategoryAISearch, agents.PurposeAITraining, true)
-	countDecision(policy.Block, policy.BadTarget, agents.CategoryOther, agents.PurposeAITraining, false)
-	countDecision(policy.Throttle, policy.Rate, agents.CategoryAITraining, agents.PurposeAITraining, false)
+	countTestDecision(policy.Block, policy.Rule, agents.CategoryAITraining, agents.PurposeAITraining, false)
+	countTestDecision(policy.Block, policy.Preference, agents.CategoryAISearch, agents.PurposeAITraining, true)
+	countTestDecision(policy.Block, policy.BadTarget, agents.CategoryOther, agents.PurposeAITraining, false)
+	countTestDecision(policy.Throttle, policy.Rate, agents.CategoryAITraining, agents.PurposeAITraining, false)
 	if got := value("ai-training", "block") - beforeBlock; got != 3 {
 		t.Errorf("ai-training blocks: %v, want 3", got)
 	}
@@ -348,11 +374,25 @@ func TestPurposeMetricSums(t *testing.T) {
 	}
 }
 
-// counterOf returns the value of counter c.
-func counterOf(c prometheus.Counter) float64 {
-	var m dto.Metric
-	if err := c.Write(&m); err != nil {
-		panic(err)
-	}
-	return m.GetCounter().GetValue()
+// BenchmarkCountDecision is what counting an allowed bot's decision costs
+// a request: the handler's series map (siteSeries), beside the curried
+// vector's WithLabelValues it replaces, which hashes the label values on
+// every call.
+func BenchmarkCountDecision(b *testing.B) {
+	b.Run("siteSeries", func(b *testing.B) {
+		s := newSiteSeries()
+		b.ReportAllocs()
+		for b.Loop() {
+			s.countDecision(testSite, policy.Allow, policy.None, agents.CategorySearch, agents.PurposeSearch, false)
+		}
+	})
+	b.Run("WithLabelValues", func(b *testing.B) {
+		decisions := metrics.decisions.MustCurryWith(prometheus.Labels{"site": testSite})
+		purposes := metrics.purposes.MustCurryWith(prometheus.Labels{"site": testSite})
+		b.ReportAllocs()
+		for b.Loop() {
+			decisions.WithLabelValues("allow", "none", "search", "enforce").Inc()
+			purposes.WithLabelValues("search", "allow").Inc()
+		}
+	})
 }

@@ -191,9 +191,9 @@ type Handler struct {
 	// its last good copy.
 	MaxRuleMemory int64 `json:"max_rule_memory,omitempty"`
 
-	// Disguised says what happens to undeclared crawlers: clients whose
+	// Undeclared says what happens to undeclared crawlers: clients whose
 	// User-Agent claims a person's browser while the request shows a
-	// program (see the README's "Disguised crawlers"). "off", "log" or
+	// program (see the README's "Undeclared crawlers"). "off", "log" or
 	// "enforce" sets every signal at once; empty (the default) gives each
 	// signal its own default: enforce for fetch_metadata and trap, which
 	// real Chromium and Firefox were proven to pass, log for
@@ -201,13 +201,24 @@ type Handler struct {
 	// judged like any unnamed bot, by the "*" group, with strikes and
 	// Crawl-delay, in the agent category "undeclared"; log judges, counts
 	// and logs it as mode log does and never refuses it.
+	Undeclared string `json:"undeclared,omitempty"`
+	// UndeclaredSignals sets the mode (off, log, enforce) of single
+	// signals, over Undeclared: fetch_metadata (a Chromium 80+ or Firefox
+	// 90+ claim over HTTPS or to a loopback host without any
+	// Sec-Fetch-Site, -Mode or -Dest header), fetch_metadata_safari (the
+	// same for Safari 16.4+ and every browser on iOS 16.4+), client_hints
+	// (a Chrome, Edge or Opera 89+ claim without Sec-CH-UA) and trap.
+	UndeclaredSignals map[string]string `json:"undeclared_signals,omitempty"`
+	// Disguised is the old name of Undeclared, still read so that configs
+	// written before the rename keep working: provisioning moves it into
+	// Undeclared with a warning, and setting both is an error.
+	//
+	// Deprecated: use Undeclared.
 	Disguised string `json:"disguised,omitempty"`
-	// DisguisedSignals sets the mode (off, log, enforce) of single signals,
-	// over Disguised: fetch_metadata (a Chromium 80+ or Firefox 90+ claim
-	// over HTTPS or to a loopback host without any Sec-Fetch-Site, -Mode or
-	// -Dest header), fetch_metadata_safari (the same for Safari 16.4+ and
-	// every browser on iOS 16.4+), client_hints (a Chrome, Edge or Opera
-	// 89+ claim without Sec-CH-UA) and trap.
+	// DisguisedSignals is the old name of UndeclaredSignals, read as
+	// Disguised is.
+	//
+	// Deprecated: use UndeclaredSignals.
 	DisguisedSignals map[string]string `json:"disguised_signals,omitempty"`
 	// TLSFingerprintHeader is the request header a TLS-terminating proxy
 	// in front of Caddy puts its client's JA4 fingerprint in; it is read
@@ -293,6 +304,9 @@ type Handler struct {
 	// scope is the handler's site block, found from its first request
 	// (a pointer: Handler values are copied by CaddyModule).
 	scope *atomic.Pointer[handlerScope]
+	// series are the handler's series of the decision metrics, labelled
+	// with its site block (metrics.go).
+	series *siteSeries
 	// events is the config's events app, and eventsCtx the context to emit
 	// with; configWarnings the load-time warnings about where the handler
 	// sits (for GET /robots/status).
@@ -441,6 +455,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	h.privateClaims = &logLimiter{}
 	h.configWarnings = new(warnings)
 	h.scope = new(atomic.Pointer[handlerScope])
+	h.series = newSiteSeries()
 	h.rotations = rotationTable
 	h.untrustedProxy = new(atomic.Pointer[netip.Addr])
 	h.exemptProxy = new(atomic.Pointer[netip.Addr])
@@ -509,7 +524,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	}
 
 	// Before the rule source: the trap adds its line to inline rules.
-	if err := h.provisionDisguised(); err != nil {
+	if err := h.provisionUndeclared(); err != nil {
 		return err
 	}
 	src, err := newRuleSource(h, ctx)
@@ -647,7 +662,7 @@ func (h *Handler) Validate() error {
 			errs = append(errs, errors.New("store: max_entries must not be negative"))
 		}
 	}
-	errs = append(errs, h.checkDisguised()...) // undeclared.go
+	errs = append(errs, h.validateUndeclared()...) // undeclared.go
 	if len(errs) > 0 {
 		return fmt.Errorf("robots: %w", errors.Join(errs...))
 	}

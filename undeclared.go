@@ -51,15 +51,15 @@ import (
 // apart from the crawlers that name themselves. Each signal is off, log
 // (judged, counted and logged as mode log does, never refused) or enforce.
 // The default is what real browsers were proven to pass: see the README's
-// "Disguised crawlers".
+// "Undeclared crawlers".
 
 // The signals, their modes and the choice among them are policy's
-// (policy.Signal, policy.DisguiseModes), shared with caddy robots audit.
+// (policy.Signal, policy.UndeclaredModes), shared with caddy robots audit.
 
 // undeclaredSignals is a handler's state for undeclared crawlers; nil when every
 // signal is off.
 type undeclaredSignals struct {
-	modes policy.DisguiseModes
+	modes policy.UndeclaredModes
 	// headers is set when a header signal is on.
 	headers bool
 	claims  *agents.BrowserClaims
@@ -70,10 +70,10 @@ type undeclaredSignals struct {
 	proxied atomic.Int32
 }
 
-// provisionDisguised reads the disguised, disguised_signals, trap and
+// provisionUndeclared reads the undeclared, undeclared_signals, trap and
 // trap_hold options (with their defaults, see applyDefaults) into h.undeclared.
-func (h *Handler) provisionDisguised() error {
-	d := &undeclaredSignals{modes: policy.NewDisguiseModes(h.Disguised, h.DisguisedSignals, h.Trap != "")}
+func (h *Handler) provisionUndeclared() error {
+	d := &undeclaredSignals{modes: policy.NewUndeclaredModes(h.Undeclared, h.UndeclaredSignals, h.Trap != "")}
 	if !d.modes.On() {
 		h.undeclared = nil
 		return nil
@@ -231,7 +231,7 @@ func (h *Handler) judgeUndeclared(r *http.Request, e *agents.ClaimEntry, s polic
 	if !judged {
 		return refused
 	}
-	countDisguised(s, o.action, m == pipeline.Log)
+	h.series.countUndeclared(h.scopeFor(r).desc, s, int(o.action), m == pipeline.Log) // metrics.go
 	h.logUndeclared(r, s, &o, m.String(), fp, why)
 	if refused != nil {
 		refused.text = undeclaredWhy(r, s, rulesOnly, why) + "\n\n" + refused.message()
@@ -311,14 +311,6 @@ func fingerprintEngine(fp *tlsFingerprint) string {
 	return fp.Verdict.Engine.String()
 }
 
-// disguisedCounters is the counter family caddy_robots_disguised_total,
-// part of the package's one metric set, with its counters resolved once:
-// [signal][action or trap][mode].
-type disguisedCounters struct {
-	vec    *prometheus.CounterVec
-	byKind [policy.NumSignals][policy.Actions + 2][2]prometheus.Counter
-}
-
 // actionTrap is the action label of a trap request that marked its
 // client; actionTrapUnmarked of one that did not (another page or the
 // browser's own speculation caused it).
@@ -327,57 +319,45 @@ const (
 	actionTrapUnmarked = policy.Actions + 1
 )
 
-func newDisguisedCounters() *disguisedCounters {
-	d := &disguisedCounters{vec: prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: "caddy", Subsystem: "robots", Name: "disguised_total",
-		Help: "Requests judged as an undeclared crawler's, by the signal that gave it away (fetch_metadata, fetch_metadata_safari, client_hints, trap, tls), the decision (allow, block, throttle, ban; trap for a trap request that marked its client, trap_unmarked for one a page or the browser caused) and mode (enforce, log).",
-	}, []string{"signal", "action", "mode"})}
-	for s := range policy.Signal(policy.NumSignals) {
-		for a := 0; a <= actionTrapUnmarked; a++ {
-			act := "trap"
-			switch {
-			case a < policy.Actions:
-				act = policy.Action(a).String()
-			case a == actionTrapUnmarked:
-				act = "trap_unmarked"
-			}
-			for m, mode := range [...]string{"enforce", "log"} {
-				d.byKind[s][a][m] = d.vec.WithLabelValues(s.String(), act, mode)
-			}
-		}
+// newUndeclaredCounters is the counter family caddy_robots_undeclared_total,
+// part of the package's one metric set; its series are a handler's
+// (siteSeries.countUndeclared).
+func newUndeclaredCounters() *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "caddy", Subsystem: "robots", Name: "undeclared_total",
+		Help: "Requests judged as an undeclared crawler's, by the signal that gave it away (fetch_metadata, fetch_metadata_safari, client_hints, trap, tls), the decision (allow, block, throttle, ban; trap for a trap request that marked its client, trap_unmarked for one a page or the browser caused), mode (enforce, log) and site (the site block of the config, one value per robots handler).",
+	}, []string{"signal", "action", "mode", "site"})
+}
+
+// undeclaredAction is the action label of a: a policy.Action, actionTrap
+// or actionTrapUnmarked.
+func undeclaredAction(a int) string {
+	switch {
+	case a < policy.Actions:
+		return policy.Action(a).String()
+	case a == actionTrap:
+		return "trap"
+	default:
+		return "trap_unmarked"
 	}
-	return d
 }
 
-// countDisguised counts one request of an undeclared crawler.
-func countDisguised(s policy.Signal, a policy.Action, logMode bool) {
-	countDisguisedKind(s, int(a), logMode)
-}
+// validUndeclaredMode reports whether v is a mode of undeclared.
+func validUndeclaredMode(v string) bool { return policy.ValidSignalMode(v) }
 
-func countDisguisedKind(s policy.Signal, a int, logMode bool) {
-	m := 0
-	if logMode {
-		m = 1
-	}
-	metrics.disguised.byKind[s][a][m].Inc()
-}
-
-// validDisguisedMode reports whether v is a mode of disguised.
-func validDisguisedMode(v string) bool { return policy.ValidSignalMode(v) }
-
-// checkDisguised validates the disguised, disguised_signals, trap and
+// validateUndeclared validates the undeclared, undeclared_signals, trap and
 // trap_hold options.
-func (h *Handler) checkDisguised() []error {
+func (h *Handler) validateUndeclared() []error {
 	var errs []error
-	if h.Disguised != "" && !validDisguisedMode(h.Disguised) {
-		errs = append(errs, fmt.Errorf("disguised: unknown value %q (want off, log or enforce)", h.Disguised))
+	if h.Undeclared != "" && !validUndeclaredMode(h.Undeclared) {
+		errs = append(errs, fmt.Errorf("undeclared: unknown value %q (want off, log or enforce)", h.Undeclared))
 	}
-	for k, v := range h.DisguisedSignals {
+	for k, v := range h.UndeclaredSignals {
 		if !isSignalName(k) {
-			errs = append(errs, fmt.Errorf("disguised: unknown signal %q (want %s)", k, strings.Join(policy.SignalNames(), ", ")))
+			errs = append(errs, fmt.Errorf("undeclared: unknown signal %q (want %s)", k, strings.Join(policy.SignalNames(), ", ")))
 		}
-		if !validDisguisedMode(v) {
-			errs = append(errs, fmt.Errorf("disguised %s: unknown value %q (want off, log or enforce)", k, v))
+		if !validUndeclaredMode(v) {
+			errs = append(errs, fmt.Errorf("undeclared %s: unknown value %q (want off, log or enforce)", k, v))
 		}
 	}
 	if h.Trap != "" {
@@ -398,38 +378,39 @@ func isSignalName(s string) bool {
 	return ok
 }
 
-// parseDisguised reads `disguised [off|log|enforce] [{ <signal> <mode> ... }]`.
-func (h *Handler) parseDisguised(d *caddyfile.Dispenser) error {
+// parseUndeclared reads `undeclared [off|log|enforce] [{ <signal> <mode> ... }]`;
+// opt is the option's name as written (disguised, its old name, too).
+func (h *Handler) parseUndeclared(d *caddyfile.Dispenser, opt string) error {
 	args := d.RemainingArgs()
 	switch len(args) {
 	case 0:
 	case 1:
-		if !validDisguisedMode(args[0]) {
-			return d.Errf("robots: disguised: unknown value %q (want off, log or enforce)", args[0])
+		if !validUndeclaredMode(args[0]) {
+			return d.Errf("robots: %s: unknown value %q (want off, log or enforce)", opt, args[0])
 		}
-		h.Disguised = args[0]
+		h.Undeclared = args[0]
 	default:
-		return d.Errf("robots: disguised takes one mode (off, log or enforce) and an optional block of signals")
+		return d.Errf("robots: %s takes one mode (off, log or enforce) and an optional block of signals", opt)
 	}
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		sig := d.Val()
 		if !isSignalName(sig) {
-			return d.Errf("robots: disguised: unknown signal %q (want %s)", sig, strings.Join(policy.SignalNames(), ", "))
+			return d.Errf("robots: %s: unknown signal %q (want %s)", opt, sig, strings.Join(policy.SignalNames(), ", "))
 		}
-		if _, dup := h.DisguisedSignals[sig]; dup {
-			return d.Errf("robots: disguised: signal %q given twice", sig)
+		if _, dup := h.UndeclaredSignals[sig]; dup {
+			return d.Errf("robots: %s: signal %q given twice", opt, sig)
 		}
 		var mode string
-		if err := parseEnum(d, "disguised "+sig, &mode, "off", "log", "enforce"); err != nil {
+		if err := parseEnum(d, opt+" "+sig, &mode, "off", "log", "enforce"); err != nil {
 			return err
 		}
-		if h.DisguisedSignals == nil {
-			h.DisguisedSignals = map[string]string{}
+		if h.UndeclaredSignals == nil {
+			h.UndeclaredSignals = map[string]string{}
 		}
-		h.DisguisedSignals[sig] = mode
+		h.UndeclaredSignals[sig] = mode
 	}
-	if len(args) == 0 && len(h.DisguisedSignals) == 0 {
-		return d.Errf("robots: disguised needs a mode (off, log or enforce) or a block of signals")
+	if len(args) == 0 && len(h.UndeclaredSignals) == 0 {
+		return d.Errf("robots: %s needs a mode (off, log or enforce) or a block of signals", opt)
 	}
 	return nil
 }
@@ -729,7 +710,7 @@ func (h *Handler) takeTrap(r *http.Request, t *trapConfig, fp *tlsFingerprint) *
 	if !policy.TrapMarks(policy.KindOf(r.Header)) {
 		// Another page, or the browser's own speculation, caused this
 		// request: the trap's 403, and nothing else.
-		countDisguisedKind(policy.SignalTrap, actionTrapUnmarked, !enforcing)
+		h.series.countUndeclared(h.scopeFor(r).desc, policy.SignalTrap, actionTrapUnmarked, !enforcing)
 		if c := h.logger.Check(zapcore.InfoLevel, "robots: trap asked for by a request the client did not choose; not marked"); c != nil {
 			c.Write(zap.String("trap", t.path), zap.String("target", warnlimit.Shorten(r.RequestURI, maxLoggedTarget)),
 				zap.String("remote_ip", ip.String()), zap.String("host", policy.HostOf(r.Host)),
@@ -752,7 +733,7 @@ func (h *Handler) takeTrap(r *http.Request, t *trapConfig, fp *tlsFingerprint) *
 	}
 	confirmed, until := m.take(now, t.hold, ua)
 	t.marks.extend(until)
-	countDisguisedKind(policy.SignalTrap, actionTrap, !enforcing)
+	h.series.countUndeclared(h.scopeFor(r).desc, policy.SignalTrap, actionTrap, !enforcing)
 	if c := h.logger.Check(zapcore.InfoLevel, "robots: trap taken"); c != nil {
 		c.Write(zap.String("trap", t.path), zap.String("target", warnlimit.Shorten(r.RequestURI, maxLoggedTarget)),
 			zap.String("remote_ip", ip.String()), zap.String("host", policy.HostOf(r.Host)),
@@ -883,13 +864,13 @@ func (h *Handler) trapRules(body []byte) []byte {
 
 // servesTrapRules reports whether the handler adds its trap's Disallow
 // line to the robots.txt it serves and enforces: a file or inline source
-// with the trap signal on (what provisionDisguised decides, read from the
+// with the trap signal on (what provisionUndeclared decides, read from the
 // config alone, for the command line).
 func (h *Handler) servesTrapRules() bool {
 	if h.Trap == "" || (h.Source != "inline" && h.Source != "file") {
 		return false
 	}
-	modes := policy.NewDisguiseModes(h.Disguised, h.DisguisedSignals, true)
+	modes := policy.NewUndeclaredModes(h.Undeclared, h.UndeclaredSignals, true)
 	return modes[policy.SignalTrap] != policy.SignalOff
 }
 

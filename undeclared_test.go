@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"go.uber.org/zap"
 )
@@ -47,15 +48,38 @@ func serveAs(t testing.TB, h *Handler, https bool, host, target, ua, remote stri
 	return w.Code, w.Body.String()
 }
 
-func disguisedCount(signal, action, mode string) float64 {
-	var m dto.Metric
-	if err := metrics.disguised.vec.WithLabelValues(signal, action, mode).Write(&m); err != nil {
+// undeclaredCount sums caddy_robots_undeclared_total over its sites for
+// one signal, action and mode.
+func undeclaredCount(signal, action, mode string) float64 {
+	mfs, err := gatherOnly(metrics.undeclared)
+	if err != nil {
 		panic(err)
 	}
-	return m.GetCounter().GetValue()
+	var sum float64
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			l := map[string]string{}
+			for _, p := range m.GetLabel() {
+				l[p.GetName()] = p.GetValue()
+			}
+			if l["signal"] == signal && l["action"] == action && l["mode"] == mode {
+				sum += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return sum
 }
 
-func TestDisguisedHeaders(t *testing.T) {
+// gatherOnly gathers the collector c alone.
+func gatherOnly(c prometheus.Collector) ([]*dto.MetricFamily, error) {
+	reg := prometheus.NewRegistry()
+	if err := reg.Register(c); err != nil {
+		return nil, err
+	}
+	return reg.Gather()
+}
+
+func TestUndeclaredHeaders(t *testing.T) {
 	h, done := newTestHandler(t, &Handler{CrawlDelay: "off"})
 	defer done()
 	h.logger = zap.NewNop()
@@ -93,20 +117,19 @@ func TestDisguisedHeaders(t *testing.T) {
 	}
 }
 
-func TestDisguisedCountsAndCategory(t *testing.T) {
+func TestUndeclaredCountsAndCategory(t *testing.T) {
 	h, done := newTestHandler(t, &Handler{CrawlDelay: "off"})
 	defer done()
 	h.logger = zap.NewNop()
-	blocked := disguisedCount("fetch_metadata", "block", "enforce")
-	logged := disguisedCount("client_hints", "block", "log")
-	undeclared := metrics.decisions.WithLabelValues("block", "rule", "undeclared", "enforce")
-	cat := counterOf(undeclared)
+	blocked := undeclaredCount("fetch_metadata", "block", "enforce")
+	logged := undeclaredCount("client_hints", "block", "log")
+	cat := decisionCount(t, "block", "rule", "undeclared", "enforce")
 
 	serveAs(t, h, true, "", "/private/", benchBrowserUA, "203.0.113.51:1")
-	if d := disguisedCount("fetch_metadata", "block", "enforce") - blocked; d != 1 {
+	if d := undeclaredCount("fetch_metadata", "block", "enforce") - blocked; d != 1 {
 		t.Errorf("fetch_metadata block enforce counted %v, want 1", d)
 	}
-	if d := counterOf(undeclared) - cat; d != 1 {
+	if d := decisionCount(t, "block", "rule", "undeclared", "enforce") - cat; d != 1 {
 		t.Errorf("decisions of category undeclared: %v, want 1", d)
 	}
 	// Sec-CH-UA missing, Fetch Metadata present: a person whose browser
@@ -115,25 +138,25 @@ func TestDisguisedCountsAndCategory(t *testing.T) {
 	if s, _ := serveAs(t, h, true, "", "/private/", benchBrowserUA, "203.0.113.51:1", chromeHeaders[:3]...); s != 200 {
 		t.Errorf("Fetch Metadata without Sec-CH-UA refused: %d", s)
 	}
-	if d := disguisedCount("client_hints", "block", "log") - logged; d != 0 {
+	if d := undeclaredCount("client_hints", "block", "log") - logged; d != 0 {
 		t.Errorf("client_hints judged a request with Fetch Metadata: counted %v, want 0", d)
 	}
 }
 
-func TestDisguisedModes(t *testing.T) {
+func TestUndeclaredModes(t *testing.T) {
 	for _, c := range []struct {
 		cfg    Handler
 		ua     string
 		hdrs   []string
 		status int
 	}{
-		{Handler{Disguised: "off"}, benchBrowserUA, nil, 200},
-		{Handler{Disguised: "log"}, benchBrowserUA, nil, 200},
-		{Handler{Disguised: "enforce"}, benchBrowserUA, chromeHeaders[:3], 200}, // Fetch Metadata without Sec-CH-UA: the person wins
-		{Handler{Disguised: "enforce"}, benchBrowserUA, nil, 403},
-		{Handler{Disguised: "enforce"}, firefoxUA, firefoxHeaders, 200},
-		{Handler{DisguisedSignals: map[string]string{"fetch_metadata": "log"}}, benchBrowserUA, nil, 200},
-		{Handler{DisguisedSignals: map[string]string{"fetch_metadata_safari": "enforce"}}, safariUA, nil, 403},
+		{Handler{Undeclared: "off"}, benchBrowserUA, nil, 200},
+		{Handler{Undeclared: "log"}, benchBrowserUA, nil, 200},
+		{Handler{Undeclared: "enforce"}, benchBrowserUA, chromeHeaders[:3], 200}, // Fetch Metadata without Sec-CH-UA: the person wins
+		{Handler{Undeclared: "enforce"}, benchBrowserUA, nil, 403},
+		{Handler{Undeclared: "enforce"}, firefoxUA, firefoxHeaders, 200},
+		{Handler{UndeclaredSignals: map[string]string{"fetch_metadata": "log"}}, benchBrowserUA, nil, 200},
+		{Handler{UndeclaredSignals: map[string]string{"fetch_metadata_safari": "enforce"}}, safariUA, nil, 403},
 		{Handler{Mode: "log"}, benchBrowserUA, nil, 200},
 	} {
 		cfg := c.cfg
@@ -141,15 +164,15 @@ func TestDisguisedModes(t *testing.T) {
 		h, done := newTestHandler(t, &cfg)
 		h.logger = zap.NewNop()
 		if s, _ := serveAs(t, h, true, "", "/private/", c.ua, "203.0.113.52:1", c.hdrs...); s != c.status {
-			t.Errorf("disguised %q %v, %s: %d, want %d", c.cfg.Disguised, c.cfg.DisguisedSignals, c.ua, s, c.status)
+			t.Errorf("undeclared %q %v, %s: %d, want %d", c.cfg.Undeclared, c.cfg.UndeclaredSignals, c.ua, s, c.status)
 		}
 		done()
 	}
 }
 
-// TestDisguisedDeclaredUnchanged: crawlers that name themselves are judged
+// TestUndeclaredDeclaredUnchanged: crawlers that name themselves are judged
 // as before, whatever headers they send.
-func TestDisguisedDeclaredUnchanged(t *testing.T) {
+func TestUndeclaredDeclaredUnchanged(t *testing.T) {
 	h, done := newTestHandler(t, &Handler{CrawlDelay: "off", Trap: "/trap/"})
 	defer done()
 	h.logger = zap.NewNop()
@@ -161,11 +184,11 @@ func TestDisguisedDeclaredUnchanged(t *testing.T) {
 	}
 	// Its trap request is refused by the rule the trap added, as a strike,
 	// not as a trap.
-	before := disguisedCount("trap", "trap", "enforce")
+	before := undeclaredCount("trap", "trap", "enforce")
 	if s, body := serveAs(t, h, false, "", "/trap/", benchBotUA, "203.0.113.53:1"); s != 403 || !strings.Contains(body, "Disallow: /trap/") {
 		t.Errorf("declared crawler on the trap: %d %q", s, body)
 	}
-	if d := disguisedCount("trap", "trap", "enforce") - before; d != 0 {
+	if d := undeclaredCount("trap", "trap", "enforce") - before; d != 0 {
 		t.Errorf("a declared crawler's trap request counted as a trap: %v", d)
 	}
 }
@@ -298,17 +321,17 @@ func TestTrapTextBrowser(t *testing.T) {
 }
 
 func TestTrapLogMode(t *testing.T) {
-	h, done := newTestHandler(t, &Handler{CrawlDelay: "off", Trap: "/trap/", Disguised: "log"})
+	h, done := newTestHandler(t, &Handler{CrawlDelay: "off", Trap: "/trap/", Undeclared: "log"})
 	defer done()
 	h.logger = zap.NewNop()
-	before := disguisedCount("trap", "block", "log")
+	before := undeclaredCount("trap", "block", "log")
 	if s, _ := serveAs(t, h, false, "", "/trap/", benchBrowserUA, "192.0.2.20:1"); s != 200 {
 		t.Errorf("trap in log mode: %d, want it served", s)
 	}
 	if s, _ := serveAs(t, h, false, "", "/private/", benchBrowserUA, "192.0.2.20:1"); s != 200 {
 		t.Errorf("after the trap in log mode: %d", s)
 	}
-	if d := disguisedCount("trap", "block", "log") - before; d != 1 {
+	if d := undeclaredCount("trap", "block", "log") - before; d != 1 {
 		t.Errorf("log mode counted %v would-be blocks, want 1", d)
 	}
 }
@@ -323,7 +346,7 @@ func TestTrapSiteWithoutDisallow(t *testing.T) {
 	defer done()
 	h.logger = zap.NewNop()
 	h.Trap = "/trap/"
-	if err := h.provisionDisguised(); err != nil {
+	if err := h.provisionUndeclared(); err != nil {
 		t.Fatal(err)
 	}
 	if h.undeclared == nil || h.undeclared.trap == nil {
@@ -351,12 +374,12 @@ func TestWithTrapRules(t *testing.T) {
 	}
 }
 
-func TestDisguisedCaddyfile(t *testing.T) {
+func TestUndeclaredCaddyfile(t *testing.T) {
 	ok := map[string]func(h *Handler) bool{
-		"robots {\n disguised off\n}":                          func(h *Handler) bool { return h.Disguised == "off" },
-		"robots {\n disguised {\n client_hints enforce\n }\n}": func(h *Handler) bool { return h.DisguisedSignals["client_hints"] == "enforce" },
-		"robots {\n disguised log {\n trap enforce\n }\n}": func(h *Handler) bool {
-			return h.Disguised == "log" && h.DisguisedSignals["trap"] == "enforce"
+		"robots {\n undeclared off\n}":                          func(h *Handler) bool { return h.Undeclared == "off" },
+		"robots {\n undeclared {\n client_hints enforce\n }\n}": func(h *Handler) bool { return h.UndeclaredSignals["client_hints"] == "enforce" },
+		"robots {\n undeclared log {\n trap enforce\n }\n}": func(h *Handler) bool {
+			return h.Undeclared == "log" && h.UndeclaredSignals["trap"] == "enforce"
 		},
 		"robots {\n trap /no-robots/\n}":    func(h *Handler) bool { return h.Trap == "/no-robots/" && h.TrapHold == 0 },
 		"robots {\n trap /no-robots/ 2h\n}": func(h *Handler) bool { return time.Duration(h.TrapHold) == 2*time.Hour },
@@ -373,16 +396,16 @@ func TestDisguisedCaddyfile(t *testing.T) {
 		}
 	}
 	for src, want := range map[string]string{
-		"robots {\n disguised\n}":                         "needs a mode",
-		"robots {\n disguised sometimes\n}":               "unknown value",
-		"robots {\n disguised {\n headers enforce\n }\n}": "unknown signal",
-		"robots {\n disguised {\n trap maybe\n }\n}":      "unknown value",
-		"robots {\n trap\n}":                              "needs a path",
-		"robots {\n trap no-slash\n}":                     "not a path",
-		"robots {\n trap /robots.txt\n}":                  "always served",
-		"robots {\n trap /a*b\n}":                         "plain path",
-		"robots {\n trap /t/ 10s\n}":                      "outside",
-		"robots {\n trap /t/ 1h extra\n}":                 "needs a path",
+		"robots {\n undeclared\n}":                         "needs a mode",
+		"robots {\n undeclared sometimes\n}":               "unknown value",
+		"robots {\n undeclared {\n headers enforce\n }\n}": "unknown signal",
+		"robots {\n undeclared {\n trap maybe\n }\n}":      "unknown value",
+		"robots {\n trap\n}":                               "needs a path",
+		"robots {\n trap no-slash\n}":                      "not a path",
+		"robots {\n trap /robots.txt\n}":                   "always served",
+		"robots {\n trap /a*b\n}":                          "plain path",
+		"robots {\n trap /t/ 10s\n}":                       "outside",
+		"robots {\n trap /t/ 1h extra\n}":                  "needs a path",
 	} {
 		err := (&Handler{}).UnmarshalCaddyfile(caddyfile.NewTestDispenser(src))
 		if err == nil || !strings.Contains(err.Error(), want) {
@@ -391,14 +414,14 @@ func TestDisguisedCaddyfile(t *testing.T) {
 	}
 }
 
-func TestDisguisedValidate(t *testing.T) {
+func TestUndeclaredValidate(t *testing.T) {
 	for _, c := range []struct {
 		h    Handler
 		want string
 	}{
-		{Handler{Disguised: "maybe"}, "disguised: unknown value"},
-		{Handler{DisguisedSignals: map[string]string{"headers": "log"}}, "unknown signal"},
-		{Handler{DisguisedSignals: map[string]string{"trap": "on"}}, "unknown value"},
+		{Handler{Undeclared: "maybe"}, "undeclared: unknown value"},
+		{Handler{UndeclaredSignals: map[string]string{"headers": "log"}}, "unknown signal"},
+		{Handler{UndeclaredSignals: map[string]string{"trap": "on"}}, "unknown value"},
 		{Handler{Trap: "x"}, "not a path"},
 		{Handler{Trap: "/t/", TrapHold: 1}, "outside"},
 	} {

@@ -77,7 +77,7 @@ ADMIN_PORT=${ADMIN_PORT:-12019}
 if [ "$HTTPS" = 1 ]; then
   ON_DIRECTIVE=${ON_DIRECTIVE:-'robots {
 		crawl_delay off
-		disguised {
+		undeclared {
 			tls off
 		}
 	}'}
@@ -159,7 +159,7 @@ bot='ExampleCrawler/1.0 (+https://example.com/bot)'
 # What Chrome sends to a secure origin (127.0.0.1 is one) for a navigation:
 # Fetch Metadata and its client hints. Without them the browser traffic is
 # a script wearing Chrome's name, which the directive judges as a crawler
-# (see the README's "Disguised crawlers").
+# (see docs/configuration.md, "Undeclared crawlers and the trap").
 browser_headers=(
   -H 'Sec-CH-UA: "Google Chrome";v="131", "Chromium";v="131", "Not_A Brand";v="24"'
   -H 'Sec-CH-UA-Mobile: ?0' -H 'Sec-CH-UA-Platform: "Windows"'

@@ -55,12 +55,12 @@ func auditTLSSteps() []auditTLSStep {
 }
 
 // auditTLSConfig serves https://localhost:httpsPort with robots_fingerprint
-// and the log_append lines the audit reads; signals is the disguised_signals
+// and the log_append lines the audit reads; signals is the undeclared_signals
 // block ("" for the defaults, tls in log).
 func auditTLSConfig(ca testCA, logFile, signals string) string {
 	robots := "\trobots {\n\t\tsource inline \"User-agent: *\\nDisallow: /private/\\n\"\n\t\tcrawl_delay off\n\t\tstrikes 3 10m 1h\n"
 	if signals != "" {
-		robots += "\t\tdisguised {\n\t\t\t" + signals + "\n\t\t}\n"
+		robots += "\t\tundeclared {\n\t\t\t" + signals + "\n\t\t}\n"
 	}
 	robots += "\t}\n"
 	return fingerprintGlobals() + fmt.Sprintf(`https://localhost:%d {
@@ -100,7 +100,7 @@ type auditTLSDecision struct {
 // and headless Chromium (claiming Chrome, as Chrome) reads a disallowed
 // page. `caddy robots audit --config` on the access log, with the
 // documented log_append lines, agrees with the server on every request
-// (decision, signal, mode, crawler), with `disguised { tls enforce }` and
+// (decision, signal, mode, crawler), with `undeclared { tls enforce }` and
 // with the default (tls in log, where the JSON report lists each library's
 // handshake as what enforce would refuse, and never Chromium's).
 func TestAuditTLSAgreesWithTheServer(t *testing.T) {

@@ -21,7 +21,7 @@ import (
 )
 
 // People first, request kind by request kind: real, headed Chromium and
-// Firefox ESR under Xvfb, with every disguised signal enforced (client_hints
+// Firefox ESR under Xvfb, with every undeclared signal enforced (client_hints
 // included) and the trap on, against a real Caddy over HTTPS whose
 // robots.txt disallows everything for "*" (so that any request judged as an
 // undeclared crawler's is refused, and seen to be).
@@ -268,7 +268,7 @@ https://%s {
 	tls %s %s
 	robots {
 		source inline "User-agent: *\nDisallow: /\nCrawl-delay: 5\n"
-		disguised enforce
+		undeclared enforce
 		trap /no-robots/
 	}
 	reverse_proxy %s
@@ -302,12 +302,12 @@ https://%s {
 			done := backend.done
 			backend.mu.Unlock()
 			judged := func() float64 {
-				return disguisedMetric(t, "caddy_robots_disguised_total", `mode="enforce"`) -
-					disguisedMetric(t, "caddy_robots_disguised_total", `action="trap_unmarked"`) +
-					disguisedMetric(t, "caddy_robots_decisions_total", `category="undeclared"`)
+				return undeclaredMetric(t, "caddy_robots_undeclared_total", `mode="enforce"`) -
+					undeclaredMetric(t, "caddy_robots_undeclared_total", `action="trap_unmarked"`) +
+					undeclaredMetric(t, "caddy_robots_decisions_total", `category="undeclared"`)
 			}
 			unmarked := func() float64 {
-				return disguisedMetric(t, "caddy_robots_disguised_total", `action="trap_unmarked"`)
+				return undeclaredMetric(t, "caddy_robots_undeclared_total", `action="trap_unmarked"`)
 			}
 			before, unmarkedBefore := judged(), unmarked()
 			home, err := os.MkdirTemp("", "robots-people-")
@@ -629,16 +629,16 @@ http://links.example:%d {
 		}()
 		eventually(t, 30*time.Second, what, until)
 	}
-	trapsBefore := disguisedMetric(t, "caddy_robots_disguised_total", `signal="trap",action="trap"`)
+	trapsBefore := undeclaredMetric(t, "caddy_robots_undeclared_total", `signal="trap",action="trap"`)
 	open(base+"/no-robots/", "links -g to ask for the trap", func() bool {
-		return disguisedMetric(t, "caddy_robots_disguised_total", `signal="trap",action="trap"`) > trapsBefore
+		return undeclaredMetric(t, "caddy_robots_undeclared_total", `signal="trap",action="trap"`) > trapsBefore
 	})
 	time.Sleep(1500 * time.Millisecond)
 	open(base+"/page.html", "links -g to load the page and its image", func() bool { return got("/picture.gif") })
 	time.Sleep(1500 * time.Millisecond)
-	blockedBefore := disguisedMetric(t, "caddy_robots_disguised_total", `signal="trap",action="block"`)
+	blockedBefore := undeclaredMetric(t, "caddy_robots_undeclared_total", `signal="trap",action="block"`)
 	open(base+"/private/p.html", "links -g to load a disallowed page at a person's pace", func() bool {
-		return got("/private/p.html") || disguisedMetric(t, "caddy_robots_disguised_total", `signal="trap",action="block"`) > blockedBefore
+		return got("/private/p.html") || undeclaredMetric(t, "caddy_robots_undeclared_total", `signal="trap",action="block"`) > blockedBefore
 	})
 	t.Logf("the backend got: %q", seen)
 	if !got("/private/p.html") {
@@ -648,7 +648,7 @@ http://links.example:%d {
 
 // An extension's fetch: a Manifest V3 extension with host permission for
 // the site fetches from its background service worker as soon as it
-// starts, in headed Chromium with every disguised signal enforced and a
+// starts, in headed Chromium with every undeclared signal enforced and a
 // robots.txt that disallows everything for "*". Its request must be served.
 func TestRealBrowserExtensionFetch(t *testing.T) {
 	ca := newTestCA(t, "127.0.0.1")
@@ -676,7 +676,7 @@ https://%s {
 	tls %s %s
 	robots {
 		source inline "User-agent: *\nDisallow: /\n"
-		disguised enforce
+		undeclared enforce
 		trap /no-robots/
 	}
 	reverse_proxy %s

@@ -23,7 +23,7 @@ import (
 // Real browsers are never judged: a headed Chromium and a headed Firefox
 // ESR (Debian's, under Xvfb, each with a throwaway profile that trusts a
 // throwaway CA) load a page over HTTPS through a real Caddy whose robots.txt
-// disallows everything for "*", with the default disguised signals
+// disallows everything for "*", with the default undeclared signals
 // (fetch_metadata and trap enforce, client_hints log) and
 // fetch_metadata_safari enforced too. The page's
 // script loads styles, an image, a script, a fetch, an XHR, a form post
@@ -299,7 +299,7 @@ https://127.0.0.1:%d {
 	tls %s %s
 	robots {
 		source inline "User-agent: *\nDisallow: /\n"
-		disguised {
+		undeclared {
 			fetch_metadata_safari enforce
 		}
 		trap /no-robots/
@@ -310,7 +310,7 @@ https://127.0.0.1:%d {
 http://localhost:%d {
 	robots {
 		source inline "User-agent: *\nDisallow: /\n"
-		disguised {
+		undeclared {
 			fetch_metadata_safari enforce
 		}
 		trap /no-robots/
@@ -335,11 +335,11 @@ http://localhost:%d {
 			done := backend.done
 			backend.mu.Unlock()
 			judged := func() float64 {
-				return disguisedMetric(t, "caddy_robots_disguised_total", `mode="enforce"`) +
-					disguisedMetric(t, "caddy_robots_decisions_total", `category="undeclared",mode="enforce"`)
+				return undeclaredMetric(t, "caddy_robots_undeclared_total", `mode="enforce"`) +
+					undeclaredMetric(t, "caddy_robots_decisions_total", `category="undeclared",mode="enforce"`)
 			}
 			logged := func() float64 {
-				return disguisedMetric(t, "caddy_robots_disguised_total", `mode="log"`)
+				return undeclaredMetric(t, "caddy_robots_undeclared_total", `mode="log"`)
 			}
 			before, loggedBefore := judged(), logged()
 			// The browser's home is removed once the browser and every

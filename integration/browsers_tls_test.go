@@ -51,7 +51,7 @@ func forgedGet(t *testing.T, cfg *tls.Config, ip, url, ua string) (int, string) 
 }
 
 // TestRealBrowsersPeopleFirstTLSEnforced is TestRealBrowsersPeopleFirst
-// with robots_fingerprint and `disguised enforce`, which turns the tls
+// with robots_fingerprint and `undeclared enforce`, which turns the tls
 // signal to enforce: headed Chromium (with and without a User-Agent
 // override) and Firefox ESR (and Firefox claiming Chrome) get every
 // request of the page served (styles, images, fetch, a worker, a
@@ -129,9 +129,9 @@ https://%s {
 	}
 
 	trapJudged := func() float64 {
-		return disguisedMetric(t, "caddy_robots_disguised_total", `signal="trap",mode="enforce"`) -
-			disguisedMetric(t, "caddy_robots_disguised_total", `signal="trap",action="trap"`) -
-			disguisedMetric(t, "caddy_robots_disguised_total", `signal="trap",action="trap_unmarked"`)
+		return undeclaredMetric(t, "caddy_robots_undeclared_total", `signal="trap",mode="enforce"`) -
+			undeclaredMetric(t, "caddy_robots_undeclared_total", `signal="trap",action="trap"`) -
+			undeclaredMetric(t, "caddy_robots_undeclared_total", `signal="trap",action="trap_unmarked"`)
 	}
 	before := trapJudged()
 	b.checkGalleryServed(t)

@@ -158,8 +158,12 @@ func TestEvents(t *testing.T) {
 		"line": "2", "version": fmt.Sprint(pub.Data["version"]), "strikes": "2", "mode": "enforce", "seconds": "3600",
 	})
 	identity := fmt.Sprint(ban.Data["identity"])
-	if !strings.Contains(identity, "EventBot@127.0.0.1/32") || !strings.Contains(fmt.Sprint(ban.Data["site"]), "events.localhost") {
+	site := "events.localhost on :" + strconv.Itoa(httpPort) // the site block, as the status page names it
+	if !strings.Contains(identity, "EventBot@127.0.0.1/32") || ban.Data["site"] != site {
 		t.Errorf("banned event: %+v", ban)
+	}
+	if pub.Data["site"] != site {
+		t.Errorf("published event does not name the site block %q: %+v", site, pub)
 	}
 	// A request refused by the ban starts no new ban: one event.
 	if n := countEvents(t, file, "robots_crawler_banned"); n != 1 {
@@ -171,8 +175,8 @@ func TestEvents(t *testing.T) {
 		t.Fatalf("unban: %d %s", status, body)
 	}
 	lifted := waitEvent(t, file, "robots_ban_lifted", map[string]string{"identity": identity, "crawler": "EventBot", "address": "127.0.0.1/32"})
-	if lifted.Data["by"] == "" {
-		t.Errorf("lifted event does not say who asked: %+v", lifted)
+	if lifted.Data["by"] == "" || lifted.Data["site"] != site {
+		t.Errorf("lifted event does not say who asked or the site block %q: %+v", site, lifted)
 	}
 	c.expect(siteURL("events.localhost")+"/public", bot, 200)
 
@@ -183,8 +187,8 @@ func TestEvents(t *testing.T) {
 		t.Fatalf("reload: %d %s", status, body)
 	}
 	failed := waitEvent(t, file, "robots_load_failed", map[string]string{"host": "events.localhost", "source": "site"})
-	if !strings.Contains(fmt.Sprint(failed.Data["error"]), "500") {
-		t.Errorf("load failed event does not say why: %+v", failed)
+	if !strings.Contains(fmt.Sprint(failed.Data["error"]), "500") || failed.Data["site"] != site {
+		t.Errorf("load failed event does not say why or the site block %q: %+v", site, failed)
 	}
 	c.expect(siteURL("events.localhost")+"/private/3", bot, 403, "Disallow: /private/")
 
@@ -240,6 +244,9 @@ func TestLoadFailedOncePerOutage(t *testing.T) {
 	}
 	if d, err := strconv.ParseFloat(fmt.Sprint(rec.Data["down_seconds"]), 64); err != nil || d < 0 || rec.Data["until"] == "" {
 		t.Errorf("recovered event: %+v", rec)
+	}
+	if site := host + " on :" + strconv.Itoa(httpPort); first.Data["site"] != site || rec.Data["site"] != site {
+		t.Errorf("failed and recovered events do not name the site block %q: %+v, %+v", site, first, rec)
 	}
 	if n := countSiteEvents(t, file, "robots_load_failed", host); n != 1 {
 		t.Errorf("%d failed events for %d failed loads of one outage, want 1", n, attempts)

@@ -200,7 +200,7 @@ print(urllib.request.urlopen(sys.argv[1], context=ctx).read().decode())`, url, c
 // TestMissingFingerprintWrapperWarned: a robots handler with its
 // undeclared-crawler checks on, on a server that serves HTTPS without
 // robots_fingerprint, says so once the config has started, with the fix,
-// in /robots/status; with the wrapper, or with disguised off, it does not.
+// in /robots/status; with the wrapper, or with undeclared off, it does not.
 func TestMissingFingerprintWrapperWarned(t *testing.T) {
 	ca := newTestCA(t, "localhost", "127.0.0.1")
 	const want = "without the robots_fingerprint listener wrapper"
@@ -225,9 +225,9 @@ func TestMissingFingerprintWrapperWarned(t *testing.T) {
 
 	for name, cfg := range map[string]string{
 		"with the wrapper": fingerprintConfig(ca, true),
-		"disguised off":    strings.Replace(fingerprintConfig(ca, false), "\t\tstrikes off\n", "\t\tstrikes off\n\t\tdisguised off\n", 1),
+		"undeclared off":   strings.Replace(fingerprintConfig(ca, false), "\t\tstrikes off\n", "\t\tstrikes off\n\t\tundeclared off\n", 1),
 	} {
-		if !strings.Contains(cfg, "robots_fingerprint") && !strings.Contains(cfg, "disguised off") {
+		if !strings.Contains(cfg, "robots_fingerprint") && !strings.Contains(cfg, "undeclared off") {
 			t.Fatalf("%s: the config is not what the case says:\n%s", name, cfg)
 		}
 		newClient(t, cfg)
@@ -265,7 +265,7 @@ https://localhost:%d {
 		source inline "User-agent: *\nDisallow: /private/\n"
 		crawl_delay off
 		strikes off
-		disguised off
+		undeclared off
 	}
 	respond "ok"
 }

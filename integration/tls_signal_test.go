@@ -32,12 +32,12 @@ var forgedBrowserHeaders = [][2]string{
 
 // tlsSignalConfig serves https://localhost:httpsPort (wrapped by
 // robots_fingerprint) and http://localhost:httpPort with robots.txt
-// disallowing /private/ for everyone; signals is the disguised_signals
-// block of disguised ("" for the defaults).
+// disallowing /private/ for everyone; signals is the undeclared_signals
+// block of undeclared ("" for the defaults).
 func tlsSignalConfig(ca testCA, signals string) string {
 	robots := "\trobots {\n\t\tsource inline \"User-agent: *\\nDisallow: /private/\\n\"\n\t\tcrawl_delay off\n\t\tstrikes off\n"
 	if signals != "" {
-		robots += "\t\tdisguised {\n\t\t\t" + signals + "\n\t\t}\n"
+		robots += "\t\tundeclared {\n\t\t\t" + signals + "\n\t\t}\n"
 	}
 	robots += "\t}\n\trespond \"ok\"\n"
 	return globalsWith("\tservers {\n\t\tprotocols h1 h2\n\t\tlistener_wrappers {\n\t\t\trobots_fingerprint\n\t\t\ttls\n\t\t}\n\t}\n") +
@@ -125,7 +125,7 @@ class One(scrapy.Spider):
 	return got, string(body)
 }
 
-// TestTLSSignalLibraries: with `disguised { tls enforce }`, curl,
+// TestTLSSignalLibraries: with `undeclared { tls enforce }`, curl,
 // Python's urllib and requests, Node's fetch, Scrapy and Go's net/http,
 // each claiming Chrome with forged Fetch Metadata and client hints, get 403
 // on a path robots.txt disallows, with a refusal that names the signal and
@@ -178,14 +178,14 @@ func TestTLSSignalLibraries(t *testing.T) {
 	}
 
 	newClient(t, tlsSignalConfig(ca, ""))
-	before := disguisedMetric(t, "caddy_robots_disguised_total", `signal="tls",mode="log"`)
+	before := undeclaredMetric(t, "caddy_robots_undeclared_total", `signal="tls",mode="log"`)
 	got, _ = libraryStatuses(t, ca, secure+"/private/page")
 	for name, code := range got {
 		if code != http.StatusOK {
 			t.Errorf("%s over HTTPS, tls log (the default): status %d, want 200", name, code)
 		}
 	}
-	if n := disguisedMetric(t, "caddy_robots_disguised_total", `signal="tls",mode="log"`) - before; n < float64(len(got)) {
-		t.Errorf("caddy_robots_disguised_total{signal=\"tls\",mode=\"log\"} grew by %v, want at least %d", n, len(got))
+	if n := undeclaredMetric(t, "caddy_robots_undeclared_total", `signal="tls",mode="log"`) - before; n < float64(len(got)) {
+		t.Errorf("caddy_robots_undeclared_total{signal=\"tls\",mode=\"log\"} grew by %v, want at least %d", n, len(got))
 	}
 }

@@ -63,12 +63,12 @@ func tlsStatusOf(t *testing.T, host string) tlsStatus {
 // tlsStatusConfig serves host over HTTPS on httpsPort, wrapped by
 // robots_fingerprint, and bare on altPort, without it (both answering
 // with the request's JA4), and the status page on status.localhost;
-// signals is the disguised block's content ("" for the defaults: tls in
+// signals is the undeclared block's content ("" for the defaults: tls in
 // log).
 func tlsStatusConfig(ca testCA, host, bare, signals string) string {
 	robots := "\trobots {\n\t\tsource inline \"User-agent: *\\nDisallow: /private/\\n\"\n\t\tcrawl_delay off\n\t\tstrikes off\n"
 	if signals != "" {
-		robots += "\t\tdisguised {\n\t\t\t" + signals + "\n\t\t}\n"
+		robots += "\t\tundeclared {\n\t\t\t" + signals + "\n\t\t}\n"
 	}
 	robots += "\t}\n\trespond \"{http.robots.tls_fingerprint}\"\n"
 	return globalsWith(fmt.Sprintf("\tservers :%d {\n\t\tprotocols h1 h2\n\t\tlistener_wrappers {\n\t\t\trobots_fingerprint\n\t\t\ttls\n\t\t}\n\t}\n\tservers {\n\t\tprotocols h1 h2\n\t}\n", httpsPort)) +

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Makes sure what the disguised-crawler tests run for real is installed:
+# Makes sure what the undeclared-crawler tests run for real is installed:
 # headed Chromium and Firefox ESR under Xvfb (integration/browsers_test.go,
 # with certutil to make them trust Caddy's local CA in a throwaway profile
 # and ImageMagick's import for screenshots), and the scripts and text
-# browser that wear a browser's User-Agent (integration/disguised_test.go:
+# browser that wear a browser's User-Agent (integration/undeclared_test.go:
 # lynx, links2 in graphics mode, wget, python3 with requests and Scrapy,
 # all Debian's). Installs
 # what is missing with apt-get when running as root; otherwise says
@@ -29,5 +29,5 @@ if [ -z "${NEED_BROWSERS_TRIED:-}" ] && can_apt; then
   apt_install "${need[@]}"
   NEED_BROWSERS_TRIED=1 exec "$0"
 fi
-echo "the disguised-crawler tests need: ${need[*]} (Debian: apt-get install ${need[*]})" >&2
+echo "the undeclared-crawler tests need: ${need[*]} (Debian: apt-get install ${need[*]})" >&2
 exit 1

@@ -143,11 +143,11 @@ type Config struct {
 	// MaxStateEntries bounds the throttle and strike state kept (the
 	// handler's store max_entries); default state.DefaultMaxEntries.
 	MaxStateEntries int
-	// Disguised are the modes of the handler's signals for undeclared
-	// crawlers (its disguised and disguised_signals options, read by
-	// policy.NewDisguiseModes); nil means the handler's defaults. The trap
+	// Undeclared are the modes of the handler's signals for undeclared
+	// crawlers (its undeclared and undeclared_signals options, read by
+	// policy.NewUndeclaredModes); nil means the handler's defaults. The trap
 	// signal is off without a Trap.
-	Disguised *policy.DisguiseModes
+	Undeclared *policy.UndeclaredModes
 	// Trap is the handler's trap path, "" for none; TrapHold how long a
 	// client that took it is judged as a crawler (default
 	// policy.DefaultTrapHold).
@@ -222,7 +222,7 @@ type Auditor struct {
 	// Undeclared crawlers (undeclared.go): the signals' modes, whether
 	// any is on and whether a header signal is, the claims read from the
 	// User-Agents, the trap's marks, the counts per signal.
-	dis            policy.DisguiseModes
+	dis            policy.UndeclaredModes
 	disOn, headers bool
 	claims         *agents.BrowserClaims
 	marks          map[trapKey]*policy.TrapMark

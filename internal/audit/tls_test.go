@@ -67,8 +67,8 @@ func TestAuditTLSSignal(t *testing.T) {
 	for i, c := range cases {
 		reqs[i] = c.req
 	}
-	enforce := policy.NewDisguiseModes("", map[string]string{"tls": "enforce"}, false)
-	_, ds := feed(t, Config{Disguised: &enforce}, undeclaredRobots, lines(reqs...)...)
+	enforce := policy.NewUndeclaredModes("", map[string]string{"tls": "enforce"}, false)
+	_, ds := feed(t, Config{Undeclared: &enforce}, undeclaredRobots, lines(reqs...)...)
 	for i, c := range cases {
 		d := ds[i]
 		if d.Decision != c.decision || d.Undeclared != c.signal {
@@ -160,8 +160,8 @@ func TestAuditTLSMarksFollowTheHandshake(t *testing.T) {
 	lib := tlsFields(ja4Go, "library", "0304,0303")
 	browser := tlsFields(ja4Chromium, "chromium", "0304,0303")
 	other := strings.Replace(uaChrome131, "Chrome/131", "Chrome/132", 1)
-	off := policy.NewDisguiseModes("", map[string]string{"tls": "off"}, true)
-	_, ds := feed(t, Config{Disguised: &off, Trap: "/no-robots/"}, undeclaredRobots, lines(
+	off := policy.NewUndeclaredModes("", map[string]string{"tls": "off"}, true)
+	_, ds := feed(t, Config{Undeclared: &off, Trap: "/no-robots/"}, undeclaredRobots, lines(
 		caddyReq{at: 0, ip: "203.0.113.1", uri: "/no-robots/", ua: uaChrome131, tls: true, headers: forgedChrome, fields: lib},
 		caddyReq{at: 1, ip: "203.0.113.1", uri: "/private/x", ua: other, tls: true, headers: forgedChrome, fields: lib},
 		caddyReq{at: 2, ip: "203.0.113.1", uri: "/private/x", ua: uaChrome131, tls: true, headers: chromeNav, fields: browser},

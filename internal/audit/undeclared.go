@@ -2,7 +2,7 @@ package audit
 
 // Undeclared crawlers: scripts that wear a browser's User-Agent, caught as
 // the handler catches them (undeclared.go in the root package,
-// whose rules are policy's: policy.DisguiseModes, policy.TrapMark,
+// whose rules are policy's: policy.UndeclaredModes, policy.TrapMark,
 // policy.TrapRule).
 //
 //   - The header rule: over a secure context, a browser's claim without the
@@ -55,10 +55,10 @@ type signalCount struct {
 
 // initUndeclared reads the signals' modes and the trap from the Config.
 func (a *Auditor) initUndeclared() {
-	if a.cfg.Disguised != nil {
-		a.dis = *a.cfg.Disguised
+	if a.cfg.Undeclared != nil {
+		a.dis = *a.cfg.Undeclared
 	} else {
-		a.dis = policy.NewDisguiseModes("", nil, a.cfg.Trap != "")
+		a.dis = policy.NewUndeclaredModes("", nil, a.cfg.Trap != "")
 	}
 	if a.cfg.Trap == "" {
 		a.dis[policy.SignalTrap] = policy.SignalOff

@@ -276,8 +276,8 @@ func TestUndeclaredState(t *testing.T) {
 	for i := range reqs {
 		reqs[i].at += 100
 	}
-	logModes := policy.NewDisguiseModes("", map[string]string{"fetch_metadata": "log"}, false)
-	_, ds = feed(t, Config{Disguised: &logModes}, robots, lines(reqs...)...)
+	logModes := policy.NewUndeclaredModes("", map[string]string{"fetch_metadata": "log"}, false)
+	_, ds = feed(t, Config{Undeclared: &logModes}, robots, lines(reqs...)...)
 	for i, d := range ds {
 		if d.Mode != "log" || d.Undeclared != "fetch_metadata" || (i >= 4) != (d.Decision == "throttle") {
 			t.Errorf("request %d in log mode: %+v", i, d)
@@ -418,15 +418,15 @@ func TestUndeclaredTrapNotDisallowed(t *testing.T) {
 // handler's mode log over a signal's enforce.
 func TestUndeclaredModes(t *testing.T) {
 	script := caddyReq{ip: "192.0.2.1", uri: "/private/", ua: uaChrome131, tls: true}
-	off := policy.NewDisguiseModes("off", nil, true)
-	_, ds := feed(t, Config{Disguised: &off, Trap: "/no-robots/"}, undeclaredRobots,
+	off := policy.NewUndeclaredModes("off", nil, true)
+	_, ds := feed(t, Config{Undeclared: &off, Trap: "/no-robots/"}, undeclaredRobots,
 		caddyReq{ip: "192.0.2.1", uri: "/no-robots/", ua: uaChrome131}.line(), script.line())
 	if a, b := verdict(ds[0]), verdict(ds[1]); a != "person" || b != "person" {
-		t.Errorf("disguised off: %s, %s", a, b)
+		t.Errorf("undeclared off: %s, %s", a, b)
 	}
 
-	trapLog := policy.NewDisguiseModes("", map[string]string{"trap": "log"}, true)
-	a, ds := feed(t, Config{Disguised: &trapLog, Trap: "/no-robots/"}, undeclaredRobots,
+	trapLog := policy.NewUndeclaredModes("", map[string]string{"trap": "log"}, true)
+	a, ds := feed(t, Config{Undeclared: &trapLog, Trap: "/no-robots/"}, undeclaredRobots,
 		caddyReq{ip: "192.0.2.2", uri: "/no-robots/", ua: uaChrome131, headers: chromeNav}.line(),
 		caddyReq{at: 1, ip: "192.0.2.2", uri: "/private/", ua: uaChrome131, headers: chromeNav}.line())
 	if a, b := verdict(ds[0]), verdict(ds[1]); a != "block rule trap log trap marked" || b != "block rule trap log" {

@@ -58,7 +58,7 @@ record the Host; the Common and Combined Log Formats do not).
 
 The handler's options come from the same flags as caddy robots check
 (--mode, --preferences, --crawl-delay, --spoofed, --libraries,
---unavailable, --strikes), --crawl-burst, --disguised, --trap and
+--unavailable, --strikes), --crawl-burst, --undeclared, --trap and
 --trap-hold, or from a config: with
 --config <Caddyfile|caddy.json> --site <host[:port]>, the options of the
 robots handler that serves that site (and its robots.txt when its source is
@@ -80,7 +80,7 @@ fields a Caddy site adds to its JSON access log with
 
 and the report then lists who it judged by handshake (fingerprint, engine,
 claimed browser, requests, refused, what enforce would refuse, addresses).
-The signals' modes are the config's, or --disguised off|log|enforce
+The signals' modes are the config's, or --undeclared off|log|enforce
 (default: each signal's own).
 
 With --robots-new, it also previews what a changed robots.txt would newly
@@ -135,7 +135,9 @@ func newAuditCommand(h Hooks, record func(int)) *cobra.Command {
 	f.Int("max-crawlers", audit.DefaultMaxCrawlers, "crawlers reported by name; the others are counted together")
 	h.OptionFlags(f)
 	f.Int("crawl-burst", 0, "how many requests may come back to back before Crawl-delay throttles (default 4)")
-	f.String("disguised", "", "off | log | enforce: every signal for undeclared crawlers at once (default: fetch_metadata and trap enforce, the others log)")
+	f.String("undeclared", "", "off | log | enforce: every signal for undeclared crawlers at once (default: fetch_metadata and trap enforce, the others log)")
+	f.String("disguised", "", "the old name of --undeclared")
+	_ = f.MarkHidden("disguised") // still read, with a notice on stderr (runAudit)
 	f.String("trap", "", "the handler's trap path (e.g. /no-robots/): whoever asks for it is an undeclared crawler for --trap-hold")
 	f.Duration("trap-hold", policy.DefaultTrapHold, "with --trap: how long a client that took the trap is judged as a crawler")
 	return c
@@ -144,10 +146,13 @@ func newAuditCommand(h Hooks, record func(int)) *cobra.Command {
 // auditOptionFlags are the flags of the handler's options, which --config
 // replaces.
 var auditOptionFlags = []string{"mode", "preferences", "crawl-delay", "spoofed", "libraries", "unavailable", "grace", "strikes", "crawl-burst",
-	"disguised", "trap", "trap-hold"}
+	"undeclared", "disguised", "trap", "trap-hold"}
 
 func runAudit(env *Env, h Hooks) (int, error) {
 	fl := env.Flags
+	if fl.Changed("disguised") {
+		fmt.Fprintln(env.Stderr, "robots audit: --disguised is now --undeclared; the old name will be removed")
+	}
 	format, _ := fl.GetString("format")
 	out, _ := fl.GetString("out")
 	newSrc, _ := fl.GetString("robots-new")

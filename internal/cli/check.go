@@ -124,7 +124,7 @@ type Site struct {
 	// Audit is the audit's configuration as far as the handler alone sets
 	// it (strikes, exempt networks, the state's bound, the undeclared
 	// crawlers' modes and trap), after the audit's own option flags
-	// (--crawl-burst, --disguised, --trap, --trap-hold) are applied and
+	// (--crawl-burst, --undeclared, --trap, --trap-hold) are applied and
 	// checked as the config would check them.
 	Audit func(fl *pflag.FlagSet) (audit.Config, error)
 }

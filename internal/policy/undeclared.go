@@ -103,7 +103,7 @@ func (m SignalMode) String() string { return [...]string{"off", "log", "enforce"
 // wins over a signal's enforce.
 func (m SignalMode) Enforced(handlerEnforce bool) bool { return m == SignalEnforce && handlerEnforce }
 
-// defaultSignalModes are the modes of the signals when `disguised` is not
+// defaultSignalModes are the modes of the signals when `undeclared` is not
 // set: enforce for the signals that real, headed Chromium and Firefox
 // passed with no false positive (integration/browsers_test.go); log for
 // the others: no Safari runs there, and a Firefox or Safari whose
@@ -115,15 +115,15 @@ func (m SignalMode) Enforced(handlerEnforce bool) bool { return m == SignalEnfor
 // turns it to enforce.
 var defaultSignalModes = [NumSignals]SignalMode{SignalEnforce, SignalLog, SignalLog, SignalEnforce, SignalLog}
 
-// DisguiseModes are the modes of a handler's signals, indexed by Signal.
-type DisguiseModes [NumSignals]SignalMode
+// UndeclaredModes are the modes of a handler's signals, indexed by Signal.
+type UndeclaredModes [NumSignals]SignalMode
 
-// NewDisguiseModes reads a handler's options: all is `disguised` (every
+// NewUndeclaredModes reads a handler's options: all is `undeclared` (every
 // signal; "" leaves each signal its default), signals is
-// `disguised_signals` (a signal's own mode, over all), and trap says
+// `undeclared_signals` (a signal's own mode, over all), and trap says
 // whether a trap path is set (the trap signal is off without one).
-func NewDisguiseModes(all string, signals map[string]string, trap bool) DisguiseModes {
-	var m DisguiseModes
+func NewUndeclaredModes(all string, signals map[string]string, trap bool) UndeclaredModes {
+	var m UndeclaredModes
 	for i := range m {
 		mode, ok := signals[signalNames[i]]
 		switch {
@@ -142,22 +142,22 @@ func NewDisguiseModes(all string, signals map[string]string, trap bool) Disguise
 }
 
 // On reports whether any signal is on.
-func (m *DisguiseModes) On() bool {
+func (m *UndeclaredModes) On() bool {
 	return m.Headers() || m[SignalTrap] != SignalOff || m[SignalTLS] != SignalOff
 }
 
 // Headers reports whether a header signal is on: fetch_metadata,
 // fetch_metadata_safari or client_hints.
-func (m *DisguiseModes) Headers() bool {
+func (m *UndeclaredModes) Headers() bool {
 	return m[SignalFetchMetadata] != SignalOff || m[SignalFetchMetadataSafari] != SignalOff || m[SignalClientHints] != SignalOff
 }
 
 // Hints reports whether client_hints is on.
-func (m *DisguiseModes) Hints() bool { return m[SignalClientHints] != SignalOff }
+func (m *UndeclaredModes) Hints() bool { return m[SignalClientHints] != SignalOff }
 
 // String lists the modes: "fetch_metadata enforce, fetch_metadata_safari
 // log, client_hints log, trap enforce, tls log".
-func (m *DisguiseModes) String() string {
+func (m *UndeclaredModes) String() string {
 	var b strings.Builder
 	for i, mode := range m {
 		if i > 0 {
@@ -200,7 +200,7 @@ func HeaderSignals(h map[string][]string) agents.Signals {
 // Those cannot be told from a script that forges Fetch Metadata by headers
 // alone, so the person wins: client_hints never judges a request that
 // carries Fetch Metadata.
-func (m *DisguiseModes) PassesHeaders(present agents.Signals) bool {
+func (m *UndeclaredModes) PassesHeaders(present agents.Signals) bool {
 	return present&agents.FetchMetadata != 0
 }
 
@@ -211,7 +211,7 @@ func (m *DisguiseModes) PassesHeaders(present agents.Signals) bool {
 // catches it: a request with Fetch Metadata (see PassesHeaders), and a kind
 // of request the claimed browser sends without the headers (a WebSocket
 // handshake from Chromium, or from Safari, which was not measured).
-func (m *DisguiseModes) JudgeHeaders(c *agents.BrowserClaim, present agents.Signals, k Kind) (Signal, SignalMode) {
+func (m *UndeclaredModes) JudgeHeaders(c *agents.BrowserClaim, present agents.Signals, k Kind) (Signal, SignalMode) {
 	missing := c.Signals &^ present
 	if missing == 0 || m.PassesHeaders(present) || !k.Carries(c.Engine) {
 		return SignalFetchMetadata, SignalOff
@@ -230,7 +230,7 @@ func CarriesClaim(c *agents.BrowserClaim, present agents.Signals) bool {
 
 // Strongest returns the signal among missing (the signals claim c promises
 // that a request lacks) with the strictest mode.
-func (m *DisguiseModes) Strongest(c *agents.BrowserClaim, missing agents.Signals) (Signal, SignalMode) {
+func (m *UndeclaredModes) Strongest(c *agents.BrowserClaim, missing agents.Signals) (Signal, SignalMode) {
 	best, mode := SignalFetchMetadata, SignalOff
 	consider := func(s Signal) {
 		if m[s] > mode {

@@ -11,9 +11,9 @@ import (
 	"github.com/caddyrobots/caddy-robots/internal/policy"
 )
 
-// TestNewDisguiseModes: the defaults, disguised for every signal, a
+// TestNewUndeclaredModes: the defaults, one mode for every signal, a
 // signal's own mode over it, and the trap off without a trap path.
-func TestNewDisguiseModes(t *testing.T) {
+func TestNewUndeclaredModes(t *testing.T) {
 	const (
 		off     = policy.SignalOff
 		log     = policy.SignalLog
@@ -23,34 +23,34 @@ func TestNewDisguiseModes(t *testing.T) {
 		all     string
 		signals map[string]string
 		trap    bool
-		want    policy.DisguiseModes
+		want    policy.UndeclaredModes
 	}{
-		{"", nil, true, policy.DisguiseModes{enforce, log, log, enforce, log}},
-		{"", nil, false, policy.DisguiseModes{enforce, log, log, off, log}},
-		{"log", nil, true, policy.DisguiseModes{log, log, log, log, log}},
-		{"off", nil, true, policy.DisguiseModes{off, off, off, off, off}},
-		{"enforce", map[string]string{"client_hints": "off"}, true, policy.DisguiseModes{enforce, enforce, off, enforce, enforce}},
-		{"", map[string]string{"fetch_metadata": "log", "trap": "log"}, true, policy.DisguiseModes{log, log, log, log, log}},
-		{"", map[string]string{"trap": "enforce"}, false, policy.DisguiseModes{enforce, log, log, off, log}},
-		{"enforce", map[string]string{"tls": "log"}, true, policy.DisguiseModes{enforce, enforce, enforce, enforce, log}},
-		{"off", map[string]string{"tls": "enforce"}, false, policy.DisguiseModes{off, off, off, off, enforce}},
+		{"", nil, true, policy.UndeclaredModes{enforce, log, log, enforce, log}},
+		{"", nil, false, policy.UndeclaredModes{enforce, log, log, off, log}},
+		{"log", nil, true, policy.UndeclaredModes{log, log, log, log, log}},
+		{"off", nil, true, policy.UndeclaredModes{off, off, off, off, off}},
+		{"enforce", map[string]string{"client_hints": "off"}, true, policy.UndeclaredModes{enforce, enforce, off, enforce, enforce}},
+		{"", map[string]string{"fetch_metadata": "log", "trap": "log"}, true, policy.UndeclaredModes{log, log, log, log, log}},
+		{"", map[string]string{"trap": "enforce"}, false, policy.UndeclaredModes{enforce, log, log, off, log}},
+		{"enforce", map[string]string{"tls": "log"}, true, policy.UndeclaredModes{enforce, enforce, enforce, enforce, log}},
+		{"off", map[string]string{"tls": "enforce"}, false, policy.UndeclaredModes{off, off, off, off, enforce}},
 	} {
-		m := policy.NewDisguiseModes(c.all, c.signals, c.trap)
+		m := policy.NewUndeclaredModes(c.all, c.signals, c.trap)
 		if m != c.want {
-			t.Errorf("NewDisguiseModes(%q, %v, %v) = %s, want %s", c.all, c.signals, c.trap, m.String(), c.want.String())
+			t.Errorf("NewUndeclaredModes(%q, %v, %v) = %s, want %s", c.all, c.signals, c.trap, m.String(), c.want.String())
 		}
 	}
-	m := policy.NewDisguiseModes("off", map[string]string{"trap": "log"}, true)
+	m := policy.NewUndeclaredModes("off", map[string]string{"trap": "log"}, true)
 	if !m.On() || m.Headers() || m.Hints() {
 		t.Errorf("only the trap on: On %v Headers %v Hints %v", m.On(), m.Headers(), m.Hints())
 	}
-	if m := policy.NewDisguiseModes("off", map[string]string{"tls": "log"}, false); !m.On() || m.Headers() {
+	if m := policy.NewUndeclaredModes("off", map[string]string{"tls": "log"}, false); !m.On() || m.Headers() {
 		t.Errorf("only tls on: On %v Headers %v", m.On(), m.Headers())
 	}
-	if m := policy.NewDisguiseModes("off", nil, true); m.On() {
+	if m := policy.NewUndeclaredModes("off", nil, true); m.On() {
 		t.Error("all off is on")
 	}
-	if got := policy.NewDisguiseModes("", nil, true); got.String() != "fetch_metadata enforce, fetch_metadata_safari log, client_hints log, trap enforce, tls log" {
+	if got := policy.NewUndeclaredModes("", nil, true); got.String() != "fetch_metadata enforce, fetch_metadata_safari log, client_hints log, trap enforce, tls log" {
 		t.Errorf("String() = %q", got.String())
 	}
 	for i, name := range policy.SignalNames() {
@@ -83,12 +83,12 @@ func TestJudgeHeadersAgreesWithMissing(t *testing.T) {
 		"Lynx/2.9.0dev.12 libwww-FM/2.14 SSL-MM/1.4.1 GNUTLS/3.7.9",
 	}
 	names := []string{"Sec-Fetch-Site", "Sec-Fetch-Mode", "Sec-Fetch-Dest", "Sec-CH-UA"}
-	modes := []policy.DisguiseModes{
-		policy.NewDisguiseModes("", nil, false),
-		policy.NewDisguiseModes("enforce", nil, false),
-		policy.NewDisguiseModes("", map[string]string{"fetch_metadata": "log", "client_hints": "enforce"}, false),
-		policy.NewDisguiseModes("", map[string]string{"client_hints": "off"}, false),
-		policy.NewDisguiseModes("off", nil, false),
+	modes := []policy.UndeclaredModes{
+		policy.NewUndeclaredModes("", nil, false),
+		policy.NewUndeclaredModes("enforce", nil, false),
+		policy.NewUndeclaredModes("", map[string]string{"fetch_metadata": "log", "client_hints": "enforce"}, false),
+		policy.NewUndeclaredModes("", map[string]string{"client_hints": "off"}, false),
+		policy.NewUndeclaredModes("off", nil, false),
 	}
 	caught := 0
 	for _, ua := range uas {
@@ -129,7 +129,7 @@ func TestJudgeHeadersAgreesWithMissing(t *testing.T) {
 		t.Fatal("nothing caught: the cases test nothing")
 	}
 	// What catches what, with the defaults.
-	m := policy.NewDisguiseModes("", nil, false)
+	m := policy.NewUndeclaredModes("", nil, false)
 	for _, c := range []struct {
 		ua      string
 		present agents.Signals
@@ -288,7 +288,7 @@ func TestKind(t *testing.T) {
 	}
 	// A Chrome claim's WebSocket handshake is never judged by headers; a
 	// Firefox claim's still is.
-	m := policy.NewDisguiseModes("enforce", nil, false)
+	m := policy.NewUndeclaredModes("enforce", nil, false)
 	chrome := agents.ParseBrowserClaim("Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36")
 	firefox := agents.ParseBrowserClaim("Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0")
 	if _, mode := m.JudgeHeaders(&chrome, 0, policy.KindWebSocket); mode != policy.SignalOff {

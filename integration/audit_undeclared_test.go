@@ -23,9 +23,9 @@ import (
 	"time"
 )
 
-// auditDisguisedRobots: "*" may not read /private/ and waits 5 s between
+// auditUndeclaredRobots: "*" may not read /private/ and waits 5 s between
 // requests (crawl_burst 4: the fifth back to back waits); GPTBot nothing.
-const auditDisguisedRobots = `User-agent: *
+const auditUndeclaredRobots = `User-agent: *
 Disallow: /private/
 Crawl-delay: 5
 
@@ -46,7 +46,7 @@ type auditDecision struct {
 	Trap       string `json:"trap"`
 }
 
-func TestAuditDisguisedAgreesWithTheServer(t *testing.T) {
+func TestAuditUndeclaredAgreesWithTheServer(t *testing.T) {
 	dir := t.TempDir()
 	logFile := filepath.Join(dir, "access.log")
 	caddyfile := globalsWith("\tservers {\n\t\ttrusted_proxies static 127.0.0.1/32\n\t\ttrusted_proxies_strict\n\t}\n") + `http://:` + strconv.Itoa(httpPort) + ` {
@@ -59,7 +59,7 @@ func TestAuditDisguisedAgreesWithTheServer(t *testing.T) {
 	header >X-Robots-Rule {http.robots.rule}
 	header >X-Robots-Agent {http.robots.agent}
 	robots {
-		source inline ` + strconv.Quote(auditDisguisedRobots) + `
+		source inline ` + strconv.Quote(auditUndeclaredRobots) + `
 		trap /no-robots/
 		strikes 3 10m 1h
 	}
@@ -74,7 +74,7 @@ func TestAuditDisguisedAgreesWithTheServer(t *testing.T) {
 
 	loop := hostPort("127.0.0.1", httpPort)      // a loopback host: a secure context
 	plain := hostPort("audit.example", httpPort) // not one
-	steps := auditDisguisedSteps(loop, plain)
+	steps := auditUndeclaredSteps(loop, plain)
 	server := askTheServer(t, steps)
 
 	bin := caddyBinary(t)
@@ -102,7 +102,7 @@ func TestAuditDisguisedAgreesWithTheServer(t *testing.T) {
 	t.Logf("[report] audit of undeclared crawlers: %d requests through a real Caddy, replayed from its JSON access log; undeclared per signal %v; %d disagreements", len(steps), signals, disagree)
 }
 
-// auditStep is a request of TestAuditDisguisedAgreesWithTheServer and what
+// auditStep is a request of TestAuditUndeclaredAgreesWithTheServer and what
 // the server and the audit must make of it.
 type auditStep struct {
 	what     string
@@ -116,11 +116,11 @@ type auditStep struct {
 	decision string        // the server's decision ("": not asserted, only compared)
 }
 
-// auditDisguisedSteps are the requests of
-// TestAuditDisguisedAgreesWithTheServer, in the order they are sent (the
+// auditUndeclaredSteps are the requests of
+// TestAuditUndeclaredAgreesWithTheServer, in the order they are sent (the
 // state of each depends on those before): loop is a loopback host (a
 // secure context), plain one that is not.
-func auditDisguisedSteps(loop, plain string) []auditStep {
+func auditUndeclaredSteps(loop, plain string) []auditStep {
 	nav := map[string]string{}
 	for _, h := range browserNav {
 		k, v, _ := strings.Cut(h, ":")

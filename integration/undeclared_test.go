@@ -27,9 +27,9 @@ const firefoxUA = "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Fire
 // as a person's browser over HTTPS or to localhost.
 var browserNav = []string{"Sec-Fetch-Site: none", "Sec-Fetch-Mode: navigate", "Sec-Fetch-Dest: document", "Sec-Fetch-User: ?1", `Sec-CH-UA: "Chromium";v="131"`}
 
-// disguisedConfig serves the same small site over HTTPS on 127.0.0.1 (a
+// undeclaredConfig serves the same small site over HTTPS on 127.0.0.1 (a
 // certificate from a throwaway CA) and over plain HTTP to any Host.
-func disguisedConfig(t *testing.T, extra string) string {
+func undeclaredConfig(t *testing.T, extra string) string {
 	ca := newTestCA(t, "127.0.0.1")
 	site := `
 	robots {
@@ -182,13 +182,13 @@ class S(scrapy.Spider):
 	}
 }
 
-func TestDisguisedScripts(t *testing.T) {
+func TestUndeclaredScripts(t *testing.T) {
 	clients := scriptClients(t)
-	newClient(t, disguisedConfig(t, ""))
+	newClient(t, undeclaredConfig(t, ""))
 	https := "https://" + hostPort("127.0.0.1", httpsPort)
 	plain := "http://" + hostPort("127.0.0.1", crawlPort)
-	plainHost := hostPort("disguised.example", crawlPort)
-	before := disguisedMetric(t, "caddy_robots_disguised_total", `signal="fetch_metadata",action="block",mode="enforce"`)
+	plainHost := hostPort("undeclared.example", crawlPort)
+	before := undeclaredMetric(t, "caddy_robots_undeclared_total", `signal="fetch_metadata",action="block",mode="enforce"`)
 	blocks := 0
 	for _, c := range clients {
 		for _, ua := range []string{chromeUA, firefoxUA} {
@@ -207,15 +207,15 @@ func TestDisguisedScripts(t *testing.T) {
 			t.Logf("%-16s %-16s https /private/ and /public, http /private/: checked", c.name, browser)
 		}
 	}
-	if d := disguisedMetric(t, "caddy_robots_disguised_total", `signal="fetch_metadata",action="block",mode="enforce"`) - before; int(d) != blocks {
-		t.Errorf("caddy_robots_disguised_total{fetch_metadata,block,enforce} grew by %v, want %d", d, blocks)
+	if d := undeclaredMetric(t, "caddy_robots_undeclared_total", `signal="fetch_metadata",action="block",mode="enforce"`) - before; int(d) != blocks {
+		t.Errorf("caddy_robots_undeclared_total{fetch_metadata,block,enforce} grew by %v, want %d", d, blocks)
 	}
 }
 
-// disguisedMetric sums the series of the in-process Caddy's metrics (the
+// undeclaredMetric sums the series of the in-process Caddy's metrics (the
 // admin endpoint's /metrics) that carry every label of labels (pairs
 // separated by commas, in any order); 0 when there is none.
-func disguisedMetric(t *testing.T, name, labels string) float64 {
+func undeclaredMetric(t *testing.T, name, labels string) float64 {
 	t.Helper()
 	res, err := http.Get(adminURL() + "/metrics")
 	if err != nil {
@@ -301,8 +301,8 @@ func TestTrapCatchesCrawlers(t *testing.T) {
 
 	// wget as Chrome, over plain HTTP with a Host that is not loopback.
 	dir := t.TempDir()
-	trapsBefore := disguisedMetric(t, "caddy_robots_disguised_total", `signal="trap",action="trap"`)
-	headerBefore := disguisedMetric(t, "caddy_robots_disguised_total", `signal="fetch_metadata"`)
+	trapsBefore := undeclaredMetric(t, "caddy_robots_undeclared_total", `signal="trap",action="trap"`)
+	headerBefore := undeclaredMetric(t, "caddy_robots_undeclared_total", `signal="fetch_metadata"`)
 	cmd := exec.Command(wget, "-r", "-l", "2", "-e", "robots=off", "-U", chromeUA, "--header", "Host: "+host,
 		"-nv", "-P", dir, base+"/")
 	out, _ := cmd.CombinedOutput() // wget exits 8 when pages are refused
@@ -311,7 +311,7 @@ func TestTrapCatchesCrawlers(t *testing.T) {
 	if fetched > 2 || refused < 20 {
 		t.Errorf("wget as Chrome: %d private pages fetched and %d refused, want at most 2 fetched and at least 20 refused", fetched, refused)
 	}
-	if d := disguisedMetric(t, "caddy_robots_disguised_total", `signal="fetch_metadata"`) - headerBefore; d != 0 {
+	if d := undeclaredMetric(t, "caddy_robots_undeclared_total", `signal="fetch_metadata"`) - headerBefore; d != 0 {
 		t.Errorf("the header rule judged plain HTTP: %v", d)
 	}
 
@@ -351,8 +351,8 @@ func TestTrapCatchesCrawlers(t *testing.T) {
 	// from the same address and User-Agent as the person above, so its
 	// trap request is that key's second).
 	refusedBy := func() float64 {
-		return disguisedMetric(t, "caddy_robots_disguised_total", `signal="trap",action="block"`) +
-			disguisedMetric(t, "caddy_robots_disguised_total", `signal="trap",action="ban"`)
+		return undeclaredMetric(t, "caddy_robots_undeclared_total", `signal="trap",action="block"`) +
+			undeclaredMetric(t, "caddy_robots_undeclared_total", `signal="trap",action="ban"`)
 	}
 	refusedBefore := refusedBy()
 	start := time.Now()
@@ -364,7 +364,7 @@ func TestTrapCatchesCrawlers(t *testing.T) {
 	if privateRead > 2 || lynxRefused < 20 {
 		t.Errorf("lynx -crawl -traversal read %d private pages and was refused %v, want at most 2 read and at least 20 refused", privateRead, lynxRefused)
 	}
-	if d := disguisedMetric(t, "caddy_robots_disguised_total", `signal="trap",action="trap"`) - trapsBefore; d < 3 {
+	if d := undeclaredMetric(t, "caddy_robots_undeclared_total", `signal="trap",action="trap"`) - trapsBefore; d < 3 {
 		t.Errorf("trap requests counted: %v, want wget's, the person's and lynx's", d)
 	}
 
