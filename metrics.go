@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
@@ -253,118 +254,113 @@ func purposeIndex(p agents.Purpose) int {
 // siteSeries are one handler's series of the decision metrics, labelled
 // with its site block. Each is created on its first count, so a site
 // exports only the kinds of decision it makes (the full grid of action,
-// reason, category and mode is 240 series), and looked up in a map keyed
-// by small integers instead of hashing the label values per request as
-// WithLabelValues does. A handler learns its site block when the config
+// reason, category and mode is 240 series), and found in a table indexed
+// by its label values' indexes instead of hashing the label values per
+// request as WithLabelValues does. A handler learns its site block when the config
 // starts or from its first request (scope.go); site is "" until then.
 type siteSeries struct {
-	mu         sync.Mutex
+	mu    sync.Mutex // held to add a series
+	table atomic.Pointer[seriesTable]
+}
+
+// seriesTable is the series of one site block, by the indexes of their
+// label values, never changed once published: adding a series publishes a
+// copy, so that counting, which finds its series there nearly always,
+// takes no lock and hashes nothing.
+type seriesTable struct {
 	site       string
-	decisions  map[decisionKey]prometheus.Counter
-	purposes   map[purposeKey]prometheus.Counter
-	undeclared map[undeclaredKey]prometheus.Counter
+	decisions  [policy.Actions][policy.Reasons][len(categoryNames)][len(modeNames)]prometheus.Counter
+	purposes   [len(purposeNames)][policy.Actions]prometheus.Counter
+	undeclared [policy.NumSignals][actionTrapUnmarked + 1][len(modeNames)]prometheus.Counter
 }
 
-// decisionKey is a series of caddy_robots_decisions_total within a site.
-type decisionKey struct {
-	action         policy.Action
-	reason         policy.Reason
-	category, mode int
+// with returns a copy of t for site (empty when t is another site's or
+// nil), to add a series to before publishing it.
+func (t *seriesTable) with(site string) *seriesTable {
+	c := &seriesTable{site: site}
+	if t != nil && t.site == site {
+		*c = *t
+	}
+	return c
 }
 
-// purposeKey is a series of caddy_robots_purpose_decisions_total within a
-// site.
-type purposeKey struct {
-	purpose int
-	action  policy.Action
-}
-
-// undeclaredKey is a series of caddy_robots_undeclared_total within a
-// site: action is a policy.Action, actionTrap or actionTrapUnmarked.
-type undeclaredKey struct {
-	signal       policy.Signal
-	action, mode int
+// counter returns the series in site's table at slot, created by create
+// and published in a new table when it is not there yet.
+func (s *siteSeries) counter(site string, slot func(*seriesTable) *prometheus.Counter, create func() prometheus.Counter) prometheus.Counter {
+	if t := s.table.Load(); t != nil && t.site == site {
+		if c := *slot(t); c != nil {
+			return c
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.table.Load()
+	if t != nil && t.site == site {
+		if c := *slot(t); c != nil {
+			return c
+		}
+	}
+	t = t.with(site)
+	c := create()
+	*slot(t) = c
+	s.table.Store(t)
+	return c
 }
 
 // newSiteSeries returns a handler's series, none created yet.
-func newSiteSeries() *siteSeries {
-	return &siteSeries{decisions: map[decisionKey]prometheus.Counter{}, purposes: map[purposeKey]prometheus.Counter{},
-		undeclared: map[undeclaredKey]prometheus.Counter{}}
-}
+func newSiteSeries() *siteSeries { return &siteSeries{} }
 
 // countDecision counts one bot decision of the site block site in
 // caddy_robots_decisions_total (its action and reason, the crawler's
 // category, the mode) and in caddy_robots_purpose_decisions_total (the
 // crawler's purpose, the action); logMode is true for mode log.
 func (s *siteSeries) countDecision(site string, a policy.Action, r policy.Reason, cat agents.Category, p agents.Purpose, logMode bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.setSite(site)
-	s.decision(decisionKey{a, r, categoryIndex(cat), modeIndex(logMode)}).Inc()
-	s.purpose(purposeKey{purposeIndex(p), a}).Inc()
+	s.decision(site, a, r, categoryIndex(cat), modeIndex(logMode)).Inc()
+	s.purpose(site, purposeIndex(p), a).Inc()
 }
 
-// setSite makes site the label of the series s hands out; s.mu is held.
-func (s *siteSeries) setSite(site string) {
-	if site != s.site {
-		s.site = site
-		clear(s.decisions)
-		clear(s.purposes)
-		clear(s.undeclared)
-	}
+// decision returns site's series of a decision. A pair of action and
+// reason not among decisionKinds is counted with reason "other".
+func (s *siteSeries) decision(site string, a policy.Action, r policy.Reason, category, mode int) prometheus.Counter {
+	return s.counter(site, func(t *seriesTable) *prometheus.Counter { return &t.decisions[a][r][category][mode] },
+		func() prometheus.Counter {
+			reason := "other"
+			if slices.Contains(decisionKinds[:], decisionKind{a, r}) {
+				reason = reasonLabel(r)
+			}
+			return metrics.decisions.WithLabelValues(a.String(), reason, string(categoryNames[category]), modeNames[mode], site)
+		})
 }
 
-// decision returns the series of k, creating it; s.mu is held. A pair of
-// action and reason not among decisionKinds is counted with reason
-// "other".
-func (s *siteSeries) decision(k decisionKey) prometheus.Counter {
-	c, ok := s.decisions[k]
-	if !ok {
-		reason := "other"
-		if slices.Contains(decisionKinds[:], decisionKind{k.action, k.reason}) {
-			reason = reasonLabel(k.reason)
-		}
-		c = metrics.decisions.WithLabelValues(k.action.String(), reason, string(categoryNames[k.category]), modeNames[k.mode], s.site)
-		s.decisions[k] = c
-	}
-	return c
-}
-
-// purpose returns the series of k, creating it; s.mu is held.
-func (s *siteSeries) purpose(k purposeKey) prometheus.Counter {
-	c, ok := s.purposes[k]
-	if !ok {
-		c = metrics.purposes.WithLabelValues(purposeNames[k.purpose], k.action.String(), s.site)
-		s.purposes[k] = c
-	}
-	return c
+// purpose returns site's series of a decision by purpose.
+func (s *siteSeries) purpose(site string, purpose int, a policy.Action) prometheus.Counter {
+	return s.counter(site, func(t *seriesTable) *prometheus.Counter { return &t.purposes[purpose][a] },
+		func() prometheus.Counter {
+			return metrics.purposes.WithLabelValues(purposeNames[purpose], a.String(), site)
+		})
 }
 
 // countUndeclared counts one request of an undeclared crawler of the site
 // block site in caddy_robots_undeclared_total: the signal that caught it,
 // its action (a policy.Action, actionTrap or actionTrapUnmarked) and mode.
 func (s *siteSeries) countUndeclared(site string, sig policy.Signal, a int, logMode bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.setSite(site)
-	s.undeclaredSeries(undeclaredKey{sig, a, modeIndex(logMode)}).Inc()
+	s.undeclaredSeries(site, sig, a, modeIndex(logMode)).Inc()
 }
 
-// undeclaredSeries returns the series of k, creating it; s.mu is held.
-func (s *siteSeries) undeclaredSeries(k undeclaredKey) prometheus.Counter {
-	c, ok := s.undeclared[k]
-	if !ok {
-		c = metrics.undeclared.WithLabelValues(k.signal.String(), undeclaredAction(k.action), modeNames[k.mode], s.site)
-		s.undeclared[k] = c
-	}
-	return c
+// undeclaredSeries returns site's series of an undeclared crawler's request.
+func (s *siteSeries) undeclaredSeries(site string, sig policy.Signal, a, mode int) prometheus.Counter {
+	return s.counter(site, func(t *seriesTable) *prometheus.Counter { return &t.undeclared[sig][a][mode] },
+		func() prometheus.Counter {
+			return metrics.undeclared.WithLabelValues(sig.String(), undeclaredAction(a), modeNames[mode], site)
+		})
 }
 
 // siteName is the site block s counts for, "" before it is known.
 func (s *siteSeries) siteName() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.site
+	if t := s.table.Load(); t != nil {
+		return t.site
+	}
+	return ""
 }
 
 // start creates, at zero, the series a site block's dashboard panels and
@@ -372,18 +368,15 @@ func (s *siteSeries) siteName() string {
 // every action, for the category and purpose "other", and a block by
 // each signal. The other series appear with their first count.
 func (s *siteSeries) start(site string, logMode bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.setSite(site)
 	ci, mi := categoryIndex(agents.CategoryOther), modeIndex(logMode)
 	for _, k := range decisionKinds {
-		s.decision(decisionKey{k.action, k.reason, ci, mi})
+		s.decision(site, k.action, k.reason, ci, mi)
 	}
 	for a := range policy.Actions {
-		s.purpose(purposeKey{purposeIndex(agents.PurposeOther), policy.Action(a)})
+		s.purpose(site, purposeIndex(agents.PurposeOther), policy.Action(a))
 	}
 	for sig := range policy.Signal(policy.NumSignals) {
-		s.undeclaredSeries(undeclaredKey{sig, int(policy.Block), mi})
+		s.undeclaredSeries(site, sig, int(policy.Block), mi)
 	}
 }
 
