@@ -31,16 +31,45 @@ if [ "${1:-}" = --json ]; then
   tmp=$2 rc=0
   rest=$(grep -vx "$mod/enforce" <<<"$pkgs")
   engine=$([ "$rest" != "$pkgs" ] && echo 1)
+  # The integration tests are the long pole (about 7 minutes in one
+  # process), and most of that is waiting on real crawlers' Crawl-delay and
+  # real browsers. Their binary is built once and run as two processes at
+  # the same time: the real-crawler and real-browser tests, and the rest.
+  # Every test picks free ports and its own Xvfb display, as two checkouts
+  # running make test at once do.
+  integ=$(grep -x "$mod/integration" <<<"$rest")
+  rest=$(grep -vx "$mod/integration" <<<"$rest")
+  shard='^Test(RealBrowser|RealCrawlers|RotatingRogue|TrapLinksGraphicsPerson|TrapMarkFollowsTheHandshake|TLSEngineOfRealClients|BuildWithPlugin|CheckExitCodeReachesShell|Redis)'
+  if [ -n "$integ" ]; then
+    if $GO test -c -race -o "$tmp/integration.test" ./integration >"$tmp/integration-build.txt" 2>&1; then
+      (cd integration && $GO tool test2json -t -p "$integ" "$tmp/integration.test" -test.v=test2json \
+        -test.count=1 -test.timeout=20m -test.run "$shard" >"$tmp/integration-1.json") &
+      shard1=$!
+      (cd integration && $GO tool test2json -t -p "$integ" "$tmp/integration.test" -test.v=test2json \
+        -test.count=1 -test.timeout=20m -test.skip "$shard" >"$tmp/integration-2.json") &
+      shard2=$!
+    else
+      cat "$tmp/integration-build.txt" >&2
+      rc=1
+    fi
+  fi
   if [ -n "$engine" ]; then
     $GO test -count=1 -json -skip '^TestConcurrent' ./enforce >"$tmp/enforce.json" &
+    enginePID=$!
   fi
   if [ -n "$rest" ]; then
     $GO test -race -count=1 -json $rest || rc=1
   fi
   if [ -n "$engine" ]; then
     $GO test -race -count=1 -json -run '^TestConcurrent' ./enforce || rc=1
-    wait $! || rc=1
+    wait $enginePID || rc=1
     cat "$tmp/enforce.json" # after the rest: two streams would interleave
+  fi
+  for pid in ${shard1:-} ${shard2:-}; do
+    wait "$pid" || rc=1
+  done
+  if [ -n "${shard1:-}" ]; then
+    cat "$tmp/integration-1.json" "$tmp/integration-2.json"
   fi
   exit $rc
 fi
@@ -52,7 +81,7 @@ rc=0
 scripts/heartbeat.sh "unit: go test" \
   $GO tool -modfile=scripts/tools.mod gotestsum --format pkgname --jsonfile "$tmp/tests.json" \
   --raw-command -- scripts/unit.sh --json "$tmp" || rc=1
-slow=$($GO tool -modfile=scripts/tools.mod gotestsum tool slowest --jsonfile "$tmp/tests.json" --threshold 100ms | head -n 10)
+slow=$($GO tool -modfile=scripts/tools.mod gotestsum tool slowest --jsonfile "$tmp/tests.json" --threshold 100ms | sed -n '1,10p')
 [ -z "$slow" ] || printf '\nThe slowest tests:\n%s\n' "$slow"
 $GO build -o "$tmp/testreport" ./scripts/testreport && "$tmp/testreport" "$tmp/tests.json" || rc=1
 exit $rc
