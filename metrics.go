@@ -315,8 +315,17 @@ func newSiteSeries() *siteSeries { return &siteSeries{} }
 // category, the mode) and in caddy_robots_purpose_decisions_total (the
 // crawler's purpose, the action); logMode is true for mode log.
 func (s *siteSeries) countDecision(site string, a policy.Action, r policy.Reason, cat agents.Category, p agents.Purpose, logMode bool) {
-	s.decision(site, a, r, categoryIndex(cat), modeIndex(logMode)).Inc()
-	s.purpose(site, purposeIndex(p), a).Inc()
+	ci, mi, pi := categoryIndex(cat), modeIndex(logMode), purposeIndex(p)
+	if t := s.table.Load(); t != nil && t.site == site {
+		// Nearly always: both series exist.
+		if d, pu := t.decisions[a][r][ci][mi], t.purposes[pi][a]; d != nil && pu != nil {
+			d.Inc()
+			pu.Inc()
+			return
+		}
+	}
+	s.decision(site, a, r, ci, mi).Inc()
+	s.purpose(site, pi, a).Inc()
 }
 
 // decision returns site's series of a decision. A pair of action and
