@@ -1,7 +1,11 @@
 package policy
 
 import (
+	"fmt"
+	"hash/fnv"
+	"io"
 	"net/http"
+	"slices"
 	"strings"
 )
 
@@ -21,38 +25,38 @@ import (
 //     case), and the HTTP version. wget, wget2, HTTrack, curl, Python's
 //     urllib, Go's net/http and Scrapy all differ there.
 //
-// The value is the same in every process (FNV-1a, no seed): a pool is named
+// The value is the same in every process (hash/fnv's FNV-1a, no seed): a pool is named
 // by it in a store that several instances share. It is not a secret and
 // needs none: a client that copies another's shape can do so without
 // hashing, and then shares its pool, which is what the server cannot tell
 // apart. Called only for an unproven name of an address that rotates
 // names, never for a person's request.
 func ClientShape(r *http.Request, tlsFingerprint string) uint64 {
+	h := fnv.New64a()
 	if tlsFingerprint != "" {
-		return fnvString(fnvString(fnvOffset, "tls"), tlsFingerprint)
+		io.WriteString(h, "tls\x00"+tlsFingerprint)
+		return h.Sum64()
 	}
-	// The header names as a set: each name's hash, mixed, added up, so
-	// the map's order does not matter.
-	var names uint64
+	names := make([]string, 0, len(r.Header))
 	for k := range r.Header {
 		if !perRequestHeader(k) {
-			names += mix64(fnvString(fnvOffset, k))
+			names = append(names, k)
 		}
 	}
-	h := fnvByte(fnvByte(fnvOffset, byte(r.ProtoMajor)), byte(r.ProtoMinor))
-	h = fnvUint64(h, names)
+	slices.Sort(names)
+	fmt.Fprintf(h, "HTTP/%d.%d\x00%s\x00", r.ProtoMajor, r.ProtoMinor, strings.Join(names, ","))
 	for _, k := range shapeValues {
 		for _, v := range r.Header[k] {
 			if k == "Connection" {
-				h = fnvConnection(h, v)
-			} else {
-				h = fnvString(h, strings.TrimSpace(v))
+				// Its tokens in lower case, without spaces: "Keep-Alive"
+				// and "keep-alive" are one program's.
+				v = strings.ToLower(strings.Join(strings.Fields(v), ""))
 			}
-			h = fnvByte(h, 0)
+			io.WriteString(h, strings.TrimSpace(v)+"\x00")
 		}
-		h = fnvByte(h, 1)
+		io.WriteString(h, "\x01")
 	}
-	return h
+	return h.Sum64()
 }
 
 // shapeValues are the headers whose values are part of a client's shape
@@ -75,54 +79,4 @@ func perRequestHeader(k string) bool {
 		return true
 	}
 	return false
-}
-
-// FNV-1a, 64 bits (hash/fnv's, without its interface), over the parts of a
-// shape.
-const (
-	fnvOffset = 14695981039346656037
-	fnvPrime  = 1099511628211
-)
-
-func fnvByte(h uint64, c byte) uint64 { return (h ^ uint64(c)) * fnvPrime }
-
-func fnvString(h uint64, s string) uint64 {
-	for i := 0; i < len(s); i++ {
-		h = fnvByte(h, s[i])
-	}
-	return h
-}
-
-func fnvUint64(h, x uint64) uint64 {
-	for i := 0; i < 64; i += 8 {
-		h = fnvByte(h, byte(x>>i))
-	}
-	return h
-}
-
-// fnvConnection hashes a Connection value normalised: its tokens in lower
-// case, without spaces ("Keep-Alive" and "keep-alive" are one program's).
-func fnvConnection(h uint64, v string) uint64 {
-	for i := 0; i < len(v); i++ {
-		c := v[i]
-		switch {
-		case c == ' ' || c == '\t':
-			continue
-		case 'A' <= c && c <= 'Z':
-			c += 'a' - 'A'
-		}
-		h = fnvByte(h, c)
-	}
-	return h
-}
-
-// mix64 spreads a name's hash over all 64 bits before the names are added
-// up (SplitMix64's finaliser), so that two sets of names rarely add up to
-// one sum.
-func mix64(x uint64) uint64 {
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	return x ^ x>>31
 }
