@@ -238,7 +238,7 @@ type Auditor struct {
 	undeclared, headerLines, noHeaderLines                    int64
 	skipped, outOfOrder                                       int64
 	formats                                                   [formats]int64
-	first, last                                               time.Time
+	span                                                               // of the log's times
 	skippedHosts                                              []string // a few hosts --host left out
 	firstBad                                                  *Unreadable
 	grid                                                      grid
@@ -293,7 +293,7 @@ type crawler struct {
 	newlyAllowed          int64
 	newlyConflicting      int64                     // with RobotsNew: allowed by both, refused by its preference only
 	refusals, newRefusals map[enforce.Refusal]int64 // which preference refused, with the counts
-	first, last           time.Time
+	span                                            // of the crawler's requests
 	rules                 map[*enforce.Rule]int64
 	samples               []string
 	reqSeries, refSeries  []int64
@@ -515,13 +515,25 @@ func (a *Auditor) noteTime(t time.Time) {
 	if t.IsZero() {
 		return
 	}
-	if a.first.IsZero() || t.Before(a.first) {
-		a.first = t
-	}
-	if t.After(a.last) {
-		a.last = t
-	} else if a.last.Sub(t) > outOfOrderSlack {
+	if a.last.Sub(t) > outOfOrderSlack {
 		a.outOfOrder++
+	}
+	a.span.add(t)
+}
+
+// span is the first and last of the times it was given.
+type span struct{ first, last time.Time }
+
+// add widens s to t; a zero t is no time.
+func (s *span) add(t time.Time) {
+	if t.IsZero() {
+		return
+	}
+	if s.first.IsZero() || t.Before(s.first) {
+		s.first = t
+	}
+	if t.After(s.last) {
+		s.last = t
 	}
 }
 
@@ -708,17 +720,7 @@ func (j *judging) mode() string {
 }
 
 // seen notes a request at t in the crawler's first and last times.
-func (c *crawler) seen(t time.Time) {
-	if t.IsZero() {
-		return
-	}
-	if c.first.IsZero() || t.Before(c.first) {
-		c.first = t
-	}
-	if t.After(c.last) {
-		c.last = t
-	}
-}
+func (c *crawler) seen(t time.Time) { c.span.add(t) }
 
 // judge judges a bot's request as the handler does, through the same
 // pipeline (pipeline.Pipeline.Judge): the target as sent and its forms, the

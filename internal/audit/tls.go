@@ -161,7 +161,7 @@ type tlsRow struct {
 	requests, refused, wouldRefuse int64
 	addrs                          topAddrs
 	why                            string // the first verdict, for the report
-	first, last                    time.Time
+	span                                  // of its requests
 }
 
 // countTLS counts a request judged by the tls signal (j.tls, j.why,
@@ -196,14 +196,7 @@ func (a *Auditor) countTLS(he *hostEntry, j *judging, addr netip.Addr, t time.Ti
 	if addr.IsValid() {
 		row.addrs.add(addr, 1)
 	}
-	if !t.IsZero() {
-		if row.first.IsZero() || t.Before(row.first) {
-			row.first = t
-		}
-		if t.After(row.last) {
-			row.last = t
-		}
-	}
+	row.span.add(t)
 }
 
 // FingerprintReport is who the tls signal judged, by handshake: the
