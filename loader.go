@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -316,17 +315,6 @@ func (h *Handler) warnStrippedPrefix(prefixes []string) string {
 		": robots.txt governs the URL the client sent, so requests are judged as " + prefix + "/..., and rules written for the stripped paths never match. Write the rules with the full path, or use source site (the site's own /robots.txt)"
 	h.warnConfig(msg, zap.String("source", h.Source), zap.String("prefix", prefix))
 	return msg
-}
-
-// resolverFor returns a resolver that sends every query to addr (host:port).
-func resolverFor(addr string) *net.Resolver {
-	return &net.Resolver{
-		PreferGo: true,
-		Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, network, addr)
-		},
-	}
 }
 
 // storePool holds throttle and strike stores across config reloads, keyed by

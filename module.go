@@ -545,7 +545,7 @@ func (h *Handler) provisionVerifier(ctx caddy.Context) error {
 	if v := h.Verify; v != nil {
 		vcfg.Timeout = time.Duration(v.Timeout)
 		if v.Resolver != "" {
-			vcfg.Resolver = resolverFor(v.Resolver)
+			vcfg.Resolver = agents.ResolverAt(v.Resolver)
 		}
 	}
 	rcfg, err := newRangesConfig(h.Verify)

@@ -40,6 +40,19 @@ const (
 	DefaultMaxLookups    = 256                 // VerifierConfig.MaxLookups
 )
 
+// ResolverAt returns a resolver that sends every DNS query to addr
+// (host:port), for VerifierConfig.Resolver: the verify block's resolver
+// option and caddy robots check --resolver.
+func ResolverAt(addr string) *net.Resolver {
+	return &net.Resolver{
+		PreferGo: true,
+		Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, network, addr)
+		},
+	}
+}
+
 // VerifierConfig configures a Verifier. The zero value is usable: every
 // zero field takes its default.
 type VerifierConfig struct {

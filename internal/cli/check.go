@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
@@ -627,7 +626,7 @@ func verifyClaim(ctx context.Context, a agents.Agent, ip netip.Addr, timeout tim
 	}
 	cfg := agents.VerifierConfig{Timeout: timeout}
 	if resolver != "" {
-		cfg.Resolver = resolverAt(resolver)
+		cfg.Resolver = agents.ResolverAt(resolver)
 	}
 	v, err := agents.NewVerifier(cfg)
 	if err != nil {
@@ -658,16 +657,4 @@ func verifyClaim(ctx context.Context, a agents.Agent, ip netip.Addr, timeout tim
 		return verdict, fmt.Sprintf("reverse DNS did not answer within %s", timeout)
 	}
 	return verdict, "not in the published ranges, and reverse DNS failed"
-}
-
-// resolverAt returns a resolver that sends every query to addr (host:port),
-// for --resolver.
-func resolverAt(addr string) *net.Resolver {
-	return &net.Resolver{
-		PreferGo: true,
-		Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, network, addr)
-		},
-	}
 }
