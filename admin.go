@@ -262,7 +262,6 @@ func (h *Handler) adminSite() admin.Site {
 		}
 	}
 	h.statsNow().describe(&s, time.Now())
-	s.TLS = h.statsNow().tlsStatus()
 	return s
 }
 

@@ -204,13 +204,14 @@ func (s *crawlerStats) history(now time.Time, top []admin.CrawlerCount) admin.Hi
 
 // describe sets the counts of s in site: its top crawlers and offenders,
 // the refusals for an unavailable robots.txt, since when it counts and its
-// history at now.
+// history at now, and what its tls signal saw.
 func (s *crawlerStats) describe(site *admin.Site, now time.Time) {
 	site.TopCrawlers = s.top(admin.Top, false)
 	site.TopOffenders = s.top(admin.Top, true)
 	site.RefusedUnavailable = s.unavailableTotal()
 	site.CountsSince = s.countingSince()
 	site.History = s.history(now, site.TopCrawlers)
+	site.TLS = s.tlsStatus()
 }
 
 // claimNamed is the claim whose String is name.
