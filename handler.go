@@ -496,17 +496,21 @@ func (h *Handler) publishOutcome(r *http.Request, cv *caddyValues, o *outcome) *
 		o.publish()
 	}
 	a := o.agent
+	var name any // a.Name, boxed once per counted name
 	if o.reason == policy.Unavailable {
 		h.statsFor(r).seenUnavailable(a, o.verdict) // not the crawler's offence
 	} else {
-		h.statsFor(r).seen(a, o.verdict, o.action, o.Mode == pipeline.Log)
+		name = h.statsFor(r).seen(a, o.verdict, o.action, o.Mode == pipeline.Log)
+	}
+	if name == nil {
+		name = a.Name
 	}
 	if repl := cv.repl; repl != nil {
 		repl.Map(o.published.placeholder) // placeholders.go
 	}
 	if vars := cv.vars; vars != nil {
 		// What caddyhttp.SetVar does, without looking the map up three times.
-		vars["robots_agent"] = a.Name
+		vars["robots_agent"] = name
 		vars["robots_decision"] = actionValues[o.action]
 		vars["robots_token"] = o.tokenValue()
 	}

@@ -26,11 +26,11 @@ type crawlerStats struct {
 	// since is when counting started: the site block's first handler
 	// since the process started, kept across config reloads.
 	since time.Time
-	// site is every counted request's history; histories the number of
-	// crawlers (name and claim) that have one, at most
-	// maxCrawlerHistories: the requests of the others are in site only,
-	// and the report shows them as "other".
-	site      *admin.History
+	// A counted request is in one history: its crawler's (name and
+	// claim), for at most maxCrawlerHistories crawlers (histories counts
+	// them), else rest's; the site block's history is their sum, read
+	// when asked for, so that a request pays for one history only.
+	rest      *admin.History
 	histories atomic.Int32
 	// tls is what the site block's tls signal saw (tlsSeen), bounded.
 	tls admin.TLSWatch
@@ -46,7 +46,13 @@ const maxCrawlerHistories = 24
 const maxCrawlersCounted = 256
 
 // nameCounts are the counts of one crawler name, by claim.
-type nameCounts [numClaims]crawlerCounts
+type nameCounts struct {
+	byClaim [numClaims]crawlerCounts
+	// value is the name as an interface value, boxed once: the
+	// robots_agent var of each of the crawler's requests (publishOutcome)
+	// then costs no allocation.
+	value any
+}
 
 // crawlerCounts are the counts of one crawler name and claim.
 type crawlerCounts struct {
@@ -63,7 +69,7 @@ type crawlerCounts struct {
 }
 
 func newCrawlerStats() *crawlerStats {
-	return &crawlerStats{since: time.Now(), site: admin.NewHistory()}
+	return &crawlerStats{since: time.Now(), rest: admin.NewHistory()}
 }
 
 // claim says how far a request's name is proven, for the counts: an
@@ -112,27 +118,37 @@ const noNameLabel = "(no User-Agent name)"
 // countsOf returns the counts of the crawler a with claim c, making them
 // on first sight of a's name; nil when the table is full.
 func (s *crawlerStats) countsOf(a *agents.Shared, c claim) *crawlerCounts {
-	v, ok := s.byName.Load(a.Name)
+	if nc := s.named(a.Name); nc != nil {
+		return &nc.byClaim[c]
+	}
+	return nil
+}
+
+// named returns the counts of the crawler called name, making them on
+// first sight of the name; nil when the table is full.
+func (s *crawlerStats) named(name string) *nameCounts {
+	v, ok := s.byName.Load(name)
 	if !ok {
 		if s.names.Load() >= maxCrawlersCounted {
 			return nil
 		}
 		var loaded bool
-		v, loaded = s.byName.LoadOrStore(a.Name, new(nameCounts))
+		v, loaded = s.byName.LoadOrStore(name, &nameCounts{value: name})
 		if !loaded {
 			s.names.Add(1)
 		}
 	}
-	return &v.(*nameCounts)[c]
+	return v.(*nameCounts)
 }
 
 // seen counts one decision for the crawler a, with the verdict on its name.
 // In mode log nothing is refused: a decision other than Allow is counted
 // as what enforce would refuse, and the history records what the crawler
-// got, a served request.
-func (s *crawlerStats) seen(a *agents.Shared, v agents.Verdict, act policy.Action, logMode bool) {
+// got, a served request. It returns a's name as an interface value, boxed
+// once per counted name (nil when the name is not counted).
+func (s *crawlerStats) seen(a *agents.Shared, v agents.Verdict, act policy.Action, logMode bool) (name any) {
 	if s == nil {
-		return
+		return nil
 	}
 	o := admin.Served
 	switch {
@@ -142,11 +158,13 @@ func (s *crawlerStats) seen(a *agents.Shared, v agents.Verdict, act policy.Actio
 	default:
 		o = admin.Refused
 	}
-	cc := s.countsOf(a, claimOf(a, v))
-	s.record(cc, o)
-	if cc == nil {
-		return
+	nc := s.named(a.Name)
+	if nc == nil {
+		s.record(nil, o)
+		return nil
 	}
+	cc := &nc.byClaim[claimOf(a, v)]
+	s.record(cc, o)
 	switch {
 	case act == policy.Allow:
 		cc.allowed.Add(1)
@@ -155,27 +173,30 @@ func (s *crawlerStats) seen(a *agents.Shared, v agents.Verdict, act policy.Actio
 	default:
 		cc.refused.Add(1)
 	}
+	return nc.value
 }
 
-// record adds a request with outcome o to the site block's history and
-// to the crawler's (cc, nil when its name is not counted), when it has
-// one or may have one more.
+// record adds a request with outcome o to the history of its crawler (cc,
+// nil when its name is not counted) when it has one or may have one more,
+// else to rest.
 //
 // The time is the loaders' coarse clock: buckets are a minute wide or
 // more, and a clock read on every bot request is not free on every
 // machine.
 func (s *crawlerStats) record(cc *crawlerCounts, o admin.Outcome) {
 	now := time.Unix(sites.Seconds(), 0)
-	s.site.Record(now, o)
-	if cc == nil {
-		return
-	}
-	h := cc.history.Load()
-	if h == nil && s.histories.Load() < maxCrawlerHistories {
-		if cc.history.CompareAndSwap(nil, admin.NewHistory()) {
-			s.histories.Add(1)
-		}
+	var h *admin.History
+	if cc != nil {
 		h = cc.history.Load()
+		if h == nil && s.histories.Load() < maxCrawlerHistories {
+			if cc.history.CompareAndSwap(nil, admin.NewHistory()) {
+				s.histories.Add(1)
+			}
+			h = cc.history.Load()
+		}
+	}
+	if h == nil {
+		h = s.rest
 	}
 	h.Record(now, o)
 }
@@ -186,6 +207,13 @@ func (s *crawlerStats) history(now time.Time, top []admin.CrawlerCount) admin.Hi
 	if s == nil {
 		return admin.HistoryOf(nil, nil, now)
 	}
+	all := []*admin.History{s.rest}
+	s.byName.Range(func(_, v any) bool {
+		for c := range v.(*nameCounts).byClaim {
+			all = append(all, v.(*nameCounts).byClaim[c].history.Load())
+		}
+		return true
+	})
 	var cs []admin.CrawlerSeries
 	for _, c := range top {
 		name := c.Name
@@ -197,9 +225,9 @@ func (s *crawlerStats) history(now time.Time, top []admin.CrawlerCount) admin.Hi
 			continue
 		}
 		cl := claimNamed(c.Claim)
-		cs = append(cs, admin.CrawlerSeries{Name: c.Name, Claim: c.Claim, History: v.(*nameCounts)[cl].history.Load()})
+		cs = append(cs, admin.CrawlerSeries{Name: c.Name, Claim: c.Claim, History: v.(*nameCounts).byClaim[cl].history.Load()})
 	}
-	return admin.HistoryOf(s.site, cs, now)
+	return admin.HistoryOf(all, cs, now)
 }
 
 // describe sets the counts of s in site: its top crawlers and offenders,
@@ -254,8 +282,8 @@ func (s *crawlerStats) unavailableTotal() uint64 {
 	}
 	var n uint64
 	s.byName.Range(func(_, v any) bool {
-		for c := range v.(*nameCounts) {
-			n += v.(*nameCounts)[c].unavailable.Load()
+		for c := range v.(*nameCounts).byClaim {
+			n += v.(*nameCounts).byClaim[c].unavailable.Load()
 		}
 		return true
 	})
@@ -285,8 +313,8 @@ func (s *crawlerStats) top(n int, offenders bool) []admin.CrawlerCount {
 		if name == "" {
 			name = noNameLabel
 		}
-		for c := range counts {
-			cc := &counts[c]
+		for c := range counts.byClaim {
+			cc := &counts.byClaim[c]
 			n := admin.CrawlerCount{Name: name, Claim: claim(c).String(), Allowed: cc.allowed.Load(), Refused: cc.refused.Load(), Retries: cc.retries.Load(), Unavailable: cc.unavailable.Load(), WouldRefuse: cc.wouldRefuse.Load()}
 			if n.Allowed+n.Refused+n.WouldRefuse+n.Retries+n.Unavailable == 0 || (offenders && n.Refused+n.WouldRefuse == 0) {
 				continue

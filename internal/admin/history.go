@@ -232,14 +232,15 @@ type CrawlerSeries struct {
 	History     *History
 }
 
-// HistoryOf reads the site block's History and its crawlers' at now: the
-// crawlers' in the order given, then "other" when the site block counted
+// HistoryOf reads a site block's history at now: all are every History
+// the site block keeps (each request is in exactly one of them: its
+// crawler's, or the one of the crawlers without a history of their own),
+// and their sum is the site block's; crawlers are the crawlers to list,
+// in the order given, followed by "other" when the site block counted
 // requests that none of them did.
-func HistoryOf(site *History, crawlers []CrawlerSeries, now time.Time) HistoryStatus {
-	if site == nil {
-		site = NewHistory()
-	}
-	st := HistoryStatus{Hour: site.hour.series(now), Day: site.day.series(now), Crawlers: []CrawlerHistory{}}
+func HistoryOf(all []*History, crawlers []CrawlerSeries, now time.Time) HistoryStatus {
+	st := HistoryStatus{Crawlers: []CrawlerHistory{}}
+	st.Hour, st.Day = sumOf(all, now)
 	var hours, days []Series
 	for _, c := range crawlers {
 		if c.History == nil {
@@ -254,6 +255,33 @@ func HistoryOf(site *History, crawlers []CrawlerSeries, now time.Time) HistorySt
 		st.Crawlers = append(st.Crawlers, other)
 	}
 	return st
+}
+
+// sumOf reads every History in all (nil ones skipped) at now and adds
+// them up, bucket by bucket.
+func sumOf(all []*History, now time.Time) (hour, day Series) {
+	empty := NewHistory()
+	hour, day = empty.hour.series(now), empty.day.series(now)
+	for _, h := range all {
+		if h != nil {
+			hour.add(h.hour.series(now))
+			day.add(h.day.series(now))
+		}
+	}
+	hour.fillSparse()
+	day.fillSparse()
+	return hour, day
+}
+
+// add adds the counts of o, a series of the same window, to s's buckets
+// (s.Buckets are left to fillSparse).
+func (s *Series) add(o Series) {
+	for i := range min(len(s.dense), len(o.dense)) {
+		d, x := &s.dense[i], o.dense[i]
+		d.Requests += x.Requests
+		d.Refused += x.Refused
+		d.Throttled += x.Throttled
+	}
 }
 
 // Sparkline draws s as an inline SVG: a bar per bucket, its height the

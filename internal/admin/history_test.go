@@ -90,19 +90,23 @@ func TestHistoryConcurrentRotation(t *testing.T) {
 	}
 }
 
-// TestHistoryOther: the requests of crawlers without a history of their
-// own are the "other" row: the site block's less the listed crawlers'.
+// TestHistoryOther: the site block's history is the sum of every history
+// it keeps, and the requests of crawlers not listed (with a history of
+// their own or without) are the "other" row: the site block's less the
+// listed crawlers'.
 func TestHistoryOther(t *testing.T) {
 	now := time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)
-	site, a := NewHistory(), NewHistory()
-	for range 5 {
-		site.Record(now, Served)
+	rest, a, b := NewHistory(), NewHistory(), NewHistory()
+	for range 3 {
+		rest.Record(now, Served)
+	}
+	for range 2 {
+		b.Record(now, Served)
 	}
 	for range 3 {
-		site.Record(now, Refused)
 		a.Record(now, Refused)
 	}
-	st := HistoryOf(site, []CrawlerSeries{{Name: "A", History: a}, {Name: "untracked"}}, now)
+	st := HistoryOf([]*History{rest, a, nil, b}, []CrawlerSeries{{Name: "A", History: a}, {Name: "untracked"}}, now)
 	if len(st.Crawlers) != 2 || st.Crawlers[0].Crawler != "A" || !st.Crawlers[1].Other {
 		t.Fatalf("crawlers %+v, want A then other", st.Crawlers)
 	}
@@ -141,7 +145,7 @@ func TestStatusPageHistoryAndLift(t *testing.T) {
 	h.Record(now, Throttled)
 	since := now.Add(-90 * time.Minute)
 	site := Site{Source: "inline", Mode: "enforce", Store: state.NewMemory(state.MemoryConfig{}), StoreType: "memory",
-		CountsSince: since, History: HistoryOf(h, []CrawlerSeries{{Name: "SlowBot", History: h}}, now)}
+		CountsSince: since, History: HistoryOf([]*History{h}, []CrawlerSeries{{Name: "SlowBot", History: h}}, now)}
 	policy := state.StrikePolicy{Strikes: 1, Window: time.Minute, Ban: time.Hour}
 	id := state.NewIdentity("BanMeBot", false, netip.MustParseAddr("198.51.100.31"))
 	if _, err := site.Store.Strike(context.Background(), id, policy, now, state.StrikeInfo{Crawler: "BanMeBot", Token: "*", Line: 2}); err != nil {
