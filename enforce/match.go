@@ -672,77 +672,37 @@ func (m *matcher) match(t string, raw bool) (uint64, bool) {
 // the octets where the walk stops, and the first octet of each label, need
 // checking.
 //
-// walk compares labels of at most 16 octets a word at a time and longer
-// ones octet by octet, and finds a child among at most 16 without calls,
-// so that its state stays in registers; it hands the search among more
-// children over to walkSlow.
+// walk compares labels of at most 8 octets a word at a time and hands
+// the others to label; it finds a child among at most 16 a word at a
+// time, and hands the search among more children over to walkSlow.
 func (m *matcher) walk(t string, raw bool, n *tnode, ni uint32, pos int, stk *[stackSets]uint64, best uint64, ns int) (uint64, int, uint32, int) {
 	nodes := m.nodes
 	for {
-		// The label of n must follow; compare it 8 octets at a time. On a
-		// mismatch, d is the offset in the label of the first octet that
-		// differs.
+		// The label of n must follow. Most labels are at most 8 octets
+		// and not near the end of t: one word compares them, here; label
+		// compares the others.
 		if l := int(n.labn); l > 0 {
 			var d int
-			switch {
-			case l <= 8 && pos+8 <= len(t):
-				x := (load64(t, pos) ^ n.lab8) << (64 - 8*l)
-				if x == 0 {
-					goto matched
-				}
-				d = bits.TrailingZeros64(x)>>3 - (8 - l)
-			case l <= 8 && len(t) >= 8:
-				// Near the end of t: its last r octets, the top of its
-				// last word, are compared with the first r of the label.
-				r := min(l, len(t)-pos)
-				x := (load64(t, len(t)-8)>>(8*(pos+8-len(t))) ^ n.lab8) << (64 - 8*r)
-				if x == 0 {
-					if r == l {
-						goto matched
-					}
-					// t ends inside the label: the octets of t all match it.
-					return best, ns, 0, len(t)
-				}
-				d = bits.TrailingZeros64(x)>>3 - (8 - r)
-			case l <= 8:
-				// t is shorter than 8 octets.
-				r := min(l, len(t)-pos)
-				for w := n.lab8; d < r && t[pos+d] == byte(w); d++ {
-					w >>= 8
-				}
-				if d == r {
-					if r == l {
-						goto matched
-					}
-					return best, ns, 0, len(t)
-				}
-			case l > 8 && l <= 16 && pos+l <= len(t):
-				if x := load64(t, pos) ^ n.lab8; x != 0 {
-					d = bits.TrailingZeros64(x) >> 3
-				} else if x := load64(t, pos+l-8) ^ n.labT; x != 0 {
-					d = l - 8 + bits.TrailingZeros64(x)>>3
+			var matched, ended bool
+			if l <= 8 && pos+8 <= len(t) {
+				if x := (load64(t, pos) ^ n.lab8) << (64 - 8*l); x == 0 {
+					matched = true
 				} else {
-					goto matched
+					d = bits.TrailingZeros64(x)>>3 - (8 - l)
 				}
-			default:
-				// A label of more than 16 octets, or t ends inside one
-				// of 9 to 16: octet by octet.
-				lab := m.blob[n.lab : int(n.lab)+l]
-				for d < l && pos+d < len(t) && t[pos+d] == lab[d] {
-					d++
-				}
-				if d == l {
-					goto matched
-				}
-				if pos+d == len(t) {
-					return best, ns, 0, len(t)
-				}
+			} else {
+				d, matched, ended = m.label(t, pos, n)
 			}
-			if raw && byteClass[t[pos+d]] != clKeep {
-				return best, ns, 0, -1
+			switch {
+			case ended:
+				// t ends inside the label: the octets of t all match it.
+				return best, ns, 0, len(t)
+			case !matched:
+				if raw && byteClass[t[pos+d]] != clKeep {
+					return best, ns, 0, -1
+				}
+				return best, ns, 0, len(t)
 			}
-			return best, ns, 0, len(t)
-		matched:
 			pos += l
 		}
 		best = max(best, n.pre)
@@ -784,6 +744,49 @@ func (m *matcher) walk(t string, raw bool, n *tnode, ni uint32, pos int, stk *[s
 		ni = n.kid0 + j
 		n = &nodes[ni]
 	}
+}
+
+// label compares the label of n (n.labn > 0 octets) with t from pos, 8
+// octets at a time where it can, for the labels walk does not compare
+// itself (those longer than 8 octets, or near the end of t): it reports
+// whether the whole label matched, or else whether t ended inside it (its
+// octets all matching), or else d, the offset in the label of the first
+// octet that differs.
+func (m *matcher) label(t string, pos int, n *tnode) (d int, matched, ended bool) {
+	l := int(n.labn)
+	switch {
+	case l <= 8 && len(t) >= 8 && pos+8 > len(t):
+		// Near the end of t: its last r octets, the top of its last
+		// word, are compared with the first r of the label.
+		r := min(l, len(t)-pos)
+		x := (load64(t, len(t)-8)>>(8*(pos+8-len(t))) ^ n.lab8) << (64 - 8*r)
+		if x == 0 {
+			return r, r == l, r < l
+		}
+		return bits.TrailingZeros64(x)>>3 - (8 - r), false, false
+	case l <= 8:
+		// t is shorter than 8 octets.
+		r := min(l, len(t)-pos)
+		for w := n.lab8; d < r && t[pos+d] == byte(w); d++ {
+			w >>= 8
+		}
+		return d, d == l, d == r && r < l
+	case l <= 16 && pos+l <= len(t):
+		if x := load64(t, pos) ^ n.lab8; x != 0 {
+			return bits.TrailingZeros64(x) >> 3, false, false
+		}
+		if x := load64(t, pos+l-8) ^ n.labT; x != 0 {
+			return l - 8 + bits.TrailingZeros64(x)>>3, false, false
+		}
+		return 0, true, false
+	}
+	// A label of more than 16 octets, or t ends inside one of 9 to 16:
+	// octet by octet.
+	lab := m.blob[n.lab : int(n.lab)+l]
+	for d < l && pos+d < len(t) && t[pos+d] == lab[d] {
+		d++
+	}
+	return d, d == l, d < l && pos+d == len(t)
 }
 
 // walkSlow is walk's search of the children of node ni when it has more
