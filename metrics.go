@@ -340,7 +340,9 @@ func (s *siteSeries) use(site string) bool {
 
 // release gives up the handler's site labels, when its config is cleaned
 // up (Handler.Cleanup): the series of a site block whose last user this
-// was are deleted. A request still in flight counts nowhere after that.
+// was are deleted. A request still in flight after that counts in the
+// series the handler has (kept if the site block is), and makes no new
+// one: a series it lacks would outlive a site block just removed.
 func (s *siteSeries) release() {
 	if s == nil {
 		return
@@ -354,9 +356,9 @@ func (s *siteSeries) release() {
 	s.sites = nil
 }
 
-// discarded counts what a released handler counts: it is registered
-// nowhere, so that a request finishing after its config was cleaned up
-// brings back no deleted series.
+// discarded counts what a released handler would make a new series for:
+// it is registered nowhere, so that a request finishing after its config
+// was cleaned up brings back no deleted series.
 var discarded = prometheus.NewCounter(prometheus.CounterOpts{Name: "caddy_robots_discarded_total", Help: "Not exported."})
 
 // siteUsers counts the users of each site label: the handlers, of every
