@@ -23,8 +23,9 @@ import (
 // counters survive reloads (a collector made per config would start from
 // zero on every reload). Labels are bounded: actions, catalogue categories,
 // purposes, modes, results, sources, store types and site blocks (the
-// configuration's, named as the ban scope names them: at most one per
-// robots handler), never a User-Agent, address, path or a request's Host.
+// running configuration's, named as the ban scope names them: at most one
+// per robots handler; a site block's series go with its last handler, see
+// siteUsers), never a User-Agent, address, path or a request's Host.
 // The Grafana dashboard reads these names, labels and help texts: keep
 // them.
 var metrics = newMetricSet()
@@ -258,9 +259,20 @@ func purposeIndex(p agents.Purpose) int {
 // by its label values' indexes instead of hashing the label values per
 // request as WithLabelValues does. A handler learns its site block when the config
 // starts or from its first request (scope.go); site is "" until then.
+//
+// A handler is a user of each site label it counts under (siteUsers), from
+// its first series of the site until its config is cleaned up (release):
+// the series of a site block that no running handler serves any more are
+// deleted then, so that a reload that removes or renames a site block
+// does not leave it on dashboards, nor grow the series without bound.
 type siteSeries struct {
 	mu    sync.Mutex // held to add a series
 	table atomic.Pointer[seriesTable]
+	// sites are the site labels the handler uses (one, nearly always),
+	// and released is true once it has given them up: it makes no series
+	// after that.
+	sites    []string
+	released bool
 }
 
 // seriesTable is the series of one site block, by the indexes of their
@@ -300,6 +312,9 @@ func (s *siteSeries) counter(site string, slot func(*seriesTable) *prometheus.Co
 			return c
 		}
 	}
+	if !s.use(site) {
+		return discarded
+	}
 	t = t.with(site)
 	c := create()
 	*slot(t) = c
@@ -309,6 +324,94 @@ func (s *siteSeries) counter(site string, slot func(*seriesTable) *prometheus.Co
 
 // newSiteSeries returns a handler's series, none created yet.
 func newSiteSeries() *siteSeries { return &siteSeries{} }
+
+// use makes the handler a user of site's series before it makes one of
+// them; false once the handler has released its sites. s.mu is held.
+func (s *siteSeries) use(site string) bool {
+	if s.released {
+		return false
+	}
+	if !slices.Contains(s.sites, site) {
+		siteUsers.add(site)
+		s.sites = append(s.sites, site)
+	}
+	return true
+}
+
+// release gives up the handler's site labels, when its config is cleaned
+// up (Handler.Cleanup): the series of a site block whose last user this
+// was are deleted. A request still in flight after that counts in the
+// series the handler has (kept if the site block is), and makes no new
+// one: a series it lacks would outlive a site block just removed.
+func (s *siteSeries) release() {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.released = true
+	for _, site := range s.sites {
+		siteUsers.remove(site)
+	}
+	s.sites = nil
+}
+
+// discarded counts what a released handler would make a new series for:
+// it is registered nowhere, so that a request finishing after its config
+// was cleaned up brings back no deleted series.
+var discarded = prometheus.NewCounter(prometheus.CounterOpts{Name: "caddy_robots_discarded_total", Help: "Not exported."})
+
+// siteUsers counts the users of each site label: the handlers, of every
+// config running, whose series carry it. Caddy provisions and starts a new
+// config (whose handlers then make their site's series: seriesAtStart)
+// before it cleans up the old one, and several handlers can serve one
+// site block, so a site block that a reload keeps keeps its series and
+// their counts, and one it drops loses them with its last handler.
+var siteUsers = &siteLabelUsers{n: map[string]int{}}
+
+// siteLabelUsers is a count of users by site label.
+type siteLabelUsers struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+// add counts one more user of site.
+func (u *siteLabelUsers) add(site string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.n[site]++
+}
+
+// remove counts one user of site less, and deletes site's series of the
+// decision metrics when it was the last. The deletion happens under the
+// lock, so a handler that starts using site at the same moment (add comes
+// before it makes a series) never sees its new series deleted.
+func (u *siteLabelUsers) remove(site string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.n[site] > 1 {
+		u.n[site]--
+		return
+	}
+	delete(u.n, site)
+	metrics.dropSite(site)
+}
+
+// users is the number of users of site.
+func (u *siteLabelUsers) users(site string) int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.n[site]
+}
+
+// dropSite deletes every series of the site block site from the metrics
+// labelled by site.
+func (m *metricSet) dropSite(site string) {
+	l := prometheus.Labels{"site": site}
+	m.decisions.DeletePartialMatch(l)
+	m.purposes.DeletePartialMatch(l)
+	m.undeclared.DeletePartialMatch(l)
+}
 
 // countDecision counts one bot decision of the site block site in
 // caddy_robots_decisions_total (its action and reason, the crawler's

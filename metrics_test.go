@@ -396,3 +396,68 @@ func BenchmarkCountDecision(b *testing.B) {
 		}
 	})
 }
+
+// TestSiteSeriesUsers: a site block's series stay while any handler that
+// counts under it runs, however it learned its site (at the start of the
+// config or from its first request), and go with the last one; a released
+// handler brings back no series; a handler that starts using the site
+// again after that makes them anew.
+func TestSiteSeriesUsers(t *testing.T) {
+	const site = "users.test on :0"
+	reg := prometheus.NewRegistry()
+	for _, c := range []prometheus.Collector{metrics.decisions, metrics.purposes, metrics.undeclared} {
+		if err := reg.Register(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	series := func() (n int, decisions float64) {
+		for _, name := range []string{"caddy_robots_decisions_total", "caddy_robots_purpose_decisions_total", "caddy_robots_undeclared_total"} {
+			for _, l := range gatherLabels(t, reg, name) {
+				if l["site"] == site {
+					n++
+					if name == "caddy_robots_decisions_total" {
+						v, _ := strconv.ParseFloat(l["value"], 64)
+						decisions += v
+					}
+				}
+			}
+		}
+		return n, decisions
+	}
+	count := func(s *siteSeries) {
+		s.countDecision(site, policy.Block, policy.Rule, agents.CategorySEO, agents.PurposeSEO, false)
+	}
+
+	atStart, fromRequest := newSiteSeries(), newSiteSeries()
+	atStart.start(site, false) // the config's start
+	count(atStart)             // the same site again: still one user
+	count(fromRequest)         // learned from its first request
+	if got := siteUsers.users(site); got != 2 {
+		t.Fatalf("%d users of the site, want 2", got)
+	}
+	n, d := series()
+	if n == 0 || d != 2 {
+		t.Fatalf("%d series, %v decisions, want series and 2", n, d)
+	}
+
+	atStart.release()
+	if got, gotD := series(); got != n || gotD != 2 {
+		t.Errorf("one of two handlers released: %d series, %v decisions, want %d and 2", got, gotD, n)
+	}
+	fromRequest.release()
+	if got, _ := series(); got != 0 || siteUsers.users(site) != 0 {
+		t.Errorf("last handler released: %d series, %d users, want none", got, siteUsers.users(site))
+	}
+	count(fromRequest) // a request still in flight
+	fromRequest.release()
+	if got, _ := series(); got != 0 || siteUsers.users(site) != 0 {
+		t.Errorf("a released handler counted: %d series, %d users, want none", got, siteUsers.users(site))
+	}
+
+	again := newSiteSeries()
+	count(again)
+	if got, gotD := series(); got != 2 || gotD != 1 {
+		t.Errorf("a new handler of the site: %d series, %v decisions, want 2 (a decision and its purpose) and 1", got, gotD)
+	}
+	again.release()
+}

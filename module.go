@@ -673,6 +673,7 @@ func (h *Handler) Validate() error {
 // goroutines stop with the config's context.
 func (h *Handler) Cleanup() error {
 	unregisterHandler(h)
+	h.series.release() // metrics.go
 	var errs []error
 	if err := h.rules.release(); err != nil {
 		errs = append(errs, err)
