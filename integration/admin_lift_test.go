@@ -257,22 +257,7 @@ func TestAdminLiftFromPageInChromium(t *testing.T) {
 		t.Fatal("LiftBot's ban not in /robots/bans")
 	}
 
-	// Another origin's page cannot lift it: the admin endpoint's origin
-	// check refuses the DELETE the proxy passes on.
-	req, err := http.NewRequest(http.MethodDelete, siteURL(status)+"/robots/bans/"+url.PathEscape(identity), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Origin", "http://evil.localhost")
-	req.Header.Set("Sec-Fetch-Mode", "cors")
-	res, err := c.tc.Client.Do(req)
-	if err != nil {
-		t.Fatalf("DELETE from another origin: %v", err)
-	}
-	res.Body.Close()
-	if res.StatusCode != http.StatusForbidden || liftBan(t, "LiftBot") != identity {
-		t.Fatalf("DELETE from another origin: %d; want 403 and the ban kept", res.StatusCode)
-	}
+	liftFromAnotherOrigin(t, c, status, identity)
 
 	d := openDevtools(t, chromium, siteURL(status)+"/robots/", 1100, 1500)
 	// The viewport itself (a window's size counts the browser's frame).
@@ -329,6 +314,27 @@ func TestAdminLiftFromPageInChromium(t *testing.T) {
 	_, blue := chromiumtest.Colours(img, func(r, g, b uint32) bool { return r == 0x2f && g == 0x5f && b == 0xd0 })
 	if blue < 200 {
 		t.Errorf("%d blue pixels: the sparklines did not render", blue)
+	}
+}
+
+// liftFromAnotherOrigin asserts that another origin's page cannot lift
+// the ban identity through the status site: the admin endpoint's origin
+// check refuses the DELETE the proxy passes on.
+func liftFromAnotherOrigin(t *testing.T, c client, status, identity string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodDelete, siteURL(status)+"/robots/bans/"+url.PathEscape(identity), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Origin", "http://evil.localhost")
+	req.Header.Set("Sec-Fetch-Mode", "cors")
+	res, err := c.tc.Client.Do(req)
+	if err != nil {
+		t.Fatalf("DELETE from another origin: %v", err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusForbidden || liftBan(t, "LiftBot") != identity {
+		t.Fatalf("DELETE from another origin: %d; want 403 and the ban kept", res.StatusCode)
 	}
 }
 
