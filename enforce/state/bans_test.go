@@ -220,15 +220,17 @@ func TestMemoryBans(t *testing.T) {
 
 func TestRedisBans(t *testing.T) {
 	addr := sharedRedis(t)
-	checkBanLister(t, newRedisStore(t, addr, "bans-site"), "redis.example")
-	// A prefix with glob characters lists only its own keys.
+	checkBanLister(t, newRedisStore(t, addr, freshSite("bans-site")), "redis.example")
+	// A prefix with glob characters lists only its own keys. Both are on
+	// one site of their own, so that a second run starts with no ban.
 	c := redis.NewClient(&redis.Options{Addr: addr})
 	t.Cleanup(func() { _ = c.Close() })
-	star, err := NewRedis(RedisConfig{Client: c, Prefix: "p*[x]", Timeout: time.Second})
+	site := freshSite("glob")
+	star, err := NewRedis(RedisConfig{Client: c, Prefix: "p*[x]", Site: site, Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	plain, err := NewRedis(RedisConfig{Client: c, Prefix: "pz[x]", Timeout: time.Second})
+	plain, err := NewRedis(RedisConfig{Client: c, Prefix: "pz[x]", Site: site, Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +251,7 @@ func TestRedisBans(t *testing.T) {
 
 func TestFailoverBans(t *testing.T) {
 	addr := sharedRedis(t)
-	remote := newRedisStore(t, addr, "failover-bans")
+	remote := newRedisStore(t, addr, freshSite("failover-bans"))
 	local := NewMemory(MemoryConfig{})
 	f := NewFailover(remote, local, nil)
 	checkBanLister(t, f, "failover.example")

@@ -135,8 +135,14 @@ func TestFailoverKeepsBansEarnedDuringOutage(t *testing.T) {
 	if d := r.Until.Sub(ban.Until).Abs(); d > time.Second {
 		t.Fatalf("ban in Redis ends at %v, %v from the local ban's end", r.Until, d)
 	}
-	if left := local.earnedBans(time.Now(), 0); len(left) != 0 {
-		t.Fatalf("bans still held locally after the write: %v", left)
+	// The writer marks the ban written (settle) just after Redis has it:
+	// wait for that step, not for a lucky schedule.
+	var left []earnedBan
+	if !waitFor(10*time.Second, func() bool {
+		left = local.earnedBans(time.Now(), 0)
+		return len(left) == 0
+	}) {
+		t.Fatalf("bans still held locally 10s after the write: %v", left)
 	}
 	if r, err := f.Banned(ctx0, bad, time.Now()); err != nil || !r.Banned || r.Info.Crawler != "ContentGrabber" {
 		t.Fatalf("Banned after the write: %+v %v", r, err)

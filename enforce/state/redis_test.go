@@ -169,9 +169,10 @@ func TestRedisReadsItsOwnClock(t *testing.T) {
 
 func TestRedisTwoInstancesShareOneBudget(t *testing.T) {
 	addr := sharedRedis(t)
-	a := newRedisStore(t, addr, "shared.example")
-	b := newRedisStore(t, addr, "shared.example")
-	other := newRedisStore(t, addr, "other.example")
+	site := freshSite("shared.example")
+	a := newRedisStore(t, addr, site)
+	b := newRedisStore(t, addr, site)
+	other := newRedisStore(t, addr, freshSite("other.example"))
 	id := NewIdentity("GPTBot", false, netip.MustParseAddr("2001:db8::7"))
 	T := 3 * time.Second // τ = 1s
 	now := time.Now()
@@ -217,14 +218,15 @@ func TestRedisTwoInstancesShareOneBudget(t *testing.T) {
 
 func TestRedisKeysAndTTLs(t *testing.T) {
 	addr := sharedRedis(t)
-	s := newRedisStore(t, addr, "keys.example")
+	site := freshSite("keys.example")
+	s := newRedisStore(t, addr, site)
 	id := NewIdentity("GPTBot", false, netip.MustParseAddr("203.0.113.7"))
 	now := time.Now()
 	mustThrottle(t, s, id, 5*time.Second, now)
 	mustStrike(t, s, id, StrikePolicy{Strikes: 2, Window: time.Minute, Ban: time.Hour}, now)
 	c := redis.NewClient(&redis.Options{Addr: addr})
 	defer c.Close()
-	stem := "caddy-robots:keys.example:{u:GPTBot@203.0.113.7/32}"
+	stem := "caddy-robots:" + site + ":{u:GPTBot@203.0.113.7/32}"
 	for key, max := range map[string]time.Duration{stem + ":rate": 7 * time.Second, stem + ":strikes": time.Minute} {
 		ttl, err := c.PTTL(ctx0, key).Result()
 		if err != nil || ttl <= 0 || ttl > max {
@@ -479,7 +481,7 @@ func BenchmarkRedisThrottle(b *testing.B) {
 	addr := sharedRedis(b)
 	opts, _ := ParseRedisURL("redis://" + addr)
 	c := redis.NewUniversalClient(opts)
-	s, err := NewRedis(RedisConfig{Client: c, Site: "bench", CloseClient: true})
+	s, err := NewRedis(RedisConfig{Client: c, Site: freshSite("bench"), CloseClient: true})
 	if err != nil {
 		b.Fatal(err)
 	}
