@@ -23,7 +23,6 @@ package audit
 // judged (Report.RotatingUnshaped).
 
 import (
-	"encoding/json"
 	"net/http"
 
 	"github.com/caddyrobots/caddy-robots/internal/pipeline"
@@ -38,7 +37,7 @@ import (
 // those lines alone.
 func (a *Auditor) loggedShape(*pipeline.Judgement) uint64 {
 	e := &a.entry
-	if len(e.Headers) == 0 {
+	if !e.HasHeaders {
 		return 0
 	}
 	if s, ok := fingerprintOf(e); ok {
@@ -48,9 +47,67 @@ func (a *Auditor) loggedShape(*pipeline.Judgement) uint64 {
 		a.shapeHeader = http.Header{}
 	}
 	clear(a.shapeHeader)
-	// The scanner checked the line's structure; a value that is not an
-	// array of strings is left out, as far as encoding/json decodes.
-	_ = json.Unmarshal(e.Headers, &a.shapeHeader)
+	// The scanner walked the object already: a header whose value is not
+	// an array of strings, which Caddy never writes, is left out.
+	loggedHeader(e.Headers, a.shapeHeader)
 	major, minor, _ := http.ParseHTTPVersion(string(e.Proto))
 	return policy.ClientShape(a.shapeHeader, major, minor, "")
+}
+
+// loggedHeader reads a logged header object (request.headers: each name
+// with an array of strings) into h, without the headers whose value is
+// not such an array.
+func loggedHeader(b []byte, h http.Header) {
+	i := skipWS(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return
+	}
+	for i = skipWS(b, i+1); i < len(b) && b[i] == '"'; {
+		name, next, _, ok := readString(b, i, nil)
+		if !ok {
+			return
+		}
+		if i = skipWS(b, next); i >= len(b) || b[i] != ':' {
+			return
+		}
+		if i = skipWS(b, i+1); i >= len(b) {
+			return
+		}
+		values, end, ok := stringArray(b, i)
+		if !ok {
+			if end, ok = skipValue(b, i); !ok {
+				return
+			}
+		} else {
+			h[string(name)] = values
+		}
+		if i = skipWS(b, end); i < len(b) && b[i] == ',' {
+			i = skipWS(b, i+1)
+		}
+	}
+}
+
+// stringArray reads the array of strings starting at b[i] and returns
+// the index after it; false when there is none there.
+func stringArray(b []byte, i int) (values []string, end int, ok bool) {
+	if i >= len(b) || b[i] != '[' {
+		return nil, i, false
+	}
+	for i = skipWS(b, i+1); i < len(b) && b[i] != ']'; {
+		if b[i] != '"' {
+			return nil, i, false
+		}
+		v, next, _, ok := readString(b, i, nil)
+		if !ok {
+			return nil, i, false
+		}
+		values = append(values, string(v))
+		if i = skipWS(b, next); i < len(b) && b[i] == ',' {
+			i = skipWS(b, i+1)
+		}
+	}
+	if i >= len(b) {
+		return nil, i, false
+	}
+	return values, i + 1, true
 }

@@ -82,6 +82,20 @@ func TestLoggedShapeIsTheServers(t *testing.T) {
 	}
 }
 
+// TestLoggedHeaderSkipsWhatCaddyNeverWrites: a header whose value is not
+// an array of strings is left out, the others are read.
+func TestLoggedHeaderSkipsWhatCaddyNeverWrites(t *testing.T) {
+	h := http.Header{}
+	loggedHeader([]byte(` { "A" : [ "1" , "2\"" ], "B":"x", "C":{"d":[1]}, "D":[1,"2"], "E":[], "F":["3"] } `), h)
+	want := http.Header{"A": {"1", `2"`}, "E": nil, "F": {"3"}}
+	if len(h) != len(want) || h["A"][1] != `2"` || h["F"][0] != "3" || h["E"] != nil {
+		t.Errorf("read %q, want %q", h, want)
+	}
+	for _, bad := range []string{``, `[`, `{"A":["1"`, `{"A":`, `{"A"`, `{"A":["1",]}`} {
+		loggedHeader([]byte(bad), http.Header{}) // no panic
+	}
+}
+
 // TestAuditRotationPoolsByShape: on an address that presents many names,
 // two clients of different shapes each spend their own pool in the audit,
 // as on the server: neither is throttled for the other's requests, while
@@ -141,5 +155,21 @@ func TestAuditRotationPoolsByShape(t *testing.T) {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("the report does not say %q:\n%s", want, table.String())
 		}
+	}
+}
+
+// BenchmarkLoggedShape is what the audit pays for the shape of a line of
+// an unproven name on a rotating address (wget's headers, as Caddy logs
+// them): the only lines that decode their headers.
+func BenchmarkLoggedShape(b *testing.B) {
+	h := http.Header{"User-Agent": {"Rnd01/1.0"}, "Accept": {"*/*"}, "Accept-Encoding": {"identity"},
+		"Connection": {"Keep-Alive"}, "Referer": {"http://example.com/"}}
+	a := &Auditor{}
+	if !a.scanner.Parse(shapeLine(&testing.T{}, "192.0.2.1", "192.0.2.1", "HTTP/1.1", h, nil), &a.entry) {
+		b.Fatal("the line does not parse")
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		a.loggedShape(nil)
 	}
 }
