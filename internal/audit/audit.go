@@ -25,6 +25,7 @@ import (
 	"hash/maphash"
 	"io"
 	"net"
+	"net/http"
 	"net/netip"
 	"strings"
 	"time"
@@ -233,6 +234,11 @@ type Auditor struct {
 	// (request.tls), and who it judged (tls.go).
 	tlsLines, tlsRequests int64
 	tlsRows               map[tlsKey]*tlsRow
+	// Rotation (shape.go): the judged requests of unproven names on
+	// addresses that rotate names, those of lines without headers (one
+	// pool per address), and the header map their shapes are read into.
+	rotating, rotatingUnshaped int64
+	shapeHeader                http.Header
 
 	lines, bad, notAccess, browsers, bots, own, noUA, ignored int64
 	undeclared, headerLines, noHeaderLines                    int64
@@ -404,6 +410,7 @@ func New(cfg Config) (*Auditor, error) {
 		HostHops:    a.hostHops,
 		PacePerHost: cfg.PacePerHost,
 		Options:     a.opts,
+		LoggedShape: a.loggedShape,
 	})
 	return a, nil
 }
@@ -751,6 +758,12 @@ func (a *Auditor) judge(ue *uaEntry, he *hostEntry, e *Entry, t time.Time, j jud
 		jd.Mode = pipeline.Log
 	}
 	a.pipe.Judge(a.ctx, &jd)
+	if jd.Who.Rotating {
+		a.rotating++
+		if len(e.Headers) == 0 {
+			a.rotatingUnshaped++
+		}
+	}
 	if jd.Client.Verdict == agents.Spoofed {
 		c.spoofed++
 	}

@@ -52,6 +52,15 @@ type Report struct {
 	// (Common Log Format): they cannot be told to be a person's or a
 	// crawler's, and are not judged.
 	NoUserAgent int64 `json:"no_user_agent"`
+	// Rotating counts the judged requests of unverified names without a
+	// budget of their own on addresses that present many names
+	// (policy.Who.Rotating): they spend a Crawl-delay pool per client
+	// shape at the address, read from the line (request.headers,
+	// request.proto, tls_fingerprint). RotatingUnshaped counts those of
+	// lines that record no headers (Combined, Common, nginx), which share
+	// one pool per address where the server kept one per shape.
+	Rotating         int64 `json:"rotating_requests,omitempty"`
+	RotatingUnshaped int64 `json:"rotating_unshaped,omitempty"`
 	// OutOfOrder counts the lines more than a minute older than a line read
 	// before them: the state is replayed in the order read.
 	OutOfOrder int64 `json:"out_of_order,omitempty"`
@@ -297,6 +306,7 @@ func (a *Auditor) Report() *Report {
 		Lines:     a.lines, Unreadable: a.bad, NotAccess: a.notAccess, OtherHosts: a.skipped, OtherHostNames: a.skippedHosts,
 		Browsers: a.browsers, Crawlers: a.bots, Undeclared: a.undeclared, Own: a.own, NotJudged: a.ignored, NoUserAgent: a.noUA,
 		OutOfOrder: a.outOfOrder, FirstUnreadable: a.firstBad,
+		Rotating: a.rotating, RotatingUnshaped: a.rotatingUnshaped,
 		First: a.first, Last: a.last,
 		Preview:     a.cfg.RobotsNew != nil,
 		Preferences: a.prefs, PreferencesNew: a.prefsNew,
@@ -373,6 +383,10 @@ func (a *Auditor) notes() []string {
 	if a.disOn && a.dis[policy.SignalTLS] != policy.SignalOff && a.tlsRequests > 0 && a.tlsLines == 0 {
 		n = append(n, fmt.Sprintf("%s over TLS, none with the client's TLS fingerprint: the tls signal was not judged. Add to the site, with robots_fingerprint in its listener_wrappers: "+
 			"log_append tls_fingerprint {http.robots.tls_fingerprint}, log_append tls_engine {http.robots.tls_engine} and log_append tls_versions {http.robots.tls_versions}", plural(a.tlsRequests, "request")))
+	}
+	if a.rotatingUnshaped > 0 {
+		n = append(n, fmt.Sprintf("%s of unverified crawler names on addresses that present many names come from lines that record no headers: the audit gives all such names of an address one Crawl-delay pool, "+
+			"where the server keeps one per client shape (its headers, HTTP version and TLS fingerprint), so it may throttle some the server served; log in Caddy's JSON", plural(a.rotatingUnshaped, "request")))
 	}
 	if b := a.firstBad; b != nil && a.bad > 0 && !b.JSON {
 		n = append(n, fmt.Sprintf("the first unreadable line, %s:%d: %s", b.Log, b.Line, b.Sample))
@@ -648,6 +662,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 			fmt.Fprintf(&b, "             trap %s, hold %s\n", u.Trap, shortDuration(time.Duration(u.TrapHold)))
 		}
 		fmt.Fprintf(&b, "             %s\n", u.headerRuleText())
+	}
+	if r.Rotating > 0 {
+		fmt.Fprintf(&b, "rotation     %s of unverified names on addresses that present many names, paced per client shape\n", plural(r.Rotating, "request"))
 	}
 	if r.Own > 0 {
 		fmt.Fprintf(&b, "this plugin's own requests: %d (its robots.txt loader and command line; not crawlers)\n", r.Own)

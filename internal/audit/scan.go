@@ -102,6 +102,11 @@ type Entry struct {
 	// tls_versions (a hello without supported_versions) from none.
 	TLSFingerprint, TLSEngine, TLSVersions []byte
 	HasTLSVersions                         bool
+
+	// Headers is request.headers as the line has it, a JSON object (nil
+	// where absent), and Proto request.proto ("HTTP/1.1"): read only for
+	// the client's shape (Auditor.loggedShape), which few lines need.
+	Headers, Proto []byte
 }
 
 // Addr returns the client's address as logged: client_ip when present,
@@ -140,7 +145,8 @@ const (
 	fTLSFingerprint = fAccept + 1
 	fTLSEngine      = fTLSFingerprint + 1
 	fTLSVersions    = fTLSEngine + 1
-	scanFields      = fTLSVersions + 1
+	fProto          = fTLSVersions + 1
+	scanFields      = fProto + 1
 )
 
 // Kind returns the request's kind as the handler reads it from the
@@ -312,10 +318,15 @@ func (s *Scanner) requestValue(line []byte, i int, key []byte, e *Entry) (next, 
 		return i, fRemote, false, true
 	case "client_ip":
 		return i, fClient, false, true
+	case "proto":
+		return i, fProto, false, true
 	case "headers":
 		if line[i] == '{' {
 			e.HasHeaders = true
 			next, ok = s.object(line, i, e, 2)
+			if ok {
+				e.Headers = line[i:next]
+			}
 			return next, -1, true, ok
 		}
 	case "tls":
@@ -460,6 +471,8 @@ func (s *Scanner) plainValue(line []byte, i, field int, e *Entry) (int, bool) {
 		e.TLSEngine = v
 	case fTLSVersions:
 		e.TLSVersions, e.HasTLSVersions = v, true
+	case fProto:
+		e.Proto = v
 	}
 	return after, true
 }

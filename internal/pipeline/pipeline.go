@@ -85,6 +85,10 @@ type Config struct {
 	// proxy's handshake), which is then its shape (policy.ClientShape);
 	// nil: shapes are read from the request's headers alone.
 	TLSFingerprint func(*http.Request) string
+	// LoggedShape returns the shape of a client judged without its request
+	// (Request.HTTP nil: a replayed log line) from what the line recorded,
+	// as policy.ClientShape computes it; nil: such a client has shape 0.
+	LoggedShape func(*Judgement) uint64
 	// Now is the clock; RotationNow the (coarser) clock of Rotations.
 	// Request.At overrides both.
 	Now, RotationNow func() time.Time
@@ -125,7 +129,7 @@ type Request struct {
 	// HTTP is the request itself, read only for its client's shape when
 	// an unproven name of a rotating address is given its pool
 	// (policy.ClientShape); nil when there is none (a replayed log line):
-	// then every client of an address has one shape.
+	// then the shape is Config.LoggedShape's.
 	HTTP *http.Request
 	// Forwarded is set when the request carries X-Forwarded-For or
 	// Forwarded; TrustedProxy when the server took the client's address
@@ -311,17 +315,20 @@ func (p *Pipeline) noteRotation(j *Judgement, clk *clock) {
 	}
 }
 
-// shape is the shape of j's client (policy.ClientShape), 0 without a
-// request to read it from.
+// shape is the shape of j's client (policy.ClientShape): its request's,
+// else what its log line recorded (LoggedShape), else 0.
 func (p *Pipeline) shape(j *Judgement) uint64 {
 	if j.HTTP == nil {
+		if p.cfg.LoggedShape != nil {
+			return p.cfg.LoggedShape(j)
+		}
 		return 0
 	}
 	fp := ""
 	if p.cfg.TLSFingerprint != nil {
 		fp = p.cfg.TLSFingerprint(j.HTTP)
 	}
-	return policy.ClientShape(j.HTTP, fp)
+	return policy.ClientShape(j.HTTP.Header, j.HTTP.ProtoMajor, j.HTTP.ProtoMinor, fp)
 }
 
 // behindUntrustedProxy reports whether j comes from a private or loopback

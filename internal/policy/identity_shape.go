@@ -9,7 +9,9 @@ import (
 	"strings"
 )
 
-// ClientShape is the shape of the client that sent r: evidence the client
+// ClientShape is the shape of the client that sent a request with the
+// header map h (as Go's server parses it: names canonical, the Host in
+// its own field) over HTTP/protoMajor.protoMinor: evidence the client
 // produces itself with every request and that changing its User-Agent does
 // not change, so that an address's unproven names that look alike share a
 // Crawl-delay pool and those that do not keep apart (state.Rotations.Pool).
@@ -31,32 +33,39 @@ import (
 // hashing, and then shares its pool, which is what the server cannot tell
 // apart. Called only for an unproven name of an address that rotates
 // names, never for a person's request.
-func ClientShape(r *http.Request, tlsFingerprint string) uint64 {
-	h := fnv.New64a()
+//
+// The server passes the request's own header map and version; the audit
+// passes those Caddy's JSON access log recorded of it (request.headers,
+// request.proto, the tls_fingerprint field), so that both give a client
+// the same shape. Caddy's log redacts the values of Cookie, Authorization
+// and Proxy-Authorization, but keeps their names, and their values are
+// not read here.
+func ClientShape(h http.Header, protoMajor, protoMinor int, tlsFingerprint string) uint64 {
+	sum := fnv.New64a()
 	if tlsFingerprint != "" {
-		io.WriteString(h, "tls\x00"+tlsFingerprint)
-		return h.Sum64()
+		io.WriteString(sum, "tls\x00"+tlsFingerprint)
+		return sum.Sum64()
 	}
-	names := make([]string, 0, len(r.Header))
-	for k := range r.Header {
+	names := make([]string, 0, len(h))
+	for k := range h {
 		if !perRequestHeader(k) {
 			names = append(names, k)
 		}
 	}
 	slices.Sort(names)
-	fmt.Fprintf(h, "HTTP/%d.%d\x00%s\x00", r.ProtoMajor, r.ProtoMinor, strings.Join(names, ","))
+	fmt.Fprintf(sum, "HTTP/%d.%d\x00%s\x00", protoMajor, protoMinor, strings.Join(names, ","))
 	for _, k := range shapeValues {
-		for _, v := range r.Header[k] {
+		for _, v := range h[k] {
 			if k == "Connection" {
 				// Its tokens in lower case, without spaces: "Keep-Alive"
 				// and "keep-alive" are one program's.
 				v = strings.ToLower(strings.Join(strings.Fields(v), ""))
 			}
-			io.WriteString(h, strings.TrimSpace(v)+"\x00")
+			io.WriteString(sum, strings.TrimSpace(v)+"\x00")
 		}
-		io.WriteString(h, "\x01")
+		io.WriteString(sum, "\x01")
 	}
-	return h.Sum64()
+	return sum.Sum64()
 }
 
 // shapeValues are the headers whose values are part of a client's shape

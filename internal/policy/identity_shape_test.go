@@ -24,14 +24,14 @@ func TestClientShapeProperties(t *testing.T) {
 		}
 		return r
 	}
-	base := ClientShape(req("/", "Rnd1/1.0", "Accept", "*/*", "Accept-Encoding", "gzip", "Connection", "Keep-Alive"), "")
+	base := shapeOf(req("/", "Rnd1/1.0", "Accept", "*/*", "Accept-Encoding", "gzip", "Connection", "Keep-Alive"), "")
 	for name, r := range map[string]*http.Request{
 		"another name and target": req("/p01.html", "Rnd2/1.0", "Accept", "*/*", "Accept-Encoding", "gzip", "Connection", "Keep-Alive"),
 		"another order":           req("/", "Rnd3/1.0", "Connection", "Keep-Alive", "Accept-Encoding", "gzip", "Accept", "*/*"),
 		"per-request headers":     req("/x", "Rnd4/1.0", "Accept", "*/*", "Referer", "http://site/", "Cookie", "a=b", "If-Modified-Since", "Sat, 28 Nov 2026 09:00:00 GMT", "Accept-Encoding", "gzip", "Connection", "Keep-Alive"),
 		"Connection's case":       req("/", "Rnd5/1.0", "Accept", "*/*", "Accept-Encoding", "gzip", "Connection", "keep-alive"),
 	} {
-		if got := ClientShape(r, ""); got != base {
+		if got := shapeOf(r, ""); got != base {
 			t.Errorf("%s changed the shape", name)
 		}
 	}
@@ -42,23 +42,54 @@ func TestClientShapeProperties(t *testing.T) {
 		"Accept-Language":     req("/", "Rnd1/1.0", "Accept", "*/*", "Accept-Encoding", "gzip", "Connection", "Keep-Alive", "Accept-Language", "en"),
 		"values moved around": req("/", "Rnd1/1.0", "Accept", "gzip", "Accept-Encoding", "*/*", "Connection", "Keep-Alive"),
 	} {
-		if got := ClientShape(r, ""); got == base {
+		if got := shapeOf(r, ""); got == base {
 			t.Errorf("%s left the shape unchanged", name)
 		}
 	}
 	h2 := req("/", "Rnd1/1.0", "Accept", "*/*", "Accept-Encoding", "gzip", "Connection", "Keep-Alive")
 	h2.ProtoMajor, h2.ProtoMinor = 2, 0
-	if ClientShape(h2, "") == base {
+	if shapeOf(h2, "") == base {
 		t.Error("the HTTP version left the shape unchanged")
 	}
 	const ja4 = "t13d1516h2_8daaf6152771_02713d6af862"
-	tls1 := ClientShape(req("/", "Rnd1/1.0", "Accept", "*/*"), ja4)
-	tls2 := ClientShape(req("/", "Rnd2/1.0", "Accept", "text/html", "X-Rnd", "2"), ja4)
+	tls1 := shapeOf(req("/", "Rnd1/1.0", "Accept", "*/*"), ja4)
+	tls2 := shapeOf(req("/", "Rnd2/1.0", "Accept", "text/html", "X-Rnd", "2"), ja4)
 	if tls1 != tls2 || tls1 == base {
 		t.Error("over TLS the handshake's fingerprint is not the shape")
 	}
-	if ClientShape(req("/", "Rnd1/1.0"), "t13d1516h2_8daaf6152771_b0da82dd1658") == tls1 {
+	if shapeOf(req("/", "Rnd1/1.0"), "t13d1516h2_8daaf6152771_b0da82dd1658") == tls1 {
 		t.Error("two fingerprints share a shape")
+	}
+}
+
+// shapeOf is the shape of the client that sent r, as the server reads it.
+func shapeOf(r *http.Request, tlsFingerprint string) uint64 {
+	return ClientShape(r.Header, r.ProtoMajor, r.ProtoMinor, tlsFingerprint)
+}
+
+// TestClientShapeStable: a shape names a pool in a store that several
+// instances share, across versions of the server: its value for a given
+// request does not change (these are the values of the first release
+// that pooled by shape).
+func TestClientShapeStable(t *testing.T) {
+	wget := http.Header{"User-Agent": {"Wget/1.21.3"}, "Accept": {"*/*"}, "Accept-Encoding": {"identity"},
+		"Connection": {"Keep-Alive"}, "Referer": {"http://127.0.0.1/"}}
+	h2 := http.Header{"User-Agent": {"x"}, "Accept": {"text/html", " a/b "}, "Accept-Language": {"en-US,en;q=0.9"},
+		"Connection": {"Keep-Alive,  TE"}, "X-Rnd": {"1"}, "Cookie": {"REDACTED"}}
+	for _, c := range []struct {
+		name         string
+		h            http.Header
+		major, minor int
+		fp           string
+		want         uint64
+	}{
+		{"wget over HTTP/1.1", wget, 1, 1, "", 0x63355bb1d7daea5d},
+		{"several values over HTTP/2", h2, 2, 0, "", 0x7d3ea881b6a1e4d9},
+		{"a TLS fingerprint", h2, 2, 0, "t13d1516h2_8daaf6152771_02713d6af862", 0x4d46e5c169b85cc},
+	} {
+		if got := ClientShape(c.h, c.major, c.minor, c.fp); got != c.want {
+			t.Errorf("%s: shape %#x, want %#x", c.name, got, c.want)
+		}
 	}
 }
 
@@ -92,7 +123,7 @@ func TestClientShapeOfRealPrograms(t *testing.T) {
 		if shapes[prog] == nil {
 			shapes[prog] = map[uint64]bool{}
 		}
-		shapes[prog][ClientShape(r, "")] = true
+		shapes[prog][shapeOf(r, "")] = true
 	}))
 	defer srv.Close()
 	need := func(name string) string {
@@ -160,6 +191,6 @@ func BenchmarkClientShape(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		ClientShape(r, "")
+		shapeOf(r, "")
 	}
 }

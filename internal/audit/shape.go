@@ -1,0 +1,113 @@
+package audit
+
+// Rotation pools by client shape: on an address that presents many crawler
+// names (state.Rotations), an unverified name without a budget of its own
+// spends a Crawl-delay pool of its client's shape at that address
+// (policy.ClientShape: the JA4 of its TLS handshake, else its header names,
+// a few header values and its HTTP version). The handler reads the shape
+// from the request; the audit reads it from what Caddy's JSON access log
+// recorded of the request, as the handler read it:
+//
+//   - request.headers is the request's header map, which Caddy logs as it
+//     arrived, before any handler ran (a clone of it). It redacts the
+//     values of Cookie, Set-Cookie, Authorization and Proxy-Authorization
+//     and keeps their names: the shape reads their names only.
+//   - request.proto is the HTTP version ("HTTP/2.0").
+//   - the tls_fingerprint field (log_append, see tls.go) is the JA4 the
+//     handler's judgement rests on, read as fingerprintOf reads it.
+//
+// A line that records no headers (the Combined, Common and nginx formats)
+// has shape 0: there every unproven name of a rotating address shares one
+// pool, where the server kept one per shape, so the audit may throttle
+// requests the server served; the report says how many such requests it
+// judged (Report.RotatingUnshaped).
+
+import (
+	"net/http"
+
+	"github.com/caddyrobots/caddy-robots/internal/pipeline"
+	"github.com/caddyrobots/caddy-robots/internal/policy"
+)
+
+// loggedShape is the shape of the client of the line being judged
+// (pipeline.Config.LoggedShape): policy.ClientShape of the headers, the
+// HTTP version and the TLS fingerprint the line recorded, 0 for a line
+// that records no headers. The pipeline asks for it only for an unproven
+// name of an address that rotates names, so the headers are decoded for
+// those lines alone.
+func (a *Auditor) loggedShape(*pipeline.Judgement) uint64 {
+	e := &a.entry
+	if !e.HasHeaders {
+		return 0
+	}
+	if s, ok := fingerprintOf(e); ok {
+		return policy.ClientShape(nil, 0, 0, s.ja4)
+	}
+	if a.shapeHeader == nil {
+		a.shapeHeader = http.Header{}
+	}
+	clear(a.shapeHeader)
+	// The scanner walked the object already: a header whose value is not
+	// an array of strings, which Caddy never writes, is left out.
+	loggedHeader(e.Headers, a.shapeHeader)
+	major, minor, _ := http.ParseHTTPVersion(string(e.Proto))
+	return policy.ClientShape(a.shapeHeader, major, minor, "")
+}
+
+// loggedHeader reads a logged header object (request.headers: each name
+// with an array of strings) into h, without the headers whose value is
+// not such an array.
+func loggedHeader(b []byte, h http.Header) {
+	i := skipWS(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return
+	}
+	for i = skipWS(b, i+1); i < len(b) && b[i] == '"'; {
+		name, next, _, ok := readString(b, i, nil)
+		if !ok {
+			return
+		}
+		if i = skipWS(b, next); i >= len(b) || b[i] != ':' {
+			return
+		}
+		if i = skipWS(b, i+1); i >= len(b) {
+			return
+		}
+		values, end, ok := stringArray(b, i)
+		if !ok {
+			if end, ok = skipValue(b, i); !ok {
+				return
+			}
+		} else {
+			h[string(name)] = values
+		}
+		if i = skipWS(b, end); i < len(b) && b[i] == ',' {
+			i = skipWS(b, i+1)
+		}
+	}
+}
+
+// stringArray reads the array of strings starting at b[i] and returns
+// the index after it; false when there is none there.
+func stringArray(b []byte, i int) (values []string, end int, ok bool) {
+	if i >= len(b) || b[i] != '[' {
+		return nil, i, false
+	}
+	for i = skipWS(b, i+1); i < len(b) && b[i] != ']'; {
+		if b[i] != '"' {
+			return nil, i, false
+		}
+		v, next, _, ok := readString(b, i, nil)
+		if !ok {
+			return nil, i, false
+		}
+		values = append(values, string(v))
+		if i = skipWS(b, next); i < len(b) && b[i] == ',' {
+			i = skipWS(b, i+1)
+		}
+	}
+	if i >= len(b) {
+		return nil, i, false
+	}
+	return values, i + 1, true
+}
