@@ -21,10 +21,14 @@ func TestDifferentialRotationTLS(t *testing.T) {
 	curl := need(t, "curl")
 	dir := t.TempDir()
 	logFile := filepath.Join(dir, "access.log")
-	caddyfile := fingerprintGlobals() + fmt.Sprintf(`https://localhost:%d {
-	tls %s %s
+	// The site block has a name of its own (a second host besides
+	// localhost): rotation state is the site block's and outlives a
+	// config, and the other tests' bots on https://localhost from this
+	// address must not have made it rotate already.
+	caddyfile := fingerprintGlobals() + fmt.Sprintf(`https://localhost:%[3]d, https://rotation-tls.localhost:%[3]d {
+	tls %[1]s %[2]s
 	log {
-		output file %s
+		output file %[4]s
 		format json
 	}
 	log_append tls_fingerprint {http.robots.tls_fingerprint}
@@ -39,7 +43,7 @@ func TestDifferentialRotationTLS(t *testing.T) {
 	}
 	respond "ok"
 }
-`, httpsPort, ca.certFile, ca.keyFile, logFile)
+`, ca.certFile, ca.keyFile, httpsPort, logFile)
 	newClient(t, caddyfile)
 	cfgPath := filepath.Join(dir, "Caddyfile")
 	if err := os.WriteFile(cfgPath, []byte(caddyfile), 0o644); err != nil {
