@@ -25,7 +25,6 @@ package audit
 import (
 	"net/http"
 
-	"github.com/caddyrobots/caddy-robots/internal/pipeline"
 	"github.com/caddyrobots/caddy-robots/internal/policy"
 )
 
@@ -35,7 +34,7 @@ import (
 // that records no headers. The pipeline asks for it only for an unproven
 // name of an address that rotates names, so the headers are decoded for
 // those lines alone.
-func (a *Auditor) loggedShape(*pipeline.Judgement) uint64 {
+func (a *Auditor) loggedShape() uint64 {
 	e := &a.entry
 	if !e.HasHeaders {
 		return 0

@@ -69,7 +69,7 @@ func TestLoggedShapeIsTheServers(t *testing.T) {
 			t.Fatalf("%s: the line does not parse", c.name)
 		}
 		want := policy.ClientShape(c.h, c.major, c.minor, c.fp)
-		if got := a.loggedShape(nil); got != want {
+		if got := a.loggedShape(); got != want {
 			t.Errorf("%s: the audit's shape %#x, the server's %#x", c.name, got, want)
 		}
 	}
@@ -77,7 +77,7 @@ func TestLoggedShapeIsTheServers(t *testing.T) {
 	if ok, err := a.parse([]byte(nginxCombined), &a.entry); !ok || err != nil {
 		t.Fatal(ok, err)
 	}
-	if got := a.loggedShape(nil); got != 0 {
+	if got := a.loggedShape(); got != 0 {
 		t.Errorf("a Combined line has shape %#x, want 0", got)
 	}
 }
@@ -170,6 +170,6 @@ func BenchmarkLoggedShape(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		a.loggedShape(nil)
+		a.loggedShape()
 	}
 }

@@ -86,9 +86,11 @@ type Config struct {
 	// nil: shapes are read from the request's headers alone.
 	TLSFingerprint func(*http.Request) string
 	// LoggedShape returns the shape of a client judged without its request
-	// (Request.HTTP nil: a replayed log line) from what the line recorded,
-	// as policy.ClientShape computes it; nil: such a client has shape 0.
-	LoggedShape func(*Judgement) uint64
+	// (Request.HTTP nil: a replayed log line) from what the line being
+	// judged recorded, as policy.ClientShape computes it; nil: such a client
+	// has shape 0. It is given nothing of the Judgement, which then stays
+	// on the caller's stack.
+	LoggedShape func() uint64
 	// Now is the clock; RotationNow the (coarser) clock of Rotations.
 	// Request.At overrides both.
 	Now, RotationNow func() time.Time
@@ -320,7 +322,7 @@ func (p *Pipeline) noteRotation(j *Judgement, clk *clock) {
 func (p *Pipeline) shape(j *Judgement) uint64 {
 	if j.HTTP == nil {
 		if p.cfg.LoggedShape != nil {
-			return p.cfg.LoggedShape(j)
+			return p.cfg.LoggedShape()
 		}
 		return 0
 	}
