@@ -209,8 +209,9 @@ func (s *crawlerStats) history(now time.Time, top []admin.CrawlerCount) admin.Hi
 	}
 	all := []*admin.History{s.rest}
 	s.byName.Range(func(_, v any) bool {
-		for c := range v.(*nameCounts).byClaim {
-			all = append(all, v.(*nameCounts).byClaim[c].history.Load())
+		nc := v.(*nameCounts)
+		for c := range nc.byClaim {
+			all = append(all, nc.byClaim[c].history.Load())
 		}
 		return true
 	})

@@ -187,23 +187,6 @@ func (s Series) Total() Bucket {
 	return t
 }
 
-// minus returns s less the counts of others (what none of them counted:
-// the "other" crawlers), never below zero. All have the same window.
-func (s Series) minus(others []Series) Series {
-	out := s
-	out.dense = append([]Bucket(nil), s.dense...)
-	for _, o := range others {
-		for i := range min(len(out.dense), len(o.dense)) {
-			d, x := &out.dense[i], o.dense[i]
-			d.Requests -= min(d.Requests, x.Requests)
-			d.Refused -= min(d.Refused, x.Refused)
-			d.Throttled -= min(d.Throttled, x.Throttled)
-		}
-	}
-	out.fillSparse()
-	return out
-}
-
 // HistoryStatus is a site block's history in GET /robots/status: its
 // requests over the last hour and day, and each top crawler's.
 type HistoryStatus struct {
@@ -236,21 +219,27 @@ type CrawlerSeries struct {
 // the site block keeps (each request is in exactly one of them: its
 // crawler's, or the one of the crawlers without a history of their own),
 // and their sum is the site block's; crawlers are the crawlers to list,
-// in the order given, followed by "other" when the site block counted
-// requests that none of them did.
+// in the order given, followed by "other", the sum of the histories in
+// all that none of them has, when it counted requests.
 func HistoryOf(all []*History, crawlers []CrawlerSeries, now time.Time) HistoryStatus {
 	st := HistoryStatus{Crawlers: []CrawlerHistory{}}
 	st.Hour, st.Day = sumOf(all, now)
-	var hours, days []Series
+	listed := map[*History]bool{}
 	for _, c := range crawlers {
 		if c.History == nil {
 			continue
 		}
-		ch := CrawlerHistory{Crawler: c.Name, Claim: c.Claim, Hour: c.History.hour.series(now), Day: c.History.day.series(now)}
-		st.Crawlers = append(st.Crawlers, ch)
-		hours, days = append(hours, ch.Hour), append(days, ch.Day)
+		listed[c.History] = true
+		st.Crawlers = append(st.Crawlers, CrawlerHistory{Crawler: c.Name, Claim: c.Claim, Hour: c.History.hour.series(now), Day: c.History.day.series(now)})
 	}
-	other := CrawlerHistory{Crawler: "other", Other: true, Hour: st.Hour.minus(hours), Day: st.Day.minus(days)}
+	var rest []*History
+	for _, h := range all {
+		if !listed[h] {
+			rest = append(rest, h)
+		}
+	}
+	other := CrawlerHistory{Crawler: "other", Other: true}
+	other.Hour, other.Day = sumOf(rest, now)
 	if len(other.Day.Buckets) > 0 {
 		st.Crawlers = append(st.Crawlers, other)
 	}
