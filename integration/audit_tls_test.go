@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -117,11 +116,7 @@ func TestAuditTLSAgreesWithTheServer(t *testing.T) {
 			signals = "tls enforce"
 		}
 		caddyfile := auditTLSConfig(ca, logFile, signals)
-		newClient(t, caddyfile)
-		cfgPath := filepath.Join(dir, "Caddyfile")
-		if err := os.WriteFile(cfgPath, []byte(caddyfile), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		cfgPath := loadSaved(t, dir, caddyfile)
 		steps := auditTLSSteps()
 		server := make([]serverSeen, len(steps))
 		base := "https://" + hostPort("localhost", httpsPort)

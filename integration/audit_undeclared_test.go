@@ -15,7 +15,6 @@ package integration
 // every browser treats them as secure). The trap works on any Host.
 
 import (
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -66,11 +65,7 @@ func TestAuditUndeclaredAgreesWithTheServer(t *testing.T) {
 	respond "ok {path}"
 }
 `
-	newClient(t, caddyfile)
-	cfgPath := filepath.Join(dir, "Caddyfile")
-	if err := os.WriteFile(cfgPath, []byte(caddyfile), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	cfgPath := loadSaved(t, dir, caddyfile)
 
 	loop := hostPort("127.0.0.1", httpPort)      // a loopback host: a secure context
 	plain := hostPort("audit.example", httpPort) // not one

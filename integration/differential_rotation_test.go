@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -96,11 +95,7 @@ func TestDifferentialRotation(t *testing.T) {
 	respond "ok {path}"
 }
 `
-	newClient(t, caddyfile)
-	cfgPath := filepath.Join(dir, "Caddyfile")
-	if err := os.WriteFile(cfgPath, []byte(caddyfile), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	cfgPath := loadSaved(t, dir, caddyfile)
 	const ip = "198.51.100.90"
 
 	// Four residents (the first names of the address keep budgets of

@@ -2,7 +2,6 @@ package integration
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -44,11 +43,7 @@ func TestDifferentialRotationTLS(t *testing.T) {
 	respond "ok"
 }
 `, ca.certFile, ca.keyFile, httpsPort, logFile)
-	newClient(t, caddyfile)
-	cfgPath := filepath.Join(dir, "Caddyfile")
-	if err := os.WriteFile(cfgPath, []byte(caddyfile), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	cfgPath := loadSaved(t, dir, caddyfile)
 	headersA := [][2]string{{"Accept", "*/*"}, {"Accept-Language", "en"}}
 	headersB := [][2]string{{"Accept", "text/html"}, {"X-Crawl-Run", "3"}}
 	type step struct {

@@ -344,11 +344,7 @@ func TestDifferential(t *testing.T) {
 	respond "ok {path}"
 }
 `
-	newClient(t, caddyfile)
-	cfgPath := filepath.Join(dir, "Caddyfile")
-	if err := os.WriteFile(cfgPath, []byte(caddyfile), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	cfgPath := loadSaved(t, dir, caddyfile)
 	reqs := diffCorpus(t, siteURL(host))
 
 	server := make([]diffVerdict, len(reqs))
@@ -474,11 +470,7 @@ func TestDifferentialState(t *testing.T) {
 	respond "ok {path}"
 }
 `
-	newClient(t, caddyfile)
-	cfgPath := filepath.Join(dir, "Caddyfile")
-	if err := os.WriteFile(cfgPath, []byte(caddyfile), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	cfgPath := loadSaved(t, dir, caddyfile)
 	const ua = "StatefulBot/1.0 (+https://stateful.example/bot)"
 	paths := []string{"/a", "/b", "/c", "/d", "/e", "/f", "/private/1", "/private/2", "/private/3", "/private/4", "/private/5", "/g", "/h"}
 	var server, predicted []diffVerdict
@@ -508,4 +500,17 @@ func TestDifferentialState(t *testing.T) {
 		t.Errorf("the sequence did not reach throttle, refusal and ban: %v", seen)
 	}
 	t.Logf("[report] differential state: %d requests, decisions %v; server, admin check and audit agree", len(paths), seen)
+}
+
+// loadSaved loads caddyfile into the test's Caddy and writes it to
+// dir/Caddyfile, whose path it returns: the audit reads the handler's
+// options from it (--config).
+func loadSaved(t *testing.T, dir, caddyfile string) string {
+	t.Helper()
+	newClient(t, caddyfile)
+	path := filepath.Join(dir, "Caddyfile")
+	if err := os.WriteFile(path, []byte(caddyfile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
