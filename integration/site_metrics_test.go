@@ -16,18 +16,7 @@ import (
 // have data; a bot's decisions count under the site block that served
 // them and no other; a person's request counts nowhere.
 func TestDecisionMetricsBySite(t *testing.T) {
-	block := func(host string) string {
-		return siteURL(host) + ` {
-	robots {
-		source inline "User-agent: *\nDisallow: /private/\n"
-		crawl_delay off
-		strikes off
-	}
-	respond "ok"
-}
-`
-	}
-	c := newClient(t, globals+block("one.sites.localhost")+block("two.sites.localhost"))
+	c := newClient(t, globals+metricsSite("one.sites.localhost")+metricsSite("two.sites.localhost"))
 	one := `site="one.sites.localhost on :` + strconv.Itoa(httpPort) + `"`
 	two := `site="two.sites.localhost on :` + strconv.Itoa(httpPort) + `"`
 	body := scrapeMetrics(t)
@@ -98,4 +87,19 @@ func hasSeries(body, prefix, value string) bool {
 		}
 	}
 	return false
+}
+
+// metricsSite is a site block for host whose robots handler judges every
+// bot's request without throttle or strikes, so that each request is one
+// decision in the metrics.
+func metricsSite(host string) string {
+	return siteURL(host) + ` {
+	robots {
+		source inline "User-agent: *\nDisallow: /private/\n"
+		crawl_delay off
+		strikes off
+	}
+	respond "ok"
+}
+`
 }

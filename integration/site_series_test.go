@@ -16,19 +16,8 @@ var siteSeriesFamilies = []string{"caddy_robots_decisions_total", "caddy_robots_
 // that keeps both blocks keeps both, and counting goes on in the same
 // series.
 func TestSiteSeriesFollowReloads(t *testing.T) {
-	block := func(host string) string {
-		return siteURL(host) + ` {
-	robots {
-		source inline "User-agent: *\nDisallow: /private/\n"
-		crawl_delay off
-		strikes off
-	}
-	respond "ok"
-}
-`
-	}
 	const hostOne, hostTwo = "one.series.localhost", "two.series.localhost"
-	both := globals + block(hostOne) + block(hostTwo)
+	both := globals + metricsSite(hostOne) + metricsSite(hostTwo)
 	c := newClient(t, both)
 	one := `site="` + hostOne + ` on :` + strconv.Itoa(httpPort) + `"`
 	two := `site="` + hostTwo + ` on :` + strconv.Itoa(httpPort) + `"`
@@ -75,7 +64,7 @@ func TestSiteSeriesFollowReloads(t *testing.T) {
 	same("after a reload that keeps both blocks", two, twoCounts)
 
 	// Site two removed: its series go, site one's stay with their counts.
-	forceLoad(t, globals+block(hostOne))
+	forceLoad(t, globals+metricsSite(hostOne))
 	present("after the reload that removed site two", two, false)
 	present("after the reload that removed site two", one, true)
 	same("after the reload that removed site two", one, oneCounts)
