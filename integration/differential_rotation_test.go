@@ -98,33 +98,7 @@ func TestDifferentialRotation(t *testing.T) {
 	cfgPath := loadSaved(t, dir, caddyfile)
 	const ip = "198.51.100.90"
 
-	// Four residents (the first names of the address keep budgets of
-	// their own), a compliant crawler that fetches /robots.txt first
-	// (a graduate), then rounds in which every client sends a new name:
-	// allowed pages, and a /private/ page now and then.
-	var reqs []rotationRequest
-	for i := range 4 {
-		s := rotationShapes[i%len(rotationShapes)]
-		reqs = append(reqs, rotationRequest{ua: fmt.Sprintf("Resident%d/1.0", i), target: "/home", proto: s.proto, headers: s.headers})
-	}
-	for i := range 2 {
-		s := rotationShapes[0]
-		reqs = append(reqs, rotationRequest{ua: fmt.Sprintf("Rnd%06x/1.0", 0xa00000+i), target: "/early", proto: s.proto, headers: s.headers, unproven: true})
-	}
-	polite := rotationRequest{ua: "PoliteBot/2.0", proto: "HTTP/1.1", headers: rotationShapes[1].headers}
-	polite.target = "/robots.txt"
-	reqs = append(reqs, polite)
-	polite.target = "/polite"
-	reqs = append(reqs, polite)
-	for round := range 6 {
-		for k, s := range rotationShapes {
-			target := fmt.Sprintf("/p%d-%d.html", round, k)
-			if (round+k)%5 == 0 {
-				target = fmt.Sprintf("/private/p%d-%d.html", round, k)
-			}
-			reqs = append(reqs, rotationRequest{ua: fmt.Sprintf("Rnd%06x/1.0", round<<8|k), target: target, proto: s.proto, headers: s.headers, unproven: true})
-		}
-	}
+	reqs := rotationSequence()
 
 	server := make([]diffVerdict, len(reqs))
 	predicted := make([]diffVerdict, len(reqs))
@@ -191,4 +165,36 @@ func TestDifferentialRotation(t *testing.T) {
 	if counted != int64(unproven) {
 		t.Errorf("the audit's report counts %d rotating requests, want %d (every unproven name's)", counted, unproven)
 	}
+}
+
+// rotationSequence is TestDifferentialRotation's requests from one address:
+// four residents (the first names of the address keep budgets of their
+// own), a compliant crawler that fetches /robots.txt first (a graduate),
+// then rounds in which every client shape sends a new name: allowed
+// pages, and a /private/ page now and then.
+func rotationSequence() []rotationRequest {
+	var reqs []rotationRequest
+	for i := range 4 {
+		s := rotationShapes[i%len(rotationShapes)]
+		reqs = append(reqs, rotationRequest{ua: fmt.Sprintf("Resident%d/1.0", i), target: "/home", proto: s.proto, headers: s.headers})
+	}
+	for i := range 2 {
+		s := rotationShapes[0]
+		reqs = append(reqs, rotationRequest{ua: fmt.Sprintf("Rnd%06x/1.0", 0xa00000+i), target: "/early", proto: s.proto, headers: s.headers, unproven: true})
+	}
+	polite := rotationRequest{ua: "PoliteBot/2.0", proto: "HTTP/1.1", headers: rotationShapes[1].headers}
+	polite.target = "/robots.txt"
+	reqs = append(reqs, polite)
+	polite.target = "/polite"
+	reqs = append(reqs, polite)
+	for round := range 6 {
+		for k, s := range rotationShapes {
+			target := fmt.Sprintf("/p%d-%d.html", round, k)
+			if (round+k)%5 == 0 {
+				target = fmt.Sprintf("/private/p%d-%d.html", round, k)
+			}
+			reqs = append(reqs, rotationRequest{ua: fmt.Sprintf("Rnd%06x/1.0", round<<8|k), target: target, proto: s.proto, headers: s.headers, unproven: true})
+		}
+	}
+	return reqs
 }
