@@ -412,16 +412,28 @@ func TestRedisClusterThreeInstances(t *testing.T) {
 
 	promoted := crashBanHolder(t, cluster, prefix+":*:ban")
 
-	// Every instance answers from the cluster again (not from its local
-	// copy) and enforces the ban it holds.
+	// Every instance enforces the ban from the promoted replica soon after
+	// the failover, well within go-redis's own topology refresh (a minute):
+	// an instance that keeps sending the crashed master's slots to its dead
+	// address fails open, and would serve the banned bot all that time. No
+	// admin call comes first, since listing bans reloads the topology itself
+	// and would hide such an instance.
 	for _, in := range ins {
-		eventually(t, 20*time.Second, fmt.Sprintf("instance %d to decide from the cluster again", in.http), func() bool {
+		served := 0
+		eventually(t, 15*time.Second, fmt.Sprintf("instance %d to enforce the ban after the failover", in.http), func() bool {
+			res := clusterGet(t, in.url("/page"), greedy, greedyAddr)
+			if res.status == 403 && strings.Contains(res.body, "banned until") {
+				return true
+			}
+			served++
+			return false
+		})
+		t.Logf("[report] redis cluster: instance %d enforced the ban after the failover, having served the banned bot %d time(s) while failing open",
+			in.http, served)
+		eventually(t, 10*time.Second, fmt.Sprintf("instance %d to decide from the cluster again", in.http), func() bool {
 			healthy, local, _ := storeOf(t, in)
 			return healthy && !local
 		})
-		if res := clusterGet(t, in.url("/page"), greedy, greedyAddr); res.status != 403 || !strings.Contains(res.body, "banned until") {
-			t.Errorf("GreedyBot on instance %d after the failover: %d %q, want 403 banned", in.http, res.status, res.body)
-		}
 		// The list scans every master: it finds the ban on the promoted one
 		// once the client has the new topology.
 		eventually(t, 10*time.Second, fmt.Sprintf("instance %d's /robots/bans to list GreedyBot after the failover", in.http), func() bool {

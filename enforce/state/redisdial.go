@@ -16,8 +16,16 @@ import (
 // exceeded" however the dial failed (an unknown certificate authority, a
 // refused connection); the store adds the remembered error to such calls'
 // errors, so that logs and the status page name the real cause.
+//
+// With a Cluster client a failed dial also asks the client to reload the
+// cluster's topology. A crashed master is the usual reason a node cannot be
+// dialled, and go-redis, which learns a new topology from MOVED replies or
+// once a minute, would otherwise keep sending that master's slots to the dead
+// address long after its replica took over: every ban held there would go
+// unenforced (the store failing open) for up to a minute after a failover.
 type dialWatch struct {
-	last atomic.Pointer[error] // the last failed dial's error; nil after a success
+	last   atomic.Pointer[error] // the last failed dial's error; nil after a success
+	reload func()                // reloads a Cluster client's topology; nil otherwise
 }
 
 // watchDials installs a dialWatch on c. With a Cluster client it is
@@ -26,6 +34,9 @@ type dialWatch struct {
 func watchDials(c redis.UniversalClient) *dialWatch {
 	w := new(dialWatch)
 	if cc, ok := c.(*redis.ClusterClient); ok {
+		// ReloadState is asynchronous and coalesces requests, so a burst of
+		// failed dials costs one CLUSTER SLOTS, not one each.
+		w.reload = func() { cc.ReloadState(context.Background()) }
 		cc.OnNewNode(func(n *redis.Client) { n.AddHook(w) })
 	} else {
 		c.AddHook(w)
@@ -39,6 +50,9 @@ func (w *dialWatch) DialHook(next redis.DialHook) redis.DialHook {
 		conn, err := next(ctx, network, addr)
 		if err != nil {
 			w.last.Store(&err)
+			if w.reload != nil {
+				w.reload()
+			}
 		} else {
 			w.last.Store(nil)
 		}
