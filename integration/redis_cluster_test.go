@@ -450,6 +450,35 @@ func TestRedisClusterThreeInstances(t *testing.T) {
 	// promoted master (the keys of other addresses live elsewhere).
 	addr := addressOn(t, promoted, sprayKey, sprayAddr)
 	t.Run("budget shared after failover", func(t *testing.T) { clusterBudgetShared(t, ins, addr) })
+
+	// The promoted replica crashes too: its shard has no node left.
+	promoted.kill()
+	t.Run("status names a lost shard", func(t *testing.T) { clusterShardLost(t, ins, promoted) })
+}
+
+// clusterShardLost checks that every instance's status page calls its store
+// unhealthy, naming the dead node, once a shard of the cluster has no node
+// left. The other masters still answer a PING, so a status that pinged one
+// node would say healthy most of the time: after the first report of the
+// loss, six more in a row must say it too.
+func clusterShardLost(t *testing.T, ins []clusterInstance, dead *clusterNode) {
+	for _, in := range ins {
+		lost := func() bool {
+			healthy, _, errText := storeOf(t, in)
+			return !healthy && strings.Contains(errText, dead.addr())
+		}
+		eventually(t, 10*time.Second, fmt.Sprintf("instance %d's status to report the lost shard", in.http), lost)
+		if _, _, errText := storeOf(t, in); in == ins[0] {
+			t.Logf("[report] redis cluster: a shard lost, the status page's store error: %s", errText)
+		}
+		for i := range 6 {
+			if !lost() {
+				healthy, _, errText := storeOf(t, in)
+				t.Fatalf("instance %d's status, read %d after it first reported the lost shard at %s: healthy=%v, error %q",
+					in.http, i+2, dead.addr(), healthy, errText)
+			}
+		}
+	}
 }
 
 // crashBanHolder kills the master holding the ban keys (banKeys, a

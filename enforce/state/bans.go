@@ -259,12 +259,43 @@ func (e *entry) lift() {
 	e.flags &^= entryEarned
 }
 
-// Ping implements [Pinger]: one PING to the server.
+// Ping implements [Pinger]: one PING to the server, or with a Cluster
+// client one to each master, in parallel. A cluster with a shard down
+// still answers a PING sent to any other node, so one PING would call it
+// healthy while every call on the lost shard's keys fails. The error names
+// every master that did not answer, each with its own cause.
 func (r *Redis) Ping(ctx context.Context) error {
-	if err := r.client.Ping(ctx).Err(); err != nil {
-		return fmt.Errorf("state: redis ping: %w", r.dials.explain(err))
+	cc, ok := r.client.(*redis.ClusterClient)
+	if !ok {
+		if err := r.client.Ping(ctx).Err(); err != nil {
+			return fmt.Errorf("state: redis ping: %w", r.dials.explain(err))
+		}
+		return nil
 	}
-	return nil
+	var mu sync.Mutex
+	var errs []error
+	err := cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+		if err := m.Ping(ctx).Err(); err != nil {
+			addr := m.Options().Addr
+			mu.Lock()
+			errs = append(errs, fmt.Errorf("master %s: %w", addr, r.dials.explainAt(addr, err)))
+			mu.Unlock()
+		}
+		return nil
+	})
+	if err != nil { // no topology to ping
+		errs = append(errs, r.dials.explain(err))
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	// One line, in a stable order, for the status page and logs.
+	sort.Slice(errs, func(i, j int) bool { return errs[i].Error() < errs[j].Error() })
+	args := make([]any, len(errs))
+	for i, e := range errs {
+		args[i] = e
+	}
+	return fmt.Errorf("state: redis ping: "+strings.Repeat("; %w", len(errs))[2:], args...)
 }
 
 // globEscape escapes the glob characters of SCAN MATCH in s.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sync"
 	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
@@ -26,6 +27,11 @@ import (
 type dialWatch struct {
 	last   atomic.Pointer[error] // the last failed dial's error; nil after a success
 	reload func()                // reloads a Cluster client's topology; nil otherwise
+	// byNode holds, with a Cluster client, each node's last failed dial's
+	// error by address, until the node is dialled again: [Redis.Ping]
+	// names each failing master with its own cause, not another node's.
+	// Its size is the cluster's number of nodes.
+	byNode sync.Map
 }
 
 // watchDials installs a dialWatch on c. With a Cluster client it is
@@ -48,13 +54,18 @@ func watchDials(c redis.UniversalClient) *dialWatch {
 func (w *dialWatch) DialHook(next redis.DialHook) redis.DialHook {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		conn, err := next(ctx, network, addr)
-		if err != nil {
-			w.last.Store(&err)
-			if w.reload != nil {
-				w.reload()
-			}
-		} else {
+		switch {
+		case err == nil:
 			w.last.Store(nil)
+			if w.reload != nil {
+				w.byNode.Delete(addr)
+			}
+		case w.reload != nil:
+			w.last.Store(&err)
+			w.byNode.Store(addr, err)
+			w.reload()
+		default:
+			w.last.Store(&err)
 		}
 		return conn, err
 	}
@@ -72,15 +83,32 @@ func (w *dialWatch) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 // cancellation that hides it; otherwise it returns err unchanged. Both
 // stay in the chain (errors.Is and errors.As find either).
 func (w *dialWatch) explain(err error) error {
-	if w == nil || err == nil {
+	if w == nil {
+		return err
+	}
+	var dial error
+	if p := w.last.Load(); p != nil {
+		dial = *p
+	}
+	return explainWith(dial, err)
+}
+
+// explainAt is explain with the last dial error of the node at addr (a
+// Cluster client's).
+func (w *dialWatch) explainAt(addr string, err error) error {
+	dial, _ := w.byNode.Load(addr)
+	dialErr, _ := dial.(error)
+	return explainWith(dialErr, err)
+}
+
+// explainWith puts dial, a failed dial's error, before err when err is a
+// timeout or cancellation that hides it.
+func explainWith(dial, err error) error {
+	if dial == nil || err == nil {
 		return err
 	}
 	if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
 		return err
 	}
-	p := w.last.Load()
-	if p == nil {
-		return err
-	}
-	return fmt.Errorf("cannot connect: %w (%w while retrying)", *p, err)
+	return fmt.Errorf("cannot connect: %w (%w while retrying)", dial, err)
 }

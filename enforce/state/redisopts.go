@@ -26,7 +26,8 @@ import (
 // Sentinel's; the master's go in the username and password options.
 //
 // The options have ContextTimeoutEnabled set, so a call's context deadline
-// (the store's per-call timeout) also bounds network reads and writes.
+// (the store's per-call timeout) also bounds network reads and writes, and
+// DialerRetries at 1 (see [RedisOptions]).
 func ParseRedisURL(rawURL string) (*redis.UniversalOptions, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
@@ -63,15 +64,24 @@ func ParseRedisURL(rawURL string) (*redis.UniversalOptions, error) {
 	default:
 		return nil, fmt.Errorf("state: redis URL %s: unknown scheme %q (want redis, rediss, unix, redis+sentinel or redis+cluster)", redacted(u), u.Scheme)
 	}
-	o.ContextTimeoutEnabled = true
+	o.ContextTimeoutEnabled, o.DialerRetries = true, oneDialAttempt
 	return o, nil
 }
+
+// oneDialAttempt is the options' DialerRetries: a failed dial is not
+// retried within a call. go-redis retries five times, 100ms apart, which no
+// call of the store waits for (each has a timeout of tens of milliseconds);
+// a [NewFailover] store has its own backoff. Retries would only make a
+// dead node cost every call, and every Cluster topology reload that tries
+// it, its whole timeout instead of a refused connection.
+const oneDialAttempt = 1
 
 // RedisOptions returns client options for servers given by address
 // (host:port), for [redis.NewUniversalClient]: with masterName, addrs are
 // Sentinels of that master; with cluster (or several addresses), a Redis
-// Cluster; otherwise one server. ContextTimeoutEnabled is set, as in
-// [ParseRedisURL]. Set credentials, TLS and pool sizes on the result.
+// Cluster; otherwise one server. ContextTimeoutEnabled is set, and
+// DialerRetries is 1, as in [ParseRedisURL]. Set credentials, TLS and pool
+// sizes on the result.
 func RedisOptions(addrs []string, masterName string, cluster bool) (*redis.UniversalOptions, error) {
 	if len(addrs) == 0 {
 		return nil, errors.New("state: redis needs at least one address")
@@ -89,6 +99,7 @@ func RedisOptions(addrs []string, masterName string, cluster bool) (*redis.Unive
 		MasterName:            masterName,
 		IsClusterMode:         cluster,
 		ContextTimeoutEnabled: true,
+		DialerRetries:         oneDialAttempt,
 	}, nil
 }
 

@@ -220,6 +220,29 @@ func TestRedisRefusedNamed(t *testing.T) {
 	}
 }
 
+// TestRedisRefusedAtOnce: nothing listens; a call fails on the refused
+// connection itself, not on its timeout after go-redis's dial retries
+// (five, 100ms apart), which would also make a dead Cluster node cost
+// every topology reload that tries it a whole timeout.
+func TestRedisRefusedAtOnce(t *testing.T) {
+	opts, err := RedisClientOptions(fmt.Sprintf("redis://127.0.0.1:%d", freePort(t)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewRedis(RedisConfig{Client: redis.NewUniversalClient(opts), Site: freshSite("refused"),
+		CloseClient: true, Timeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	for i := range 3 {
+		_, err := s.Banned(ctx0, Identity{Name: "bot", Verified: true}, time.Now())
+		if !errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("call %d = %v, want connection refused, not a timeout", i+1, err)
+		}
+	}
+}
+
 // TestRedisTLSFileErrors: unreadable or invalid files are configuration
 // errors naming the file.
 func TestRedisTLSFileErrors(t *testing.T) {
