@@ -397,13 +397,6 @@ func (u *siteLabelUsers) remove(site string) {
 	metrics.dropSite(site)
 }
 
-// users is the number of users of site.
-func (u *siteLabelUsers) users(site string) int {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	return u.n[site]
-}
-
 // dropSite deletes every series of the site block site from the metrics
 // labelled by site.
 func (m *metricSet) dropSite(site string) {

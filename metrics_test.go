@@ -461,3 +461,10 @@ func TestSiteSeriesUsers(t *testing.T) {
 	}
 	again.release()
 }
+
+// users is the number of users of site (for the tests).
+func (u *siteLabelUsers) users(site string) int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.n[site]
+}

@@ -23,6 +23,7 @@ package audit
 // judged (Report.RotatingUnshaped).
 
 import (
+	"encoding/json"
 	"net/http"
 
 	"github.com/caddyrobots/caddy-robots/internal/policy"
@@ -55,58 +56,17 @@ func (a *Auditor) loggedShape() uint64 {
 
 // loggedHeader reads a logged header object (request.headers: each name
 // with an array of strings) into h, without the headers whose value is
-// not such an array.
+// not such an array. Only the lines of rotating addresses get here, so
+// encoding/json's speed does not matter.
 func loggedHeader(b []byte, h http.Header) {
-	i := skipWS(b, 0)
-	if i >= len(b) || b[i] != '{' {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(b, &obj) != nil {
 		return
 	}
-	for i = skipWS(b, i+1); i < len(b) && b[i] == '"'; {
-		name, next, _, ok := readString(b, i, nil)
-		if !ok {
-			return
-		}
-		if i = skipWS(b, next); i >= len(b) || b[i] != ':' {
-			return
-		}
-		if i = skipWS(b, i+1); i >= len(b) {
-			return
-		}
-		values, end, ok := stringArray(b, i)
-		if !ok {
-			if end, ok = skipValue(b, i); !ok {
-				return
-			}
-		} else {
-			h[string(name)] = values
-		}
-		if i = skipWS(b, end); i < len(b) && b[i] == ',' {
-			i = skipWS(b, i+1)
+	for name, raw := range obj {
+		var values []string
+		if json.Unmarshal(raw, &values) == nil {
+			h[name] = values
 		}
 	}
-}
-
-// stringArray reads the array of strings starting at b[i] and returns
-// the index after it; false when there is none there.
-func stringArray(b []byte, i int) (values []string, end int, ok bool) {
-	if i >= len(b) || b[i] != '[' {
-		return nil, i, false
-	}
-	for i = skipWS(b, i+1); i < len(b) && b[i] != ']'; {
-		if b[i] != '"' {
-			return nil, i, false
-		}
-		v, next, _, ok := readString(b, i, nil)
-		if !ok {
-			return nil, i, false
-		}
-		values = append(values, string(v))
-		if i = skipWS(b, next); i < len(b) && b[i] == ',' {
-			i = skipWS(b, i+1)
-		}
-	}
-	if i >= len(b) {
-		return nil, i, false
-	}
-	return values, i + 1, true
 }
