@@ -384,7 +384,7 @@ func TestRedisClusterThreeInstances(t *testing.T) {
 	}
 
 	const sprayAddr = "198.51.100.7"
-	t.Run("budget shared", func(t *testing.T) { clusterBudgetShared(t, ins, sprayAddr) })
+	t.Run("budget shared", func(t *testing.T) { clusterBudgetShared(t, "redis cluster", ins, sprayAddr) })
 	sprayKey := ""
 	if m, _ := cluster.holder(t, prefix+":*"+sprayAddr+"*:rate"); m != nil {
 		keys, _ := m.client(t).Keys(context.Background(), prefix+":*"+sprayAddr+"*:rate").Result()
@@ -449,7 +449,7 @@ func TestRedisClusterThreeInstances(t *testing.T) {
 	// Budgets stay shared, for an address whose budget lives on the
 	// promoted master (the keys of other addresses live elsewhere).
 	addr := addressOn(t, promoted, sprayKey, sprayAddr)
-	t.Run("budget shared after failover", func(t *testing.T) { clusterBudgetShared(t, ins, addr) })
+	t.Run("budget shared after failover", func(t *testing.T) { clusterBudgetShared(t, "redis cluster", ins, addr) })
 
 	// The promoted replica crashes too: its shard has no node left.
 	promoted.kill()
@@ -530,7 +530,8 @@ func addressOn(t *testing.T, n *clusterNode, key, keyAddr string) string {
 // clusterBudgetShared sprays a crawler's requests from addr across the
 // instances, round robin, and checks that together they admit no more than
 // one client's Crawl-delay budget, and that every instance refused some.
-func clusterBudgetShared(t *testing.T, ins []clusterInstance, addr string) {
+// store names the shared store in the report line.
+func clusterBudgetShared(t *testing.T, store string, ins []clusterInstance, addr string) {
 	const ua = "SprayBot/1.0 (+https://spray.example/bot)"
 	const n = 24
 	admitted := 0
@@ -564,8 +565,8 @@ func clusterBudgetShared(t *testing.T, ins []clusterInstance, addr string) {
 			t.Errorf("instance %d refused none of the spray: it does not share the budget", in.http)
 		}
 	}
-	t.Logf("[report] redis cluster: %d requests sprayed over 3 instances in %s, %d admitted (one client's budget: %d)",
-		n, elapsed.Round(time.Millisecond), admitted, bound)
+	t.Logf("[report] %s: %d requests sprayed over %d instances in %s, %d admitted (one client's budget: %d)",
+		store, n, len(ins), elapsed.Round(time.Millisecond), admitted, bound)
 }
 
 // ownsSlot reports whether node n is the master serving slot.
