@@ -148,7 +148,7 @@ type failoverSeen struct {
 	// The banned bot's requests: refused as banned (403), served (200),
 	// or otherwise answered (throttled: 503).
 	refused, served, other int
-	storeErr               string // the first store error its status page showed
+	storeErr               string // the store error its status page showed
 }
 
 // watchFailover sends the banned bot's request to each instance in turn,
@@ -174,7 +174,8 @@ func watchFailover(t *testing.T, s *redisSentinels, ins []clusterInstance, ua, f
 			default:
 				seen[in.http].other++
 			}
-			if healthy, _, errText := storeOf(t, in); !healthy && seen[in.http].storeErr == "" {
+			// Keep the first error that names a cause, else the last.
+			if healthy, _, errText := storeOf(t, in); !healthy && !strings.Contains(seen[in.http].storeErr, "refused") {
 				seen[in.http].storeErr = errText
 			}
 		}
