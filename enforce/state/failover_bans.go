@@ -227,11 +227,21 @@ func (f *Failover) UnbanWhere(ctx context.Context, match func(Ban) bool, now tim
 	return out, nil
 }
 
-// Ping implements [Pinger]: it pings the primary, if it can be pinged.
+// Ping implements [Pinger]: it pings the primary, if it can be pinged. An
+// answer ends the backoff that follows a failure: the primary is back, so
+// the next call is decided by it instead of waiting out the backoff (up to
+// 4s of decisions from local state, and a status page still saying
+// "deciding locally" for an idle site until a request came). A failed ping
+// changes nothing; only calls start a backoff.
 func (f *Failover) Ping(ctx context.Context) error {
-	if p, ok := f.primary.(Pinger); ok {
-		return p.Ping(ctx)
+	p, ok := f.primary.(Pinger)
+	if !ok {
+		return nil
 	}
+	if err := p.Ping(ctx); err != nil {
+		return err
+	}
+	f.ok()
 	return nil
 }
 

@@ -505,3 +505,34 @@ func BenchmarkRedisThrottle(b *testing.B) {
 	b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds()), "p50-ns")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds()), "p99-ns")
 }
+
+// TestFailoverPingEndsBackoff: after an outage, a successful Ping (the
+// status page's check) returns decisions to Redis at once, where they would
+// otherwise stay local until a call outlasts the backoff.
+func TestFailoverPingEndsBackoff(t *testing.T) {
+	srv := startRedisServer(t)
+	f, _ := newFailoverOn(t, srv.addr(), "ping-ends-backoff", nil)
+	id := NewIdentity("bot", false, netip.MustParseAddr("192.0.2.12"))
+	srv.stop()
+	if _, err := f.Banned(ctx0, id, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if !f.DecidingLocally() {
+		t.Fatal("not deciding locally after the primary failed")
+	}
+	if err := f.Ping(ctx0); err == nil {
+		t.Fatal("Ping answered with the server stopped")
+	}
+	if !f.DecidingLocally() {
+		t.Fatal("a failed Ping ended the backoff")
+	}
+	if err := srv.start(); err != nil {
+		t.Fatal(err)
+	}
+	if !waitFor(10*time.Second, func() bool { return f.Ping(ctx0) == nil }) {
+		t.Fatal("Ping does not answer after the restart")
+	}
+	if f.DecidingLocally() {
+		t.Error("still deciding locally after a successful Ping")
+	}
+}
