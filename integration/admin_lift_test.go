@@ -44,19 +44,21 @@ func openDevtools(t *testing.T, chromium, url string, width, height int) *devtoo
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Not t.TempDir: Chromium's other processes write the profile until
+	// startBrowser's cleanup has killed them all, and only then remove it.
+	home, err := os.MkdirTemp("", "robots-lift-")
+	if err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command(chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-		"--remote-debugging-pipe", "--user-data-dir="+filepath.Join(t.TempDir(), "profile"),
+		"--remote-debugging-pipe", "--user-data-dir="+filepath.Join(home, "profile"),
 		"--window-size="+strconv.Itoa(width)+","+strconv.Itoa(height), url)
 	cmd.ExtraFiles = []*os.File{toBrowser, fromBrowser} // fd 3: it reads; fd 4: it writes
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting chromium: %v", err)
-	}
+	startBrowser(t, cmd, home)
 	toBrowser.Close()
 	fromBrowser.Close()
-	t.Cleanup(func() {
+	t.Cleanup(func() { // before startBrowser's: cleanups run last first
 		browserIn.Close()
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
 		browserOut.Close()
 	})
 	d := &devtools{t: t, w: browserIn, r: bufio.NewReader(browserOut)}

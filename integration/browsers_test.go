@@ -251,7 +251,7 @@ func launchFirefox(t *testing.T, display, url, home string, ca testCA, ua string
 	return cmd
 }
 
-// startBrowser starts cmd (from launchChromium or launchFirefox) in a
+// startBrowser starts cmd (a browser: launchChromium, launchFirefox, openDevtools) in a
 // process group of its own, its output in home/browser.log, and when the
 // test ends kills the group and removes home once every process that
 // writes it (Chromium's zygote and renderers keep writing the profile) is
