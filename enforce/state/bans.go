@@ -275,12 +275,15 @@ func (r *Redis) Ping(ctx context.Context) error {
 	var mu sync.Mutex
 	var errs []error
 	err := cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
-		if err := m.Ping(ctx).Err(); err != nil {
-			addr := m.Options().Addr
-			mu.Lock()
-			errs = append(errs, fmt.Errorf("master %s: %w", addr, r.dials.explainAt(addr, err)))
-			mu.Unlock()
+		err := m.Ping(ctx).Err()
+		if err == nil {
+			return nil
 		}
+		addr := m.Options().Addr
+		err = fmt.Errorf("master %s: %w", addr, r.dials.explainAt(addr, err))
+		mu.Lock()
+		defer mu.Unlock()
+		errs = append(errs, err)
 		return nil
 	})
 	if err != nil { // no topology to ping
