@@ -27,7 +27,8 @@ import (
 //
 // The options have ContextTimeoutEnabled set, so a call's context deadline
 // (the store's per-call timeout) also bounds network reads and writes, and
-// DialerRetries at 1 (see [RedisOptions]).
+// DialerRetries at 1: a refused connection fails the call at once, where
+// go-redis's retries (five, 100ms apart) would outlast its timeout.
 func ParseRedisURL(rawURL string) (*redis.UniversalOptions, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
