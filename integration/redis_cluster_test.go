@@ -365,23 +365,8 @@ func storeOf(t *testing.T, in clusterInstance) (healthy, local bool, errText str
 // budgets still shared.
 func TestRedisClusterThreeInstances(t *testing.T) {
 	cluster := needRedisCluster(t)
-	ports, err := freeport.Take(6)
-	if err != nil {
-		t.Fatal(err)
-	}
 	prefix := fmt.Sprintf("cl%d", time.Now().UnixNano())
-	var ins []clusterInstance
-	for i := range 3 {
-		in := clusterInstance{http: ports[2*i], admin: ports[2*i+1]}
-		caddyProcess(t, clusterSite(in, cluster.url(), prefix), in.http)
-		ins = append(ins, in)
-	}
-	for _, in := range ins {
-		eventually(t, 15*time.Second, fmt.Sprintf("instance %d to report its cluster store healthy", in.http), func() bool {
-			healthy, local, _ := storeOf(t, in)
-			return healthy && !local
-		})
-	}
+	ins := sharedStoreInstances(t, cluster.url(), prefix)
 
 	const sprayAddr = "198.51.100.7"
 	t.Run("budget shared", func(t *testing.T) { clusterBudgetShared(t, "redis cluster", ins, sprayAddr) })
@@ -397,18 +382,7 @@ func TestRedisClusterThreeInstances(t *testing.T) {
 	// Strikes on two instances ban on the third.
 	const greedy = "GreedyBot/1.0 (+https://greedy.example/bot)"
 	const greedyAddr = "203.0.113.66"
-	if res := clusterGet(t, ins[0].url("/trap/1"), greedy, greedyAddr); res.status != 403 {
-		t.Fatalf("trap on instance 1: %d %q", res.status, res.body)
-	}
-	if res := clusterGet(t, ins[1].url("/trap/2"), greedy, greedyAddr); res.status != 403 {
-		t.Fatalf("trap on instance 2: %d %q", res.status, res.body)
-	}
-	if res := clusterGet(t, ins[2].url("/page"), greedy, greedyAddr); res.status != 403 || !strings.Contains(res.body, "banned until") {
-		t.Fatalf("GreedyBot on instance 3 after strikes on 1 and 2: %d %q, want 403 banned", res.status, res.body)
-	}
-	if res := clusterGet(t, ins[2].url("/robots.txt"), greedy, greedyAddr); res.status != 200 {
-		t.Errorf("banned GreedyBot's /robots.txt: %d", res.status)
-	}
+	strikeOut(t, ins, greedy, greedyAddr)
 
 	promoted := crashBanHolder(t, cluster, prefix+":*:ban")
 
@@ -436,15 +410,7 @@ func TestRedisClusterThreeInstances(t *testing.T) {
 		})
 		// The list scans every master: it finds the ban on the promoted one
 		// once the client has the new topology.
-		eventually(t, 10*time.Second, fmt.Sprintf("instance %d's /robots/bans to list GreedyBot after the failover", in.http), func() bool {
-			res, err := http.Get("http://" + hostPort("localhost", in.admin) + "/robots/bans")
-			if err != nil {
-				return false
-			}
-			defer res.Body.Close()
-			body, _ := io.ReadAll(res.Body)
-			return strings.Contains(string(body), "GreedyBot")
-		})
+		listsBan(t, in, "GreedyBot")
 	}
 	// Budgets stay shared, for an address whose budget lives on the
 	// promoted master (the keys of other addresses live elsewhere).
@@ -479,6 +445,44 @@ func clusterShardLost(t *testing.T, ins []clusterInstance, dead *clusterNode) {
 			}
 		}
 	}
+}
+
+// sharedStoreInstances starts three Caddy processes whose robots state is
+// in the Redis at url (keys under prefix), and waits until each reports
+// its store healthy and decides from it.
+func sharedStoreInstances(t *testing.T, url, prefix string) []clusterInstance {
+	t.Helper()
+	ports, err := freeport.Take(6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ins []clusterInstance
+	for i := range 3 {
+		in := clusterInstance{http: ports[2*i], admin: ports[2*i+1]}
+		caddyProcess(t, clusterSite(in, url, prefix), in.http)
+		ins = append(ins, in)
+	}
+	for _, in := range ins {
+		eventually(t, 15*time.Second, fmt.Sprintf("instance %d to report its store healthy", in.http), func() bool {
+			healthy, local, _ := storeOf(t, in)
+			return healthy && !local
+		})
+	}
+	return ins
+}
+
+// listsBan waits until in's /robots/bans lists a ban of the crawler name.
+func listsBan(t *testing.T, in clusterInstance, name string) {
+	t.Helper()
+	eventually(t, 10*time.Second, fmt.Sprintf("instance %d's /robots/bans to list %s", in.http, name), func() bool {
+		res, err := http.Get("http://" + hostPort("localhost", in.admin) + "/robots/bans")
+		if err != nil {
+			return false
+		}
+		defer res.Body.Close()
+		body, _ := io.ReadAll(res.Body)
+		return strings.Contains(string(body), name)
+	})
 }
 
 // crashBanHolder kills the master holding the ban keys (banKeys, a

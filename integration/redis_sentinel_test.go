@@ -3,8 +3,6 @@ package integration
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -193,23 +191,8 @@ func watchFailover(t *testing.T, s *redisSentinels, ins []clusterInstance, ua, f
 // strikes and budgets shared through it.
 func TestRedisSentinelFailover(t *testing.T) {
 	sentinels := needRedisSentinels(t)
-	ports, err := freeport.Take(6)
-	if err != nil {
-		t.Fatal(err)
-	}
 	prefix := fmt.Sprintf("se%d", time.Now().UnixNano())
-	var ins []clusterInstance
-	for i := range 3 {
-		in := clusterInstance{http: ports[2*i], admin: ports[2*i+1]}
-		caddyProcess(t, clusterSite(in, sentinels.url(), prefix), in.http)
-		ins = append(ins, in)
-	}
-	for _, in := range ins {
-		eventually(t, 15*time.Second, fmt.Sprintf("instance %d to report its Sentinel store healthy", in.http), func() bool {
-			healthy, local, _ := storeOf(t, in)
-			return healthy && !local
-		})
-	}
+	ins := sharedStoreInstances(t, sentinels.url(), prefix)
 
 	t.Run("budget shared", func(t *testing.T) { clusterBudgetShared(t, "redis sentinel", ins, "198.51.100.7") })
 
@@ -248,15 +231,7 @@ func TestRedisSentinelFailover(t *testing.T) {
 		served := enforcedFromRedis(t, in, greedy, greedyAddr)
 		t.Logf("[report] redis sentinel: instance %d enforced the ban from the promoted replica %s after the promotion, having served the banned bot %d time(s) meanwhile",
 			in.http, time.Since(promoted).Round(100*time.Millisecond), served)
-		eventually(t, 10*time.Second, fmt.Sprintf("instance %d's /robots/bans to list GreedyBot after the failover", in.http), func() bool {
-			res, err := http.Get("http://" + hostPort("localhost", in.admin) + "/robots/bans")
-			if err != nil {
-				return false
-			}
-			defer res.Body.Close()
-			body, _ := io.ReadAll(res.Body)
-			return strings.Contains(string(body), "GreedyBot")
-		})
+		listsBan(t, in, "GreedyBot")
 	}
 
 	// Strikes and budgets are shared through the promoted replica.
