@@ -28,7 +28,7 @@ type bansList struct {
 // DELETE lifts a ban by identity, by address or network, by crawler, and
 // all of them.
 func TestAdminBansWhoAndLift(t *testing.T) {
-	cfg := globalsWith("\tservers {\n\t\ttrusted_proxies static 127.0.0.1/32\n\t\ttrusted_proxies_strict\n\t}\n")
+	cfg := trustLocalProxy()
 	c := newClient(t, cfg+siteURL("banlist.localhost")+` {
 	robots {
 		source inline "User-agent: *\nDisallow: /private/\n"

@@ -80,7 +80,7 @@ func flood(n, workers int, req func(i int) int) map[int]int {
 // distinct networks, each with a throttle entry of its own, and with a new
 // Host each on a catch-all site, leave the ban in force and listed.
 func TestAdversarialBanFlood(t *testing.T) {
-	cfg := globalsWith("\tservers {\n\t\ttrusted_proxies static 127.0.0.1/32\n\t\ttrusted_proxies_strict\n\t}\n")
+	cfg := trustLocalProxy()
 	dir := advSite(t, "User-agent: *\nDisallow: /private/\n")
 	newClient(t, cfg+fmt.Sprintf("http://:%d", httpPort)+` {
 	root * `+dir+`
@@ -130,7 +130,7 @@ func TestAdversarialBanFlood(t *testing.T) {
 func TestAdversarialCrawlDelayHostHopping(t *testing.T) {
 	const robots = "User-agent: *\nDisallow: /private/\nCrawl-delay: 5\n"
 	dir := advSite(t, robots)
-	cfg := globalsWith("\tservers {\n\t\ttrusted_proxies static 127.0.0.1/32\n\t\ttrusted_proxies_strict\n\t}\n")
+	cfg := trustLocalProxy()
 	fc := newFloodClient()
 	// allowed sends n requests of one bot from address ip, the i-th with
 	// Host host(i), and returns how many were allowed and refused with 503.

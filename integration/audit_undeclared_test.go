@@ -48,23 +48,14 @@ type auditDecision struct {
 func TestAuditUndeclaredAgreesWithTheServer(t *testing.T) {
 	dir := t.TempDir()
 	logFile := filepath.Join(dir, "access.log")
-	caddyfile := globalsWith("\tservers {\n\t\ttrusted_proxies static 127.0.0.1/32\n\t\ttrusted_proxies_strict\n\t}\n") + `http://:` + strconv.Itoa(httpPort) + ` {
-	log {
-		output file ` + logFile + `
-		format json
-	}
-	header >X-Robots-Decision {http.robots.decision}
-	header >X-Robots-Reason {http.robots.reason}
-	header >X-Robots-Rule {http.robots.rule}
-	header >X-Robots-Agent {http.robots.agent}
+	caddyfile := auditedSite(`http://:`+strconv.Itoa(httpPort), logFile, `	header >X-Robots-Agent {http.robots.agent}
 	robots {
-		source inline ` + strconv.Quote(auditUndeclaredRobots) + `
+		source inline `+strconv.Quote(auditUndeclaredRobots)+`
 		trap /no-robots/
 		strikes 3 10m 1h
 	}
 	respond "ok {path}"
-}
-`
+`)
 	cfgPath := loadSaved(t, dir, caddyfile)
 
 	loop := hostPort("127.0.0.1", httpPort)      // a loopback host: a secure context

@@ -113,7 +113,7 @@ func TestTrustedProxiesWithoutStrictWarned(t *testing.T) {
 	})
 
 	// With trusted_proxies_strict: no warning.
-	c = newClient(t, globalsWith("\tservers {\n\t\ttrusted_proxies static 127.0.0.1/32\n\t\ttrusted_proxies_strict\n\t}\n")+siteURL("strict.localhost")+` {
+	c = newClient(t, trustLocalProxy()+siteURL("strict.localhost")+` {
 	robots {
 		source inline "User-agent: *\nDisallow: /private/\n"
 	}

@@ -79,22 +79,13 @@ func TestDifferentialRotation(t *testing.T) {
 	dir := t.TempDir()
 	logFile := filepath.Join(dir, "access.log")
 	host := "diffrotation.localhost"
-	caddyfile := globalsWith("\tservers {\n\t\ttrusted_proxies static 127.0.0.1/32\n\t\ttrusted_proxies_strict\n\t}\n") + siteURL(host) + ` {
-	log {
-		output file ` + logFile + `
-		format json
-	}
-	header >X-Robots-Decision {http.robots.decision}
-	header >X-Robots-Reason {http.robots.reason}
-	header >X-Robots-Rule {http.robots.rule}
-	robots {
+	caddyfile := auditedSite(siteURL(host), logFile, `	robots {
 		source inline "User-agent: *\nDisallow: /private/\nCrawl-delay: 600\n"
 		crawl_burst 1
 		strikes off
 	}
 	respond "ok {path}"
-}
-`
+`)
 	cfgPath := loadSaved(t, dir, caddyfile)
 	const ip = "198.51.100.90"
 

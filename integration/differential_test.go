@@ -324,26 +324,17 @@ func TestDifferential(t *testing.T) {
 	logFile := filepath.Join(dir, "access.log")
 	resolver := nxDNS(t)
 	host := "differential.localhost"
-	caddyfile := globalsWith("\tservers {\n\t\ttrusted_proxies static 127.0.0.1/32\n\t\ttrusted_proxies_strict\n\t}\n") + siteURL(host) + ` {
-	log {
-		output file ` + logFile + `
-		format json
-	}
-	header >X-Robots-Decision {http.robots.decision}
-	header >X-Robots-Reason {http.robots.reason}
-	header >X-Robots-Rule {http.robots.rule}
-	robots {
-		source inline ` + strconv.Quote(diffRobots) + `
+	caddyfile := auditedSite(siteURL(host), logFile, `	robots {
+		source inline `+strconv.Quote(diffRobots)+`
 		preferences enforce
 		crawl_delay off
 		strikes off
 		verify {
-			resolver ` + resolver + `
+			resolver `+resolver+`
 		}
 	}
 	respond "ok {path}"
-}
-`
+`)
 	cfgPath := loadSaved(t, dir, caddyfile)
 	reqs := diffCorpus(t, siteURL(host))
 
@@ -455,21 +446,12 @@ func TestDifferentialState(t *testing.T) {
 	dir := t.TempDir()
 	logFile := filepath.Join(dir, "access.log")
 	host := "diffstate.localhost"
-	caddyfile := globalsWith("\tservers {\n\t\ttrusted_proxies static 127.0.0.1/32\n\t\ttrusted_proxies_strict\n\t}\n") + siteURL(host) + ` {
-	log {
-		output file ` + logFile + `
-		format json
-	}
-	header >X-Robots-Decision {http.robots.decision}
-	header >X-Robots-Reason {http.robots.reason}
-	header >X-Robots-Rule {http.robots.rule}
-	robots {
+	caddyfile := auditedSite(siteURL(host), logFile, `	robots {
 		source inline "User-agent: *\nDisallow: /private/\nCrawl-delay: 2\n"
 		strikes 4 10m 1h
 	}
 	respond "ok {path}"
-}
-`
+`)
 	cfgPath := loadSaved(t, dir, caddyfile)
 	const ua = "StatefulBot/1.0 (+https://stateful.example/bot)"
 	paths := []string{"/a", "/b", "/c", "/d", "/e", "/f", "/private/1", "/private/2", "/private/3", "/private/4", "/private/5", "/g", "/h"}

@@ -408,6 +408,28 @@ func eventually(t *testing.T, timeout time.Duration, what string, f func() bool)
 	t.Fatalf("timed out after %s waiting for %s", timeout, what)
 }
 
+// trustLocalProxy is globalsWith a trusted proxy on 127.0.0.1, strictly:
+// a test sets each request's client address with X-Forwarded-For.
+func trustLocalProxy() string {
+	return globalsWith("\tservers {\n\t\ttrusted_proxies static 127.0.0.1/32\n\t\ttrusted_proxies_strict\n\t}\n")
+}
+
+// auditedSite is a Caddyfile (trustLocalProxy's globals) with one site at
+// addr that logs its requests as JSON to logFile, for the audit to replay,
+// and names each decision in the X-Robots-Decision, -Reason and -Rule
+// response headers; body is the rest of the site block.
+func auditedSite(addr, logFile, body string) string {
+	return trustLocalProxy() + addr + ` {
+	log {
+		output file ` + logFile + `
+		format json
+	}
+	header >X-Robots-Decision {http.robots.decision}
+	header >X-Robots-Reason {http.robots.reason}
+	header >X-Robots-Rule {http.robots.rule}
+` + body + "}\n"
+}
+
 // repoPath returns a path relative to the repository root.
 func repoPath(p string) string {
 	abs, err := filepath.Abs(filepath.Join("..", p))
