@@ -62,7 +62,17 @@ func auditTLSConfig(ca testCA, logFile, signals string) string {
 		robots += "\t\tundeclared {\n\t\t\t" + signals + "\n\t\t}\n"
 	}
 	robots += "\t}\n"
-	return fingerprintGlobals() + fmt.Sprintf(`https://localhost:%d {
+	return fingerprintedSite(ca, fmt.Sprintf("https://localhost:%d", httpsPort), logFile, robots)
+}
+
+// fingerprintedSite is a Caddyfile (fingerprintGlobals) with one site block
+// at addrs over TLS with ca's certificate. It logs its requests as JSON to
+// logFile with the log_append fields of the handshake that the audit
+// reads, names each decision and crawler in the X-Robots-Decision and
+// X-Robots-Agent response headers, and answers "ok"; robots is its robots
+// block.
+func fingerprintedSite(ca testCA, addrs, logFile, robots string) string {
+	return fingerprintGlobals() + fmt.Sprintf(`%s {
 	tls %s %s
 	log {
 		output file %s
@@ -75,7 +85,7 @@ func auditTLSConfig(ca testCA, logFile, signals string) string {
 	header >X-Robots-Agent {http.robots.agent}
 %s	respond "ok"
 }
-`, httpsPort, ca.certFile, ca.keyFile, logFile, robots)
+`, addrs, ca.certFile, ca.keyFile, logFile, robots)
 }
 
 // auditTLSDecision is what the comparison reads of a line of the audit's

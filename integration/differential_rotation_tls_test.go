@@ -24,25 +24,13 @@ func TestDifferentialRotationTLS(t *testing.T) {
 	// localhost): rotation state is the site block's and outlives a
 	// config, and the other tests' bots on https://localhost from this
 	// address must not have made it rotate already.
-	caddyfile := fingerprintGlobals() + fmt.Sprintf(`https://localhost:%[3]d, https://rotation-tls.localhost:%[3]d {
-	tls %[1]s %[2]s
-	log {
-		output file %[4]s
-		format json
-	}
-	log_append tls_fingerprint {http.robots.tls_fingerprint}
-	log_append tls_engine {http.robots.tls_engine}
-	log_append tls_versions {http.robots.tls_versions}
-	header >X-Robots-Decision {http.robots.decision}
-	header >X-Robots-Agent {http.robots.agent}
-	robots {
+	addrs := fmt.Sprintf("https://localhost:%[1]d, https://rotation-tls.localhost:%[1]d", httpsPort)
+	caddyfile := fingerprintedSite(ca, addrs, logFile, `	robots {
 		source inline "User-agent: *\nDisallow: /private/\nCrawl-delay: 600\n"
 		crawl_burst 1
 		strikes off
 	}
-	respond "ok"
-}
-`, ca.certFile, ca.keyFile, httpsPort, logFile)
+`)
 	cfgPath := loadSaved(t, dir, caddyfile)
 	headersA := [][2]string{{"Accept", "*/*"}, {"Accept-Language", "en"}}
 	headersB := [][2]string{{"Accept", "text/html"}, {"X-Crawl-Run", "3"}}
